@@ -1,0 +1,112 @@
+"""Server time per key press in the label page, on a project of 100,000 queries x 20 candidates.
+
+    python bench/keypress_speed.py [--queries 100000] [--candidates 20] [--presses 600]
+
+Builds the project through the store's import (the synthetic tasks of import_speed.py), labels
+some queries to warm it up, then replays an annotator's key presses through the same code the
+page runs for each press (labeler.judging.LabelSession):
+
+- press: the action itself — the store write (one committed event) and, when the query is done,
+  finding the next query;
+- view: what the panel reads to render — query, state, candidates, next candidate;
+- progress: the progress counters.
+
+Presses follow a first-hit pattern ("1", "01", "001", "0001", ... and now and then a skip or an
+undo). Prints median, 95th percentile and maximum per part and in total, in milliseconds, and
+writes bench/out/keypress_speed.json. Target: total under 50 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from import_speed import write_tasks
+
+from labeler.judging import LabelSession
+from labeler.store import Store
+
+OUT = Path(__file__).resolve().parent / "out"
+PATTERN = ["1", "0", "1", "0", "0", "1", "s", "0", "0", "0", "1", "z", "0", "1"]
+
+
+def build(path: Path, queries: int, candidates: int) -> float:
+    """Import the synthetic project; return the seconds it took."""
+    with tempfile.TemporaryDirectory() as scratch:
+        tasks = Path(scratch) / "tasks.jsonl"
+        write_tasks(tasks, queries, candidates)
+        started = time.perf_counter()
+        with Store(path) as store:
+            store.import_tasks(tasks)
+        return time.perf_counter() - started
+
+
+def replay(session: LabelSession, presses: int) -> dict[str, list[float]]:
+    """Apply ``presses`` keys; return the milliseconds of each part of each press."""
+    timings: dict[str, list[float]] = {"press": [], "view": [], "progress": [], "total": []}
+    for number in range(presses):
+        key = PATTERN[number % len(PATTERN)]
+        started = time.perf_counter()
+        session.press(key, seconds=1.0)
+        pressed = time.perf_counter()
+        session.view()
+        viewed = time.perf_counter()
+        session.progress()
+        finished = time.perf_counter()
+        for part, seconds in (
+            ("press", pressed - started),
+            ("view", viewed - pressed),
+            ("progress", finished - viewed),
+            ("total", finished - started),
+        ):
+            timings[part].append(seconds * 1000)
+    return timings
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    """Median, 95th percentile and maximum, rounded to 0.01 ms."""
+    ordered = sorted(values)
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    return {
+        "median": round(statistics.median(ordered), 2),
+        "p95": round(p95, 2),
+        "max": round(ordered[-1], 2),
+    }
+
+
+def main() -> None:
+    """Build the project, replay the presses, print and save the figures."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--queries", type=int, default=100_000)
+    parser.add_argument("--candidates", type=int, default=20)
+    parser.add_argument("--presses", type=int, default=600)
+    parser.add_argument("--warm-up", type=int, default=2_000, help="Presses before measuring.")
+    options = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as scratch:
+        db = Path(scratch) / "keypress.db"
+        import_seconds = build(db, options.queries, options.candidates)
+        print(
+            f"imported {options.queries:,} queries x {options.candidates} in {import_seconds:.1f} s"
+        )
+        with Store(db) as store:
+            session = LabelSession(store, "bench")
+            replay(session, options.warm_up)
+            timings = replay(session, options.presses)
+            events = store.status()["events"]
+    figures = {part: summary(values) for part, values in timings.items()}
+    print(f"{options.presses} presses measured after {options.warm_up} ({events:,} events stored)")
+    print(f"{'ms per press':<12} {'median':>8} {'p95':>8} {'max':>8}")
+    for part, figure in figures.items():
+        print(f"{part:<12} {figure['median']:>8.2f} {figure['p95']:>8.2f} {figure['max']:>8.2f}")
+    OUT.mkdir(exist_ok=True)
+    result = {**vars(options), "import_seconds": round(import_seconds, 1), "ms": figures}
+    (OUT / "keypress_speed.json").write_text(json.dumps(result, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

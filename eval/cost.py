@@ -1,0 +1,254 @@
+"""What a golden set costs to label, in hours and dollars: planned before, measured during.
+
+The model is ``hours = queries × docs judged per query × seconds per judgement × annotators
+per query / 3600`` and ``dollars = hours × hourly rate``. The field's worked example:
+400 queries × 4 docs × 20 s = 32,000 s = 8.89 h, × $60/h = $533.33.
+
+Before labelling, the docs judged per query depend on the plan: first-hit mode stops at the
+first relevant doc (see :func:`expected_first_hit_depth`), full mode judges all k, or the
+whole pool when several systems are pooled (see :func:`pool_depth_per_query`). Once labelling
+has started, :func:`measured_cost` uses the recorded figures instead of guesses.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike
+
+SECONDS_PER_HOUR = 3600
+
+
+@dataclass(frozen=True)
+class Cost:
+    """Labelling time and its price."""
+
+    seconds: float
+    hours: float
+    dollars: float
+
+    @classmethod
+    def of_seconds(cls, seconds: float, hourly_rate: float) -> Cost:
+        """The cost of ``seconds`` of annotator time paid at ``hourly_rate`` per hour."""
+        hours = seconds / SECONDS_PER_HOUR
+        return cls(seconds=seconds, hours=hours, dollars=hours * hourly_rate)
+
+    def as_dict(self) -> dict[str, float | None]:
+        """``{"seconds", "hours", "dollars"}`` as JSON-ready numbers (None when unknown)."""
+        return {
+            "seconds": _json_number(self.seconds),
+            "hours": _json_number(self.hours),
+            "dollars": _json_number(self.dollars),
+        }
+
+
+@dataclass(frozen=True)
+class PlanComparison:
+    """First-hit mode against full-depth labelling of the same queries."""
+
+    first_hit_depth: float  # expected docs judged per query in first-hit mode
+    full_depth: float  # docs judged per query in full mode (k, or the pool size)
+    first_hit: Cost
+    full: Cost
+
+
+@dataclass(frozen=True)
+class MeasuredCost:
+    """Cost from the figures recorded so far: spent, still to spend, and the total."""
+
+    spent: Cost
+    remaining: Cost
+    total: Cost
+    seconds_per_judgement: float  # median active seconds per judgement
+    judgements_per_query: float  # mean judged depth of a completed query
+
+    def as_dict(self) -> dict[str, object]:
+        """The JSON shape of the measured cost (unknown figures become None)."""
+        return {
+            "spent": self.spent.as_dict(),
+            "remaining": self.remaining.as_dict(),
+            "total": self.total.as_dict(),
+            "seconds_per_judgement": _json_number(self.seconds_per_judgement),
+            "judgements_per_query": _json_number(self.judgements_per_query),
+        }
+
+
+def labelling_cost(
+    queries: float,
+    docs_per_query: float,
+    seconds_per_judgement: float,
+    hourly_rate: float,
+    annotators_per_query: float = 1,
+) -> Cost:
+    """Cost of judging ``docs_per_query`` docs for each of ``queries`` queries.
+
+    ``annotators_per_query`` may be fractional (1.2 = a fifth of the queries labelled twice).
+
+    >>> labelling_cost(400, 4, 20, 60)
+    Cost(seconds=32000.0, hours=8.88888888888889, dollars=533.3333333333334)
+    """
+    _check_non_negative(
+        queries=queries,
+        docs_per_query=docs_per_query,
+        seconds_per_judgement=seconds_per_judgement,
+        hourly_rate=hourly_rate,
+    )
+    _check_annotators(annotators_per_query)
+    seconds = float(queries * docs_per_query * seconds_per_judgement * annotators_per_query)
+    return Cost.of_seconds(seconds, hourly_rate)
+
+
+def expected_first_hit_depth(
+    first_relevant_ranks: ArrayLike, k: int, answerable_share: float = 1.0
+) -> float:
+    """Mean docs judged per query in first-hit mode, judging ranks 1..k from the top.
+
+    A query whose first relevant doc is at rank r ≤ k costs r judgements; one with none in
+    the top k (rank > k, NaN or missing) costs k, and so does an unanswerable query.
+    ``first_relevant_ranks`` describes answerable queries, measured (a labelled set) or
+    assumed (any sample of ranks); ``answerable_share`` is the share of queries expected to
+    be answerable.
+
+    >>> expected_first_hit_depth([1, 3, float("nan"), 2], k=10)
+    4.0
+    """
+    ranks = np.asarray(first_relevant_ranks, dtype=np.float64)
+    if ranks.ndim != 1 or len(ranks) == 0:
+        raise ValueError("first_relevant_ranks must be a non-empty list of ranks")
+    if (ranks < 1).any():
+        raise ValueError("ranks start at 1: first_relevant_ranks holds a rank below 1")
+    if not isinstance(k, int | np.integer) or k < 1:
+        raise ValueError(f"k must be a positive integer, got {k!r}")
+    if not 0 <= answerable_share <= 1:
+        raise ValueError(f"answerable_share must be between 0 and 1, got {answerable_share!r}")
+    depth_if_answerable = np.where(ranks <= k, ranks, k).mean()  # NaN <= k is False: costs k
+    return float(answerable_share * depth_if_answerable + (1 - answerable_share) * k)
+
+
+def compare_plans(
+    queries: float,
+    k: int,
+    first_relevant_ranks: ArrayLike,
+    seconds_per_judgement: float,
+    hourly_rate: float,
+    *,
+    annotators_per_query: float = 1,
+    answerable_share: float = 1.0,
+    full_depth: float | None = None,
+) -> PlanComparison:
+    """Cost of first-hit mode against full-depth labelling of ``queries`` queries to depth k.
+
+    ``full_depth`` is the docs judged per query in full mode: k for one system, or the mean
+    pool size when several systems are pooled (:func:`pool_depth_per_query`).
+    """
+    first_hit_depth = expected_first_hit_depth(first_relevant_ranks, k, answerable_share)
+    full_depth = float(k if full_depth is None else full_depth)
+    return PlanComparison(
+        first_hit_depth=first_hit_depth,
+        full_depth=full_depth,
+        first_hit=labelling_cost(
+            queries, first_hit_depth, seconds_per_judgement, hourly_rate, annotators_per_query
+        ),
+        full=labelling_cost(
+            queries, full_depth, seconds_per_judgement, hourly_rate, annotators_per_query
+        ),
+    )
+
+
+def pool_depth_per_query(
+    runs: Sequence[pd.DataFrame], depth: int, *, keep_order: bool = False
+) -> float:
+    """Mean number of distinct docs per query in the union of the runs' top ``depth``.
+
+    Each run is a frame with ``query_id``, ``doc_id`` and ``score`` columns, ranked as
+    trec_eval ranks (score descending, ties by doc_id descending); ``keep_order`` ranks by
+    row order instead. The more the systems agree, the smaller the pool: this is the real
+    overlap, not ``depth × number of runs``. The mean is over queries that any run answers.
+    """
+    if not isinstance(depth, int | np.integer) or depth < 1:
+        raise ValueError(f"depth must be a positive integer, got {depth!r}")
+    if len(runs) == 0:
+        raise ValueError("pool_depth_per_query needs at least one run")
+    tops = [_top_docs(run, depth, keep_order) for run in runs]
+    pool = pd.concat(tops, ignore_index=True).drop_duplicates()
+    if pool.empty:
+        raise ValueError("the runs hold no results to pool")
+    return float(pool.groupby("query_id", sort=False).size().mean())
+
+
+def measured_cost(
+    seconds_per_judgement: ArrayLike,
+    judgements_per_query: ArrayLike,
+    queries_remaining: int,
+    hourly_rate: float,
+    annotators_per_query: float = 1,
+) -> MeasuredCost:
+    """Spent, remaining and total cost from the figures recorded while labelling.
+
+    ``seconds_per_judgement`` holds the active seconds of every judgement made so far (their
+    sum is the time spent); ``judgements_per_query`` the judged depth of each completed query
+    (one annotator's pass). Each remaining query is priced at the mean judged depth × the
+    median seconds per judgement (robust to the odd long pause) × ``annotators_per_query``.
+    Before anything is measured the unknown figures are NaN (None in :meth:`as_dict`).
+    """
+    seconds = _non_negative_array(seconds_per_judgement, "seconds_per_judgement")
+    depths = _non_negative_array(judgements_per_query, "judgements_per_query")
+    _check_non_negative(queries_remaining=queries_remaining, hourly_rate=hourly_rate)
+    _check_annotators(annotators_per_query)
+    median_seconds = float(np.median(seconds)) if len(seconds) else math.nan
+    mean_depth = float(depths.mean()) if len(depths) else math.nan
+    remaining_seconds = (
+        queries_remaining * mean_depth * median_seconds * annotators_per_query
+        if queries_remaining
+        else 0.0
+    )
+    spent_seconds = float(seconds.sum())
+    return MeasuredCost(
+        spent=Cost.of_seconds(spent_seconds, hourly_rate),
+        remaining=Cost.of_seconds(remaining_seconds, hourly_rate),
+        total=Cost.of_seconds(spent_seconds + remaining_seconds, hourly_rate),
+        seconds_per_judgement=median_seconds,
+        judgements_per_query=mean_depth,
+    )
+
+
+def _top_docs(run: pd.DataFrame, depth: int, keep_order: bool) -> pd.DataFrame:
+    """(query_id, doc_id) of each query's top ``depth`` docs in ``run``."""
+    needed = ["query_id", "doc_id"] if keep_order else ["query_id", "doc_id", "score"]
+    absent = [column for column in needed if column not in run.columns]
+    if absent:
+        raise ValueError(f"a run frame lacks the column(s) {', '.join(absent)}")
+    ranked = (
+        run if keep_order else run.sort_values(["score", "doc_id"], ascending=False, kind="stable")
+    )
+    top = ranked[ranked.groupby("query_id", sort=False).cumcount() < depth]
+    return top[["query_id", "doc_id"]]
+
+
+def _non_negative_array(values: ArrayLike, name: str) -> np.ndarray:
+    array = np.asarray(values, dtype=np.float64)
+    if array.ndim != 1:
+        raise ValueError(f"{name} must be a flat list of numbers, got shape {array.shape}")
+    if not np.isfinite(array).all() or (array < 0).any():
+        raise ValueError(f"{name} must hold finite, non-negative numbers")
+    return array
+
+
+def _check_non_negative(**figures: float) -> None:
+    for name, value in figures.items():
+        if not (isinstance(value, int | float | np.number) and math.isfinite(value) and value >= 0):
+            raise ValueError(f"{name} must be a finite, non-negative number, got {value!r}")
+
+
+def _check_annotators(annotators_per_query: float) -> None:
+    _check_non_negative(annotators_per_query=annotators_per_query)
+    if annotators_per_query < 1:
+        raise ValueError(f"annotators_per_query must be at least 1, got {annotators_per_query!r}")
+
+
+def _json_number(value: float) -> float | None:
+    return None if math.isnan(value) else value

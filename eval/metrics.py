@@ -1,0 +1,349 @@
+"""Per-query retrieval metrics, trec_eval-conformant, computed for all queries at once.
+
+A run is first turned into a :class:`Ranking`: every retrieved row of every scored query,
+sorted the way trec_eval sorts (query, then score descending, then doc_id descending in
+byte order), with its rank and its judged grade. Each metric is then one small function
+over those flat arrays; ``np.bincount`` over the query index does the per-query sums,
+so there is no Python loop per query.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from eval.columns import arrow_strings, lookup
+from eval.readers import Golden, Run
+
+DEFAULT_METRICS = (
+    "mrr@10",
+    "hit@1",
+    "hit@10",
+    "miss@10",
+    "recall@10",
+    "precision@10",
+    "ndcg@10",
+    "judged@10",
+)
+GAINS = ("linear", "exp")
+NOT_RANKED = np.iinfo(np.int64).max  # first_relevant_rank of a query with no relevant doc
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """A run ranked and joined with the judgements; rows grouped by query, best first.
+
+    Per row: ``query_index`` (into ``query_ids``), ``rank`` (1-based), ``score``, ``grade``
+    (0 when unjudged) and ``judged``. Per query: ``retrieved`` (rows kept),
+    ``relevant_count`` (judged docs with grade >= threshold) and ``ideal_gains`` (the
+    grades > 0 of all its judged docs, sorted best first, as a padded 2-D array).
+    """
+
+    query_ids: np.ndarray
+    query_index: np.ndarray
+    rank: np.ndarray
+    score: np.ndarray
+    grade: np.ndarray
+    judged: np.ndarray
+    relevant: np.ndarray
+    retrieved: np.ndarray
+    relevant_count: np.ndarray
+    ideal_grades: np.ndarray
+
+    @property
+    def query_count(self) -> int:
+        return len(self.query_ids)
+
+    def per_query_sum(self, weights: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """Sum ``weights`` over the rows selected by ``mask``, per query."""
+        return np.bincount(
+            self.query_index[mask], weights=weights[mask], minlength=self.query_count
+        )
+
+    @cached_property
+    def first_relevant_rank(self) -> np.ndarray:
+        """Rank of each query's first relevant row; ``NOT_RANKED`` where there is none."""
+        first = np.full(self.query_count, NOT_RANKED, dtype=np.int64)
+        relevant_queries = self.query_index[self.relevant]
+        # Rows are sorted by query then rank, so a query's first relevant row comes first.
+        starts = np.flatnonzero(np.r_[True, relevant_queries[1:] != relevant_queries[:-1]])
+        first[relevant_queries[starts]] = self.rank[self.relevant][starts]
+        return first
+
+
+# --- one small function per metric ---------------------------------------------------------
+
+
+def reciprocal_rank(ranking: Ranking, k: int | None = None) -> np.ndarray:
+    """RR@k = 1 / rank of the first relevant doc within the top k, else 0 (trec_eval
+    ``recip_rank`` when k is None)."""
+    first = ranking.first_relevant_rank
+    found = first <= (k if k is not None else NOT_RANKED - 1)
+    return np.where(found, 1.0 / np.where(found, first, 1), 0.0)
+
+
+def hit(ranking: Ranking, k: int) -> np.ndarray:
+    """hit@k = 1 if a relevant doc is in the top k, else 0 (trec_eval ``success_k``)."""
+    return (ranking.first_relevant_rank <= k).astype(np.float64)
+
+
+def miss(ranking: Ranking, k: int) -> np.ndarray:
+    """miss@k = 1 − hit@k: the query has no relevant doc in the top k."""
+    return 1.0 - hit(ranking, k)
+
+
+def relevant_in_top(ranking: Ranking, k: int) -> np.ndarray:
+    """Number of relevant docs in each query's top k."""
+    return ranking.per_query_sum(np.ones(len(ranking.rank)), ranking.relevant & (ranking.rank <= k))
+
+
+def precision(ranking: Ranking, k: int) -> np.ndarray:
+    """P@k = relevant docs in the top k / k (the denominator is always k, as trec_eval)."""
+    return relevant_in_top(ranking, k) / k
+
+
+def recall(ranking: Ranking, k: int) -> np.ndarray:
+    """R@k = relevant docs in the top k / all relevant judged docs of the query (0 if none)."""
+    found = relevant_in_top(ranking, k)
+    total = ranking.relevant_count
+    return np.divide(found, total, out=np.zeros(len(total)), where=total > 0)
+
+
+def ndcg(ranking: Ranking, k: int, gain: str = "linear") -> np.ndarray:
+    """nDCG@k = DCG@k / ideal DCG@k, discount log2(rank + 1), 0 when the ideal is 0.
+
+    Gain is the grade (``linear``, trec_eval's default) or 2^grade − 1 (``exp``); grades
+    <= 0 gain nothing. The ideal ranking sorts all judged grades of the query, cut at k.
+    The relevance threshold does not apply, as in trec_eval.
+    """
+    gains = _gain(ranking.grade, gain)
+    top = ranking.rank <= k
+    dcg = ranking.per_query_sum(gains / np.log2(ranking.rank + 1.0), top)
+    ideal = _gain(ranking.ideal_grades[:, :k], gain)
+    ideal_dcg = (ideal / np.log2(np.arange(2, ideal.shape[1] + 2))).sum(axis=1)
+    return np.divide(dcg, ideal_dcg, out=np.zeros(len(dcg)), where=ideal_dcg > 0)
+
+
+def judged(ranking: Ranking, k: int) -> np.ndarray:
+    """judged@k = share of the run's top k (at most k docs retrieved) that have a judgement.
+
+    0 for a query where the run retrieved nothing.
+    """
+    judged_count = ranking.per_query_sum(
+        np.ones(len(ranking.rank)), ranking.judged & (ranking.rank <= k)
+    )
+    shown = np.minimum(ranking.retrieved, k)
+    return np.divide(judged_count, shown, out=np.zeros(len(shown)), where=shown > 0)
+
+
+def _gain(grades: np.ndarray, gain: str) -> np.ndarray:
+    positive = np.maximum(grades, 0).astype(np.float64)
+    return positive if gain == "linear" else np.exp2(positive) - 1.0
+
+
+METRICS = {
+    "mrr": reciprocal_rank,
+    "hit": hit,
+    "miss": miss,
+    "precision": precision,
+    "recall": recall,
+    "ndcg": ndcg,
+    "judged": judged,
+}
+
+
+def ranks_needed(metrics: Sequence[str]) -> int | None:
+    """How many top ranks per query ``metrics`` look at (None: all of them).
+
+    One rank more than the largest cutoff, so that a score tie across the cutoff shows.
+    """
+    cutoffs = [cutoff for _, cutoff in map(parse_metric, metrics)]
+    return None if None in cutoffs else max(cutoffs, default=0) + 1
+
+
+def parse_metric(spec: str) -> tuple[str, int | None]:
+    """Split ``"ndcg@10"`` into ``("ndcg", 10)``; only ``mrr`` may go without a cutoff."""
+    name, _, cutoff = spec.partition("@")
+    if name not in METRICS:
+        raise ValueError(f"unknown metric {spec!r}; known: {', '.join(METRICS)} (as name@k)")
+    if not cutoff:
+        if name != "mrr":
+            raise ValueError(f"metric {spec!r} needs a cutoff, e.g. {name}@10")
+        return name, None
+    if not cutoff.isdigit() or int(cutoff) < 1:
+        raise ValueError(f"metric {spec!r}: the cutoff must be a positive integer")
+    return name, int(cutoff)
+
+
+# --- ranking a run -------------------------------------------------------------------------
+
+
+def rank_run(
+    golden: Golden,
+    run: Run,
+    *,
+    rel_threshold: int = 1,
+    depth: int | None = None,
+    keep_order: bool = False,
+    abstain_below: float | None = None,
+    keep_ranks: int | None = None,
+) -> Ranking:
+    """Rank ``run`` over the golden set's scored queries (answerable and done).
+
+    Ties in score are broken by doc_id descending, as trec_eval does; ``keep_order`` uses the
+    file's own order instead. ``depth`` keeps only each query's top ``depth`` docs (trec_eval
+    ``-M``). With ``abstain_below``, a query whose best score is below it returns nothing.
+    Queries absent from the run are kept with no rows, so every metric gives them 0.
+    ``keep_ranks`` drops rows below that rank once they are counted: metrics cut at k need
+    only the top k rows, and joining fewer rows with the judgements is faster.
+    """
+    query_ids = golden.scored_query_ids()
+    results = run.results
+    query_index = lookup(arrow_strings(results["query_id"]), query_ids)
+    keep = query_index >= 0
+    query_index = query_index[keep]
+    # Adding 0.0 turns -0.0 into 0.0: trec_eval compares scores with <, so they tie.
+    score = results["score"].to_numpy(dtype=np.float64)[keep] + 0.0
+    position = results["position"].to_numpy()[keep]
+    doc_ids = arrow_strings(results["doc_id"]).filter(pa.array(keep))
+    if abstain_below is not None:
+        best = np.full(len(query_ids), -np.inf)
+        np.maximum.at(best, query_index, score)
+        answered = best[query_index] >= abstain_below
+        query_index, score, position = query_index[answered], score[answered], position[answered]
+        doc_ids = doc_ids.filter(pa.array(answered))
+    # Rows come grouped by query, doc_id descending (see Run), so a stable sort by score
+    # gives trec_eval's order; ``keep_order`` sorts by file position instead.
+    within = ("position", "ascending") if keep_order else ("score", "descending")
+    columns = {"query": query_index, "score": score, "position": position}
+    order = pc.sort_indices(pa.table(columns), sort_keys=[("query", "ascending"), within])
+    order = order.to_numpy()
+    query_index, score = query_index[order], score[order]
+    rank = _rank_within_groups(query_index, len(query_ids))
+    if depth is not None:
+        order, query_index, score, rank = _top(rank <= depth, order, query_index, score, rank)
+    retrieved = np.bincount(query_index, minlength=len(query_ids))
+    if keep_ranks is not None:
+        order, query_index, score, rank = _top(rank <= keep_ranks, order, query_index, score, rank)
+    grade, judged = _lookup_grades(golden, query_ids, query_index, doc_ids.take(pa.array(order)))
+    return Ranking(
+        query_ids=query_ids,
+        query_index=query_index,
+        rank=rank,
+        score=score,
+        grade=grade,
+        judged=judged,
+        relevant=judged & (grade >= rel_threshold),
+        retrieved=retrieved,
+        relevant_count=_relevant_count(golden, query_ids, rel_threshold),
+        ideal_grades=_ideal_grades(golden, query_ids),
+    )
+
+
+def _top(mask: np.ndarray, *arrays: np.ndarray) -> list[np.ndarray]:
+    return [array[mask] for array in arrays]
+
+
+def _rank_within_groups(group: np.ndarray, group_count: int) -> np.ndarray:
+    """1-based position of each row within its group; rows are already grouped and ordered."""
+    starts = np.searchsorted(group, np.arange(group_count))
+    return np.arange(len(group)) - starts[group] + 1
+
+
+def _lookup_grades(
+    golden: Golden, query_ids: np.ndarray, query_index: np.ndarray, doc_ids: pa.ChunkedArray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Grade and judged flag of each ranked row: a hash join on (query, doc) with Arrow."""
+    judgments = golden.judgments
+    judged_query = lookup(arrow_strings(judgments["query_id"]), query_ids)
+    known = judged_query >= 0
+    right = pa.table(
+        {
+            "query": judged_query[known],
+            "doc": arrow_strings(judgments["doc_id"]).filter(pa.array(known)).cast(doc_ids.type),
+            "grade": judgments["grade"].to_numpy(dtype=np.int64)[known],
+        }
+    )
+    left = pa.table({"query": query_index, "doc": doc_ids, "row": np.arange(len(query_index))})
+    joined = left.join(right, keys=["query", "doc"], join_type="inner")
+    grade = np.zeros(len(query_index), dtype=np.int64)
+    found = np.zeros(len(query_index), dtype=bool)
+    rows = joined["row"].to_numpy()
+    grade[rows] = joined["grade"].to_numpy()
+    found[rows] = True
+    # A negative grade means "pooled but not judged" in TREC qrels: it is not a judgement.
+    return grade, found & (grade >= 0)
+
+
+def _judgments_of(golden: Golden, query_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    judgments = golden.judgments
+    query_index = lookup(arrow_strings(judgments["query_id"]), query_ids)
+    known = query_index >= 0
+    return query_index[known], judgments["grade"].to_numpy(dtype=np.int64)[known]
+
+
+def _relevant_count(golden: Golden, query_ids: np.ndarray, rel_threshold: int) -> np.ndarray:
+    query_index, grades = _judgments_of(golden, query_ids)
+    return np.bincount(query_index[grades >= rel_threshold], minlength=len(query_ids))
+
+
+def _ideal_grades(golden: Golden, query_ids: np.ndarray) -> np.ndarray:
+    """Each query's positive grades, best first, padded with 0 to the longest list."""
+    query_index, grades = _judgments_of(golden, query_ids)
+    positive = grades > 0
+    query_index, grades = query_index[positive], grades[positive]
+    order = np.lexsort((-grades, query_index))
+    query_index, grades = query_index[order], grades[order]
+    width = int(np.bincount(query_index).max()) if len(query_index) else 1
+    ideal = np.zeros((len(query_ids), width), dtype=np.int64)
+    ideal[query_index, _rank_within_groups(query_index, len(query_ids)) - 1] = grades
+    return ideal
+
+
+# --- everything together -------------------------------------------------------------------
+
+
+def metric_values(ranking: Ranking, spec: str, gain: str = "linear") -> np.ndarray:
+    """Per-query values of one metric given as ``name@k`` (e.g. ``"ndcg@10"``)."""
+    name, cutoff = parse_metric(spec)
+    function = METRICS[name]
+    if name == "ndcg":
+        return function(ranking, cutoff, gain=gain)
+    return function(ranking, cutoff) if cutoff is not None else function(ranking)
+
+
+def evaluate(
+    golden: Golden,
+    run: Run,
+    metrics: Sequence[str] = DEFAULT_METRICS,
+    *,
+    rel_threshold: int = 1,
+    depth: int | None = None,
+    keep_order: bool = False,
+    gain: str = "linear",
+    abstain_below: float | None = None,
+) -> pd.DataFrame:
+    """Per-query metric values for every answerable, done golden query.
+
+    Returns a DataFrame indexed by query_id with one column per metric. A query the run
+    does not contain scores 0 on every metric (trec_eval ``-c``).
+    """
+    if gain not in GAINS:
+        raise ValueError(f"gain must be one of {GAINS}, got {gain!r}")
+    ranking = rank_run(
+        golden,
+        run,
+        rel_threshold=rel_threshold,
+        depth=depth,
+        keep_order=keep_order,
+        abstain_below=abstain_below,
+        keep_ranks=ranks_needed(metrics),
+    )
+    values = {spec: metric_values(ranking, spec, gain) for spec in metrics}
+    return pd.DataFrame(values, index=pd.Index(ranking.query_ids, name="query_id"))

@@ -1,0 +1,324 @@
+"""Uncertainty of per-query means: bootstrap CIs, paired comparisons, and how many queries.
+
+Every function takes per-query values, one row per query and (optionally) one column per
+metric, and resamples whole rows, so all metrics of one resample see the same queries.
+Everything is seeded through ``np.random.default_rng(seed)``: the same inputs and seed give
+the same numbers, always.
+
+Two exact shortcuts keep resampling fast without a Python loop per query:
+
+- Resampling n queries with replacement only matters through how often each query is drawn,
+  and queries with identical rows are interchangeable. When the rows take few distinct values
+  (RR@10, hit@k and their paired differences take a handful), a resample is one multinomial
+  draw over the distinct rows instead of n index draws; otherwise n indices are drawn and
+  counted. Both give the same distribution.
+- Resamples are drawn in chunks of about ``CHUNK_ELEMENTS`` counts, so memory stays bounded
+  whatever the number of resamples; the chunk size depends only on the input's shape, which
+  keeps the random stream, hence the numbers, reproducible.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from statistics import NormalDist
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike
+
+CHUNK_ELEMENTS = 1 << 16  # counts held in memory per chunk of resamples (512 KiB of int64)
+# A multinomial draw per distinct row costs about 20 index draws (measured): compress the rows
+# only when there are at least 20 times fewer distinct rows than queries.
+DISTINCT_ROW_ADVANTAGE = 20
+TIE_TOLERANCE = 1e-9  # relative: resampled statistics this close count as equal (float noise)
+
+
+@dataclass(frozen=True)
+class PairedBootstrap:
+    """Paired bootstrap of candidate − baseline, per metric.
+
+    For 1-D inputs: ``delta`` and ``p_value`` are floats and ``ci`` has shape (2,); for
+    (n_queries, n_metrics) inputs they have shapes (n_metrics,), (n_metrics, 2), (n_metrics,).
+    """
+
+    delta: np.ndarray
+    ci: np.ndarray
+    p_value: np.ndarray
+
+
+def bootstrap_ci(
+    values: ArrayLike, n_resamples: int = 1000, seed: int = 0, confidence: float = 0.95
+) -> np.ndarray:
+    """Percentile bootstrap CI of the mean over queries.
+
+    ``values`` has shape (n_queries,) or (n_queries, n_metrics); returns ``[low, high]`` with
+    shape (2,) or (n_metrics, 2). All metric columns share the same resampled queries.
+    No queries gives NaN bounds; identical values give a zero-width interval.
+
+    >>> bootstrap_ci([0.0, 1.0, 1.0, 0.5], n_resamples=2000, seed=1).round(3).tolist()
+    [0.25, 1.0]
+    """
+    matrix, one_dimensional = _per_query_matrix(values, "values")
+    _check_resampling(n_resamples, confidence)
+    if len(matrix) == 0:
+        bounds = np.full((matrix.shape[1], 2), np.nan)
+    else:
+        means = _resampled_means(matrix, n_resamples, np.random.default_rng(seed))
+        bounds = _percentile_interval(means, confidence)
+    return bounds[0] if one_dimensional else bounds
+
+
+def paired_bootstrap(
+    baseline: ArrayLike,
+    candidate: ArrayLike,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> PairedBootstrap:
+    """Paired bootstrap of the mean difference candidate − baseline over the same queries.
+
+    Row i of both inputs must be the same query (pandas inputs must share their index).
+    Returns the mean delta, its percentile-bootstrap CI and a two-sided p-value for
+    "no difference", each per metric column.
+
+    The p-value is the one that matches the percentile CI: twice the share of resampled
+    deltas on the far side of zero, with the +1 correction counting the observed sample as
+    one of the resamples::
+
+        p = min(1, 2 * (1 + min(#{delta* <= 0}, #{delta* >= 0})) / (B + 1))
+
+    The +1 keeps p honest at the edge: it is never 0 (at least 2 / (B + 1), as the resamples
+    cannot show more), and p < 1 − confidence implies that the CI excludes zero; conversely a
+    CI that excludes zero gives p ≤ 1 − confidence + 4 / (B + 1), the discreteness of B
+    resamples. Identical runs give p = 1.
+    No queries gives NaN throughout.
+    """
+    deltas, one_dimensional = _paired_deltas(baseline, candidate)
+    _check_resampling(n_resamples, confidence)
+    metric_count = deltas.shape[1]
+    if len(deltas) == 0:
+        mean_delta = np.full(metric_count, np.nan)
+        interval = np.full((metric_count, 2), np.nan)
+        p_value = np.full(metric_count, np.nan)
+    else:
+        mean_delta = deltas.mean(axis=0)
+        resampled = _resampled_means(deltas, n_resamples, np.random.default_rng(seed))
+        interval = _percentile_interval(resampled, confidence)
+        zero_band = TIE_TOLERANCE * np.abs(deltas).max(axis=0)
+        at_or_below = (resampled <= zero_band).sum(axis=0)
+        at_or_above = (resampled >= -zero_band).sum(axis=0)
+        far_side = np.minimum(at_or_below, at_or_above)
+        p_value = np.minimum(1.0, 2 * (far_side + 1) / (n_resamples + 1))
+    if one_dimensional:
+        return PairedBootstrap(mean_delta[0], interval[0], p_value[0])
+    return PairedBootstrap(mean_delta, interval, p_value)
+
+
+def randomization_test(
+    baseline: ArrayLike, candidate: ArrayLike, n_permutations: int = 10000, seed: int = 0
+) -> np.ndarray:
+    """Two-sided paired randomization (sign-flip) test of "no difference", per metric.
+
+    Under the null hypothesis each query's pair of values is exchangeable, so each query's
+    difference keeps or flips its sign at random (the same flip for every metric of that
+    query). The statistic is |mean difference|, and with R random flips the p-value is
+    ``(1 + #{|flipped| >= |observed|}) / (R + 1)`` — never 0. Returns a float for 1-D
+    inputs, an array of shape (n_metrics,) otherwise; NaN when there are no queries.
+    """
+    deltas, one_dimensional = _paired_deltas(baseline, candidate)
+    if not isinstance(n_permutations, int | np.integer) or n_permutations < 1:
+        raise ValueError(f"n_permutations must be a positive integer, got {n_permutations!r}")
+    if len(deltas) == 0:
+        p_value = np.full(deltas.shape[1], np.nan)
+    else:
+        observed = np.abs(deltas.sum(axis=0))
+        tolerance = TIE_TOLERANCE * np.abs(deltas).sum(axis=0)
+        flipped = np.abs(_sign_flipped_sums(deltas, n_permutations, np.random.default_rng(seed)))
+        as_extreme = (flipped >= observed - tolerance).sum(axis=0)
+        p_value = (as_extreme + 1) / (n_permutations + 1)
+    return p_value[0] if one_dimensional else p_value
+
+
+def queries_needed(values: ArrayLike, half_width: float = 0.05, confidence: float = 0.95) -> int:
+    """Answerable queries needed for the CI of the mean to reach ± ``half_width``.
+
+    Normal approximation: the CI half-width of a mean over n queries is z · s / √n, where s is
+    the sample standard deviation of the per-query values (ddof=1) and z the two-sided normal
+    quantile (1.96 for 95%), so n = ⌈(z · s / half_width)²⌉, at least 1. This is the total
+    needed, not the number still to label. A percentile bootstrap CI on n queries has about
+    that half-width once n is a few dozen or more.
+
+    >>> queries_needed([0.0, 1.0] * 50, half_width=0.05)
+    389
+    """
+    per_query = np.asarray(values, dtype=np.float64)
+    if per_query.ndim != 1:
+        raise ValueError(f"values must be one value per query (1-D), got shape {per_query.shape}")
+    if len(per_query) < 2:
+        raise ValueError("at least 2 queries are needed to estimate the per-query variance")
+    if not np.isfinite(per_query).all():
+        raise ValueError("values must be finite numbers (no NaN or infinity)")
+    if not half_width > 0:
+        raise ValueError(f"half_width must be positive, got {half_width!r}")
+    _check_confidence(confidence)
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+    spread = per_query.std(ddof=1)
+    return max(1, math.ceil((z * spread / half_width) ** 2))
+
+
+# --- resampling ----------------------------------------------------------------------------
+
+
+def _resampled_means(matrix: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """Column means of ``n_resamples`` bootstrap resamples of the rows: (n_resamples, columns).
+
+    Values are shifted by each column's minimum first, so that a constant column resamples
+    to exactly its value (zero-width CI) and rounding stays small.
+    """
+    query_count = len(matrix)
+    offset = matrix.min(axis=0)
+    rows, multiplicity = _distinct_rows(matrix - offset)
+    sums = np.empty((n_resamples, matrix.shape[1]))
+    if multiplicity is None:
+        draws = _index_counts(query_count, n_resamples, rng)
+    else:
+        draws = _multinomial_counts(multiplicity, n_resamples, rng)
+    for start, counts in draws:
+        np.matmul(counts, rows, out=sums[start : start + len(counts)])
+    return offset + sums / query_count
+
+
+def _sign_flipped_sums(deltas: np.ndarray, n_permutations: int, rng: np.random.Generator):
+    """Column sums of the differences after ``n_permutations`` random per-query sign flips.
+
+    A query's row d and its negation −d are interchangeable under sign flips, so rows are
+    first given a canonical sign (first non-zero entry positive) and all-zero rows dropped;
+    when few distinct rows remain, the number kept positive per distinct row is binomial.
+    Either way, a flip sum is 2 · (rows kept positive) − (all rows).
+    """
+    nonzero = deltas[np.any(deltas != 0, axis=1)]
+    leading = nonzero[np.arange(len(nonzero)), np.argmax(nonzero != 0, axis=1)]
+    canonical = nonzero * np.sign(leading)[:, None]
+    rows, multiplicity = _distinct_rows(canonical)
+    sums = np.empty((n_permutations, deltas.shape[1]))
+    if multiplicity is None:
+        multiplicity = np.ones(len(rows), dtype=np.int64)
+        draws = _coin_flips(len(rows), n_permutations, rng)
+    else:
+        draws = _binomial_halves(multiplicity, n_permutations, rng)
+    for start, kept_positive in draws:
+        np.matmul(kept_positive, rows, out=sums[start : start + len(kept_positive)])
+    return 2 * sums - multiplicity @ rows
+
+
+def _distinct_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """The distinct rows and how many times each occurs, when compressing pays off.
+
+    Returns ``(matrix, None)`` when there are too many distinct rows to be worth it. Rows are
+    numbered column by column (re-numbered after each column so codes stay below n).
+    """
+    limit = len(matrix) // DISTINCT_ROW_ADVANTAGE
+    codes = np.zeros(len(matrix), dtype=np.int64)
+    for column in matrix.T:
+        column_values, column_codes = np.unique(column, return_inverse=True)
+        if len(column_values) > limit:
+            return matrix, None
+        _, codes = np.unique(codes * len(column_values) + column_codes, return_inverse=True)
+    _, first_row, multiplicity = np.unique(codes, return_index=True, return_counts=True)
+    if len(first_row) > limit:
+        return matrix, None
+    return matrix[first_row], multiplicity
+
+
+def _chunks(total: int, width: int) -> Iterator[tuple[int, int]]:
+    """(start, size) of consecutive chunks of ``total`` draws, each about CHUNK_ELEMENTS wide."""
+    rows_per_chunk = max(1, CHUNK_ELEMENTS // max(width, 1))
+    for start in range(0, total, rows_per_chunk):
+        yield start, min(rows_per_chunk, total - start)
+
+
+def _index_counts(query_count: int, n_resamples: int, rng: np.random.Generator):
+    """Per resample, how often each query is drawn: chunks of (size, query_count) counts."""
+    for start, size in _chunks(n_resamples, query_count):
+        # int32 draws take half the random bits of int64 ones; a chunk holds < 2**31 counts.
+        drawn = rng.integers(0, query_count, size=(size, query_count), dtype=np.int32)
+        drawn += np.arange(0, size * query_count, query_count, dtype=np.int32)[:, None]
+        counts = np.bincount(drawn.ravel(), minlength=size * query_count)
+        yield start, counts.reshape(size, query_count).astype(np.float64)
+
+
+def _multinomial_counts(multiplicity: np.ndarray, n_resamples: int, rng: np.random.Generator):
+    """Per resample, how often each distinct row is drawn (multinomial over the rows)."""
+    shares = multiplicity / multiplicity.sum()
+    for start, size in _chunks(n_resamples, len(multiplicity)):
+        counts = rng.multinomial(multiplicity.sum(), shares, size=size)
+        yield start, counts.astype(np.float64)
+
+
+def _coin_flips(row_count: int, n_permutations: int, rng: np.random.Generator):
+    """Per permutation, which rows keep their sign: chunks of (size, row_count) zeros and ones."""
+    for start, size in _chunks(n_permutations, row_count):
+        random_bytes = rng.integers(0, 256, size=(size, -(-row_count // 8)), dtype=np.uint8)
+        kept = np.unpackbits(random_bytes, axis=1, count=row_count)
+        yield start, kept.astype(np.float64)
+
+
+def _binomial_halves(multiplicity: np.ndarray, n_permutations: int, rng: np.random.Generator):
+    """Per permutation, how many copies of each distinct row keep their sign (Binomial(m, ½))."""
+    for start, size in _chunks(n_permutations, len(multiplicity)):
+        kept = rng.binomial(multiplicity, 0.5, size=(size, len(multiplicity)))
+        yield start, kept.astype(np.float64)
+
+
+def _percentile_interval(resampled: np.ndarray, confidence: float) -> np.ndarray:
+    """[low, high] percentiles of resampled statistics per column: (columns, 2)."""
+    tail = (1 - confidence) / 2
+    return np.quantile(resampled, [tail, 1 - tail], axis=0).T
+
+
+# --- validation ----------------------------------------------------------------------------
+
+
+def _per_query_matrix(values: ArrayLike, name: str) -> tuple[np.ndarray, bool]:
+    """``values`` as a float (n_queries, n_metrics) matrix, and whether it was 1-D."""
+    matrix = np.asarray(values, dtype=np.float64)
+    if matrix.ndim not in (1, 2):
+        raise ValueError(
+            f"{name} must have shape (n_queries,) or (n_queries, n_metrics), got {matrix.shape}"
+        )
+    if not np.isfinite(matrix).all():
+        raise ValueError(f"{name} must be finite numbers (no NaN or infinity)")
+    one_dimensional = matrix.ndim == 1
+    return (matrix[:, None] if one_dimensional else matrix), one_dimensional
+
+
+def _paired_deltas(baseline: ArrayLike, candidate: ArrayLike) -> tuple[np.ndarray, bool]:
+    """candidate − baseline per query, after checking that the rows pair up."""
+    pandas_types = pd.Series | pd.DataFrame
+    if (
+        isinstance(baseline, pandas_types)
+        and isinstance(candidate, pandas_types)
+        and not baseline.index.equals(candidate.index)
+    ):
+        raise ValueError("baseline and candidate must list the same queries in the same order")
+    before, one_dimensional = _per_query_matrix(baseline, "baseline")
+    after, _ = _per_query_matrix(candidate, "candidate")
+    if np.shape(baseline) != np.shape(candidate):
+        raise ValueError(
+            f"baseline and candidate must have the same shape (one row per query), got "
+            f"{np.shape(baseline)} and {np.shape(candidate)}"
+        )
+    return after - before, one_dimensional
+
+
+def _check_resampling(n_resamples: int, confidence: float) -> None:
+    if not isinstance(n_resamples, int | np.integer) or n_resamples < 1:
+        raise ValueError(f"n_resamples must be a positive integer, got {n_resamples!r}")
+    _check_confidence(confidence)
+
+
+def _check_confidence(confidence: float) -> None:
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be between 0 and 1 (e.g. 0.95), got {confidence!r}")

@@ -1,0 +1,523 @@
+"""The ``goldset`` command line: a thin layer over the ``eval`` and ``labeler`` Python APIs."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+import pandas as pd
+
+from eval import report as reports
+from eval.cost import Cost, labelling_cost
+from eval.metrics import DEFAULT_METRICS, parse_metric
+from eval.readers import (
+    Golden,
+    InputError,
+    Run,
+    golden_from_records,
+    read_golden,
+    read_run,
+    run_from_frame,
+)
+
+
+@click.group()
+@click.version_option(package_name="goldset")
+def cli() -> None:
+    """goldset: build golden sets for search and RAG evaluation, and evaluate systems on them."""
+
+
+# --- eval and compare ----------------------------------------------------------------------
+
+
+def _scoring_options(command):
+    """Options shared by ``eval`` and ``compare``: where labels come from, how runs are scored."""
+    options = [
+        click.option(
+            "--golden",
+            type=click.Path(exists=True, dir_okay=False),
+            help="Golden set: golden JSONL, TREC qrels or BEIR qrels.tsv.",
+        ),
+        click.option(
+            "--db", type=click.Path(dir_okay=False), help="Or a goldset project database."
+        ),
+        click.option(
+            "-m",
+            "--metric",
+            "metrics",
+            multiple=True,
+            help="name@k: mrr, hit, miss, recall, precision, ndcg, judged (repeatable).",
+        ),
+        click.option(
+            "--rel-threshold",
+            type=int,
+            default=1,
+            show_default=True,
+            help="Lowest grade that counts as relevant (nDCG uses grades as they are).",
+        ),
+        click.option(
+            "--depth", type=click.IntRange(min=1), help="Keep each query's top N (trec_eval -M)."
+        ),
+        click.option("--keep-order", is_flag=True, help="Rank by the file's order, not by score."),
+        click.option(
+            "--gain",
+            type=click.Choice(["linear", "exp"]),
+            default="linear",
+            show_default=True,
+            help="nDCG gain: the grade (trec_eval) or 2^grade - 1.",
+        ),
+        click.option(
+            "--abstain-below",
+            type=float,
+            help="A query whose best score is below this counts as abstained (no results).",
+        ),
+        click.option(
+            "--bootstrap",
+            type=click.IntRange(min=0),
+            default=1000,
+            show_default=True,
+            help="Bootstrap resamples for the 95%% CIs (0: no CIs).",
+        ),
+        click.option("--seed", type=int, default=0, show_default=True, help="Resampling seed."),
+        click.option("--json", "as_json", is_flag=True, help="Print one JSON object."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def _load_golden(golden: str | None, db: str | None) -> Golden:
+    if bool(golden) == bool(db):
+        raise click.UsageError("give exactly one of --golden FILE or --db PATH")
+    if golden:
+        return read_golden(golden)
+    from labeler.store import Store
+
+    return golden_from_records(Store(db).golden_records(), source=db)
+
+
+def _load_run(path: str | None, db: str | None) -> Run:
+    """A run file, or (with --db and no file) the candidate lists stored in the project."""
+    if path:
+        return read_run(path)
+    if not db:
+        raise click.UsageError("give a run file (or --db to evaluate the stored candidates)")
+    from labeler.store import Store
+
+    return run_from_frame(Store(db).candidate_run_frame(), name="candidates", source=db)
+
+
+def _scoring(options: dict) -> dict:
+    """The keyword arguments of ``build_report`` taken from the command's options."""
+    names = ("rel_threshold", "depth", "keep_order", "gain", "abstain_below")
+    return {name: options[name] for name in names}
+
+
+def _metrics(metrics: tuple[str, ...]) -> list[str]:
+    chosen = list(metrics) or list(DEFAULT_METRICS)
+    for spec in chosen:
+        try:
+            parse_metric(spec)
+        except ValueError as error:
+            raise click.BadParameter(str(error), param_hint="--metric") from None
+    return chosen
+
+
+def _fail_on_input_error(function):
+    """Print an input error (file, line, field) as a one-line message, exit status 2."""
+
+    def wrapper(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except InputError as error:
+            raise click.ClickException(str(error)) from None
+
+    wrapper.__name__, wrapper.__doc__ = function.__name__, function.__doc__
+    return wrapper
+
+
+@cli.command("eval")
+@click.option("--run", "run_path", type=click.Path(exists=True, dir_okay=False), help="Run file.")
+@_scoring_options
+@click.option("--per-query", type=click.Path(dir_okay=False), help="Write per-query JSONL here.")
+@click.option("--worst", type=click.IntRange(min=0), default=10, show_default=True)
+@_fail_on_input_error
+def eval_command(
+    run_path, golden, db, metrics, bootstrap, seed, as_json, per_query, worst, **options
+):
+    """Evaluate a run against a golden set.
+
+    \b
+    Example:
+        goldset eval --golden golden.jsonl --run bm25.trec
+        goldset eval --golden qrels.tsv --run bm25.trec -m mrr@10 -m ndcg@10 --json
+
+    The run is a TREC run or JSONL; with --db and no --run, the candidate lists stored in
+    the project are evaluated. Means are over answerable, done queries; a query missing
+    from the run scores 0.
+    """
+    result = reports.build_report(
+        _load_golden(golden, db),
+        _load_run(run_path, db),
+        _metrics(metrics),
+        bootstrap=bootstrap,
+        seed=seed,
+        worst=worst,
+        **_scoring(options),
+    )
+    per_query_frame = result.pop("per_query")
+    if per_query:
+        per_query_frame.reset_index().to_json(per_query, orient="records", lines=True)
+    click.echo(json.dumps(result, indent=2) if as_json else _eval_text(result))
+
+
+@cli.command()
+@click.option("--baseline", type=click.Path(exists=True, dir_okay=False), required=True)
+@click.option("--candidate", type=click.Path(exists=True, dir_okay=False), required=True)
+@_scoring_options
+@click.option("--gate", is_flag=True, help="Release gate: exit 1 when the candidate regresses.")
+@click.option("--max-miss-rise", type=float, default=1.0, show_default=True, help="In points.")
+@click.option("--max-mrr-drop", type=float, default=0.0, show_default=True)
+@click.option("--max-slice-drop", type=float, default=0.05, show_default=True)
+@_fail_on_input_error
+def compare(baseline, candidate, golden, db, metrics, bootstrap, seed, as_json, gate, **options):
+    """Compare two runs on the same golden queries, with paired CIs and a release gate.
+
+    \b
+    Example:
+        goldset compare --golden golden.jsonl --baseline old.trec --candidate new.trec --gate
+
+    With --gate the command exits 1, and says why, when the candidate's miss@10 rises by
+    more than --max-miss-rise points, its MRR@10 falls by more than --max-mrr-drop, or
+    any slice's MRR@10 falls by more than --max-slice-drop.
+    """
+    thresholds = {
+        name: options.pop(name) for name in ("max_miss_rise", "max_mrr_drop", "max_slice_drop")
+    }
+    result = reports.compare_runs(
+        _load_golden(golden, db),
+        read_run(baseline),
+        read_run(candidate),
+        _metrics(metrics),
+        bootstrap=bootstrap,
+        seed=seed,
+        thresholds=thresholds,
+        **_scoring(options),
+    )
+    click.echo(json.dumps(result, indent=2) if as_json else _compare_text(result, gate))
+    if gate and not result["gate"]["passed"]:
+        sys.exit(1)
+
+
+def _eval_text(result: dict) -> str:
+    counts = result["queries"]
+    lines = [
+        f"run {result['run']} on golden set {result['golden_version']}",
+        "queries: "
+        + ", ".join(f"{count} {name.replace('_', ' ')}" for name, count in counts.items()),
+        "",
+        _table({"all": result["metrics"]}, lambda entry: _with_ci(entry)),
+    ]
+    if result["slices"]:
+        per_slice = {name: entry["metrics"] for name, entry in result["slices"].items()}
+        lines += ["", "per slice:", _table(per_slice, lambda entry: _fixed(entry["mean"]))]
+    if result["worst"]:
+        worst = pd.DataFrame(result["worst"]).drop(columns=["query"]).set_index("query_id")
+        lines += ["", "worst queries (misses first):", worst.to_string(float_format=_fixed)]
+    abstention = result["abstention"]
+    if abstention["unanswerable_queries"]:
+        lines += [
+            "",
+            f"unanswerable: {abstention['unanswerable_queries']} queries, correct abstention "
+            f"{_percent(abstention['correct_abstention_rate'])}; wrong abstention on answerable "
+            f"{_percent(abstention['wrong_abstention_rate'])}",
+        ]
+    lines += ["", *result["notes"]] if result["notes"] else []
+    return "\n".join(lines)
+
+
+def _compare_text(result: dict, gate: bool) -> str:
+    lines = [
+        f"{result['candidate']} vs {result['baseline']} on golden set {result['golden_version']}"
+    ]
+    frame = pd.DataFrame(result["metrics"]).T
+    frame["ci95"] = frame["ci95"].map(
+        lambda ci: f"[{_fixed(ci[0])}, {_fixed(ci[1])}]" if ci else ""
+    )
+    lines.append(frame.to_string(float_format=_fixed))
+    for name, entry in result["slices"].items():
+        deltas = ", ".join(f"{spec} {_signed(m['delta'])}" for spec, m in entry["metrics"].items())
+        lines.append(f"  slice {name} ({entry['queries']} queries): {deltas}")
+    verdict = result["gate"]
+    if gate:
+        lines.append("gate: PASSED" if verdict["passed"] else "gate: FAILED")
+        lines += [f"  - {reason}" for reason in verdict["reasons"]]
+    lines += [f"warning: {warning}" for warning in verdict["warnings"]]
+    return "\n".join(lines)
+
+
+def _table(rows: dict[str, dict], cell) -> str:
+    frame = pd.DataFrame(
+        {
+            name: {spec: cell(entry) for spec, entry in metrics.items()}
+            for name, metrics in rows.items()
+        }
+    )
+    return frame.to_string()
+
+
+def _with_ci(entry: dict) -> str:
+    ci = entry["ci95"]
+    text = _fixed(entry["mean"])
+    return f"{text}  [{_fixed(ci[0])}, {_fixed(ci[1])}]" if ci else text
+
+
+def _fixed(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.4f}"
+
+
+def _signed(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:+.4f}"
+
+
+def _percent(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1%}"
+
+
+# --- cost ----------------------------------------------------------------------------------
+
+
+@cli.command("cost")
+@click.option("--queries", type=click.IntRange(min=0), help="Queries to label.")
+@click.option("--docs-per-query", type=click.FloatRange(min=0), help="Docs judged per query.")
+@click.option("--seconds", type=click.FloatRange(min=0), help="Seconds per judgement.")
+@click.option("--rate", type=click.FloatRange(min=0), help="Hourly rate, in dollars.")
+@click.option(
+    "--annotators",
+    type=click.FloatRange(min=1),
+    default=1,
+    show_default=True,
+    help="Annotators per query (1.2 = a fifth of the queries labelled twice).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def cost_command(queries, docs_per_query, seconds, rate, annotators, as_json):
+    """Hours and dollars to label a golden set.
+
+    \b
+    Example:
+        goldset cost --queries 400 --docs-per-query 4 --seconds 20 --rate 60
+        400 queries × 4 docs × 20 s × 1 annotator = 32,000 s = 8.89 h = $533.33 at $60/h
+
+    The line rounds to cents and hundredths of an hour; --json prints the unrounded figures,
+    {"seconds": ..., "hours": ..., "dollars": ...}, for scripts to round as they need.
+    """
+    given = {
+        "--queries": queries,
+        "--docs-per-query": docs_per_query,
+        "--seconds": seconds,
+        "--rate": rate,
+    }
+    missing = [name for name, value in given.items() if value is None]
+    if missing:
+        raise click.UsageError(f"missing {', '.join(missing)}")
+    estimate = labelling_cost(queries, docs_per_query, seconds, rate, annotators)
+    if as_json:
+        click.echo(json.dumps(estimate.as_dict()))
+    else:
+        click.echo(_cost_text(queries, docs_per_query, seconds, annotators, rate, estimate))
+
+
+def _cost_text(
+    queries: int, docs: float, seconds: float, annotators: float, rate: float, estimate: Cost
+) -> str:
+    people = "annotator" if annotators == 1 else "annotators"
+    return (
+        f"{queries:,} queries × {docs:g} docs × {seconds:g} s × {annotators:g} {people} = "
+        f"{estimate.seconds:,.0f} s = {estimate.hours:.2f} h = ${estimate.dollars:,.2f} "
+        f"at ${rate:g}/h"
+    )
+
+
+# --- the project database: import, pool, export, status ------------------------------------
+
+
+def _db_option(command):
+    """``--db PATH``, defaulting to the bundled project ``data/goldset.db``."""
+    return click.option(
+        "--db",
+        type=click.Path(dir_okay=False),
+        help="Project database [default: data/goldset.db, created from the demo set].",
+    )(command)
+
+
+def _open_store(db: str | None):
+    from labeler.store import DEFAULT_DB, Store
+
+    return Store.open_default() if db is None or db == str(DEFAULT_DB) else Store(db)
+
+
+@cli.command("import")
+@click.argument("tasks_file", type=click.Path(exists=True, dir_okay=False))
+@_db_option
+@_fail_on_input_error
+def import_command(tasks_file, db):
+    """Import queries with their candidates (JSONL or CSV) into the project.
+
+    \b
+    Example:
+        goldset import tasks.jsonl --db project.db
+
+    All-or-nothing: any problem is reported with its file, line and field, and nothing is
+    written. Importing the same file again changes nothing.
+    """
+    with _open_store(db) as store:
+        counts = store.import_tasks(tasks_file)
+    click.echo(
+        f"{counts['queries_added']} queries added ({counts['candidates_added']} candidates, "
+        f"{counts['documents_added']} new documents), {counts['queries_unchanged']} already there"
+    )
+
+
+@cli.command()
+@click.option("--corpus", type=click.Path(exists=True, dir_okay=False), required=True)
+@click.option("--queries", type=click.Path(exists=True, dir_okay=False), required=True)
+@click.option(
+    "--run", "runs", type=click.Path(exists=True, dir_okay=False), multiple=True, required=True
+)
+@click.option("--depth", type=click.IntRange(min=1), default=10, show_default=True)
+@_db_option
+@_fail_on_input_error
+def pool(corpus, queries, runs, depth, db):
+    """Pool several systems' TREC runs (top DEPTH per query) over a BEIR corpus.
+
+    \b
+    Example:
+        goldset pool --corpus corpus.jsonl --queries queries.jsonl \\
+            --run bm25.trec --run dense.trec --depth 10 --db project.db
+
+    Candidates are shown in fused order, with each run's rank kept. Pooling another run
+    later adds only documents not yet in the pool; judgements already made are reused.
+    """
+    with _open_store(db) as store:
+        counts = store.pool(corpus, queries, runs, depth)
+    click.echo(
+        f"pooled {', '.join(counts['runs'])} at depth {depth}: "
+        f"{counts['candidates_added']} new candidates over {counts['queries_touched']} queries "
+        f"({counts['queries_added']} queries, {counts['documents_added']} documents added)"
+    )
+    if counts["run_queries_ignored"]:
+        click.echo(f"{counts['run_queries_ignored']} run queries are not in {queries}: ignored")
+
+
+@cli.command()
+@_db_option
+@click.option(
+    "--format",
+    "export_format",
+    type=click.Choice(["jsonl", "qrels"]),
+    default="jsonl",
+    show_default=True,
+)
+@click.option("--out", type=click.Path(dir_okay=False, writable=True), required=True)
+def export(db, export_format, out):
+    """Export the golden set: golden-set JSONL (every query) or TREC qrels.
+
+    \b
+    Example:
+        goldset export --db project.db --format jsonl --out golden.jsonl
+
+    The JSONL holds every query, skipped and unanswerable ones included; unjudged
+    documents are absent, never 0. The qrels list the judged docs of the scored
+    (done, answerable) queries.
+    """
+    with _open_store(db) as store:
+        count = store.write_jsonl(out) if export_format == "jsonl" else store.write_qrels(out)
+    unit = "queries" if export_format == "jsonl" else "judgements"
+    click.echo(f"wrote {count} {unit} to {out}")
+
+
+@cli.command()
+@_db_option
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def status(db, as_json):
+    """Show the project: queries done / pending / skipped / unanswerable per slice.
+
+    \b
+    Example:
+        goldset status --db project.db
+    """
+    with _open_store(db) as store:
+        summary = store.status()
+    if as_json:
+        click.echo(json.dumps(summary, indent=2))
+        return
+    frame = pd.DataFrame(summary["slices"]).T.rename(index={"": "(no slice)"})
+    click.echo(f"{summary['path']}: {summary['queries']} queries, {summary['documents']} documents")
+    click.echo(frame.to_string() if len(frame) else "no queries yet")
+    click.echo(
+        f"judgements: {summary['judgements']} ({summary['events']} events); "
+        f"annotators: {', '.join(summary['annotators']) or 'none'}"
+    )
+    for run in summary["runs"]:
+        click.echo(f"pooled run {run['name']} at depth {run['depth']}")
+
+
+# --- the app and its users ----------------------------------------------------------------------
+
+
+@cli.command()
+@_db_option
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", type=click.IntRange(1, 65535), default=8501, show_default=True)
+def app(db, host, port):
+    """Start the labelling app in the browser.
+
+    \b
+    Example:
+        goldset app --db project.db --port 8501
+
+    With no users in the project the app serves one local annotator and listens on
+    loopback only; once users exist (goldset user add NAME) everyone logs in.
+    """
+    from labeler.launch import serve
+
+    with _open_store(db) as store:
+        has_users = bool(store.annotators())
+    try:
+        sys.exit(serve(db, host, port, has_users))
+    except ValueError as error:
+        raise click.ClickException(str(error)) from None
+
+
+@cli.group()
+def user():
+    """Manage the people who log in to the app."""
+
+
+@user.command("add")
+@click.argument("name")
+@click.option(
+    "--role", default="annotator", show_default=True, help="annotator, reviewer or admin."
+)
+@_db_option
+@click.password_option(help="Asked for (twice, hidden) when not given.")
+def user_add(name, role, db, password):
+    """Add a user who logs in with a password (stored as a salted scrypt hash).
+
+    \b
+    Example:
+        goldset user add ana --db project.db
+
+    Once a project has a user, the app asks everyone to log in.
+    """
+    from labeler.auth import hash_password, validate_user_name
+
+    try:
+        validate_user_name(name)
+        password_hash = hash_password(password)
+        with _open_store(db) as store:
+            store.add_annotator(name, role=role, password_hash=password_hash)
+    except ValueError as error:
+        raise click.ClickException(str(error)) from None
+    click.echo(f"added {role} {name}: the app now asks for a login")

@@ -1,0 +1,320 @@
+"""Labels derived from the judgement log, and the golden set built from them.
+
+The store keeps an append-only log of events; everything an annotator currently sees (the
+grade of each doc, whether a query is done) is *derived* from that log by :func:`derive_state`.
+:func:`golden_record` merges the annotators' states of one query into the golden-set JSONL
+record of DESIGN.md, and :func:`events_for_record` is its inverse (importing a golden set).
+Pure functions: no database here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from labeler.pooling import run_settled
+
+MODES = ("first_hit", "full")
+VERDICTS = ("unanswerable", "miss")
+UNDOABLE_ACTIONS = ("judge", "attach", "unanswerable", "miss", "skip")
+ACTIONS = (*UNDOABLE_ACTIONS, "undo", "note")
+STATUSES = ("pending", "in_progress", "skipped", "done")
+EXPORTED_STATUS = {
+    "pending": "pending",
+    "in_progress": "pending",
+    "skipped": "skipped",
+    "done": "done",
+}
+
+
+@dataclass(frozen=True)
+class Event:
+    """One row of the append-only log. ``undoes`` is set on undo events only."""
+
+    id: int
+    query_id: str
+    annotator: str
+    action: str
+    doc_id: str | None = None
+    grade: int | None = None
+    mode: str | None = None
+    seconds: float = 0.0
+    note: str | None = None
+    undoes: int | None = None
+    created_at: str = ""
+
+
+@dataclass(frozen=True)
+class QueryContext:
+    """What the derivation needs to know about a query besides its events.
+
+    ``rankings``: each pooled run's docs in rank order (an imported list counts as one run);
+    ``positions``: display position of every candidate.
+    """
+
+    rankings: Mapping[str, Sequence[str]]
+    positions: Mapping[str, int]
+    threshold: int = 1
+    default_mode: str = "first_hit"
+
+
+@dataclass(frozen=True)
+class QueryState:
+    """One annotator's current view of one query, derived from their events."""
+
+    status: str = "pending"
+    answerable: bool = True
+    needs_verdict: bool = False
+    mode: str = "first_hit"
+    grades: dict[str, int] = field(default_factory=dict)
+    label_events: dict[str, int] = field(default_factory=dict)
+    first_relevant_rank: int | None = None
+    judged_depth: int = 0
+    seconds: float = 0.0
+    last_event_id: int = 0
+    updated_at: str | None = None
+    note: str = ""
+
+    @property
+    def contributed(self) -> bool:
+        """True when something of the annotator's still stands (a label, a mark or a note)."""
+        return self.status != "pending" or bool(self.grades) or bool(self.note)
+
+    @property
+    def complete(self) -> bool:
+        """True when nothing is left to do on the query (done)."""
+        return self.status == "done"
+
+
+def effective_events(events: Sequence[Event]) -> list[Event]:
+    """The events that still count: undo events and the events they undid are dropped."""
+    undone = {event.undoes for event in events if event.action == "undo"}
+    return [event for event in events if event.action != "undo" and event.id not in undone]
+
+
+def derive_state(events: Sequence[Event], context: QueryContext) -> QueryState:
+    """Replay one annotator's events on one query (oldest first) into their current state.
+
+    - A doc's grade is its latest judge/attach event.
+    - Complete by labels: first-hit mode — every pooled run settled (its first relevant doc
+      known, or none within the pool); full mode — every candidate judged.
+    - ``done``: complete with a relevant candidate, or a verdict (unanswerable / miss), or a
+      relevant doc attached from search (a miss whose answer was found).
+    - ``needs_verdict``: complete, nothing relevant, no verdict yet — the annotator must
+      choose unanswerable or miss. ``skipped``: the latest step was a skip.
+    - ``answerable`` is false only when the latest of {verdict, relevant judgement} is
+      "unanswerable".
+    """
+    grades: dict[str, int] = {}
+    label_events: dict[str, int] = {}
+    last_verdict, skipped, note = None, False, ""
+    mode = context.default_mode
+    for event in effective_events(events):
+        if event.action in ("judge", "attach"):
+            grades[event.doc_id] = event.grade
+            label_events[event.doc_id] = event.id
+            if event.grade >= context.threshold:
+                last_verdict = "relevant"
+            mode = event.mode or mode
+            skipped = False
+        elif event.action in VERDICTS:
+            last_verdict, skipped = event.action, False
+        elif event.action == "skip":
+            skipped = True
+        elif event.action == "note":
+            note = event.note or ""
+    candidate_grades = {doc: grade for doc, grade in grades.items() if doc in context.positions}
+    relevant = [context.positions[d] for d, g in candidate_grades.items() if g >= context.threshold]
+    attached_relevant = any(
+        grade >= context.threshold for doc, grade in grades.items() if doc not in context.positions
+    )
+    if mode == "full":
+        complete = len(candidate_grades) == len(context.positions)
+    else:
+        complete = all(
+            run_settled(ranking, candidate_grades, context.threshold)
+            for ranking in context.rankings.values()
+        )
+    verdict = last_verdict in VERDICTS
+    if skipped:
+        status = "skipped"
+    elif (complete and relevant) or verdict or attached_relevant:
+        status = "done"
+    else:
+        status = "in_progress" if grades else "pending"
+    return QueryState(
+        status=status,
+        answerable=last_verdict != "unanswerable",
+        needs_verdict=complete and not relevant and not verdict and not attached_relevant,
+        mode=mode,
+        grades=grades,
+        label_events=label_events,
+        first_relevant_rank=min(relevant) if relevant else None,
+        judged_depth=len(candidate_grades),
+        seconds=sum(event.seconds for event in events),
+        last_event_id=max((event.id for event in events), default=0),
+        updated_at=max((event.created_at for event in events), default=None),
+        note=note,
+    )
+
+
+def merged_status(states: Iterable[QueryState]) -> tuple[str, bool]:
+    """The query's golden status and answerability over all its annotators.
+
+    Done if anyone completed it (answerability from the latest completion), else in progress
+    if anyone started it, else skipped if anyone skipped it, else pending.
+    """
+    states = list(states)
+    done = [state for state in states if state.status == "done"]
+    if done:
+        return "done", max(done, key=lambda state: state.last_event_id).answerable
+    for status in ("in_progress", "skipped"):
+        if any(state.status == status for state in states):
+            return status, True
+    return "pending", True
+
+
+def golden_record(query: Mapping, states: Mapping[str, QueryState], context: QueryContext) -> dict:
+    """The golden-set JSONL record (DESIGN.md) of one query, merging its annotators' states.
+
+    ``query`` holds query_id, query, slice and metadata. A doc's grade is the latest label
+    given by any annotator; unjudged docs are absent. ``judgments`` lists candidates in
+    display order, then docs attached from search. ``judged_depth`` is the number of judged
+    candidates (for a list judged top-down, the depth reached); ``first_relevant_rank`` the
+    display position of the first relevant candidate. ``status`` is done, skipped or pending
+    (a query started but not finished is pending). An annotator whose every action was
+    undone has left nothing and is not listed.
+    """
+    states = {name: state for name, state in states.items() if state.contributed}
+    latest: dict[str, tuple[int, int]] = {}
+    for state in states.values():
+        for doc_id, grade in state.grades.items():
+            event_id = state.label_events[doc_id]
+            if doc_id not in latest or event_id > latest[doc_id][0]:
+                latest[doc_id] = (event_id, grade)
+    positions = context.positions
+    order = sorted(latest, key=lambda d: (positions.get(d, len(positions) + 1), latest[d][0]))
+    judgments = {doc_id: latest[doc_id][1] for doc_id in order}
+    relevant = [
+        positions[d] for d, g in judgments.items() if d in positions and g >= context.threshold
+    ]
+    status, answerable = merged_status(states.values())
+    newest = max(states.values(), key=lambda state: state.last_event_id, default=None)
+    updated = [state.updated_at for state in states.values() if state.updated_at]
+    record = {
+        "query_id": query["query_id"],
+        "query": query["query"],
+        "slice": query["slice"],
+        "status": EXPORTED_STATUS[status],
+        "answerable": answerable,
+        "judgments": judgments,
+        "first_relevant_rank": min(relevant) if relevant else None,
+        "judged_depth": sum(1 for doc_id in judgments if doc_id in positions),
+        "mode": newest.mode if newest else context.default_mode,
+        "annotators": sorted(states),
+        "seconds": round(sum(state.seconds for state in states.values()), 3),
+        "labelled_at": to_export_time(max(updated)) if updated else None,
+        "notes": "\n".join(states[name].note for name in sorted(states) if states[name].note),
+    }
+    if query.get("metadata"):
+        record["metadata"] = query["metadata"]
+    return record
+
+
+def events_for_record(record: Mapping, threshold: int = 1) -> list[dict]:
+    """The events that reproduce a golden record when replayed (importing a golden set).
+
+    Each listed annotator (or ``"import"`` when none is listed) gets a judge event for each of
+    the first ``judged_depth`` judged docs (the candidates), an attach event for the rest
+    (docs found by search), then the verdict or skip that the status and answerability imply.
+    The record's seconds go on the first event, its note to the first annotator; every event
+    is dated ``labelled_at``.
+    """
+    annotators = list(record["annotators"]) or ["import"]
+    judgments = list(record["judgments"].items())
+    depth = record["judged_depth"]
+    relevant = any(grade >= threshold for _, grade in judgments)
+    steps = [("judge" if i < depth else "attach", d, g) for i, (d, g) in enumerate(judgments)]
+    if record["status"] == "done" and not record["answerable"]:
+        steps.append(("unanswerable", None, None))
+    elif record["status"] == "done" and not relevant:
+        steps.append(("miss", None, None))
+    elif record["status"] == "skipped":
+        steps.append(("skip", None, None))
+    events = []
+    for annotator in annotators:
+        for action, doc_id, grade in steps:
+            events.append(
+                {"annotator": annotator, "action": action, "doc_id": doc_id, "grade": grade}
+            )
+    if record["notes"]:
+        events.append({"annotator": annotators[0], "action": "note", "note": record["notes"]})
+    for position, event in enumerate(events):
+        event["mode"] = record["mode"]
+        event["seconds"] = record["seconds"] if position == 0 else 0.0
+    return events
+
+
+# --- time stamps ----------------------------------------------------------------------------------
+
+
+def now() -> str:
+    """The current UTC time as stored in the log (microseconds, ``Z``)."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def to_log_time(text: str) -> str:
+    """Normalise an ISO-8601 time (with an offset or ``Z``; naive means UTC) to the log's form."""
+    moment = datetime.fromisoformat(text)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def to_export_time(log_time: str) -> str:
+    """A log time as exported: whole seconds, ``Z`` (``2026-11-30T10:01:02Z``)."""
+    return log_time[:19] + "Z"
+
+
+# --- files ----------------------------------------------------------------------------------------
+
+
+def write_jsonl(records: Iterable[Mapping], path: str | Path) -> int:
+    """Write golden-set records, one JSON object a line (UTF-8, text kept verbatim); return
+    how many were written."""
+    count = 0
+    with Path(path).open("w", encoding="utf-8", newline="\n") as handle:
+        for record in records:
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+            count += 1
+    return count
+
+
+def write_qrels(records: Iterable[Mapping], path: str | Path) -> int:
+    """Write TREC qrels (``qid 0 docno grade``) for the scored queries; return the line count.
+
+    Scored queries are those that are done and answerable (as in the metrics). Every judged
+    doc is listed, grade 0 included, so that a query whose judged docs are all non-relevant
+    (a miss) does not disappear. Skipped, pending and unanswerable queries are only in the
+    JSONL, which remains the complete record.
+    """
+    count = 0
+    with Path(path).open("w", encoding="utf-8", newline="\n") as handle:
+        for record in records:
+            if record["status"] != "done" or not record["answerable"]:
+                continue
+            for doc_id, grade in record["judgments"].items():
+                _check_qrels_token(record["query_id"], "query_id")
+                _check_qrels_token(doc_id, "doc_id")
+                handle.write(f"{record['query_id']} 0 {doc_id} {grade}\n")
+                count += 1
+    return count
+
+
+def _check_qrels_token(value: str, name: str) -> None:
+    # qrels are whitespace-separated: an id with a space would silently shift the columns.
+    if not value or any(character.isspace() for character in value):
+        raise ValueError(f"{name} {value!r} cannot be written to TREC qrels (empty or has spaces)")

@@ -1,0 +1,401 @@
+"""Parsing and validating tasks to label (JSONL or CSV, see DESIGN.md) into :class:`Task` rows.
+
+Everything is checked before anything is written, and every error is an
+:class:`eval.readers.InputError` naming the file, the line and the field, so an import is
+all-or-nothing. A line may also be a golden-set record (``judgments`` instead of
+``candidates``): a golden set exported by goldset can be imported again.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import math
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from eval.readers import GOLDEN_STATUSES, InputError
+from labeler.golden import MODES, to_log_time
+
+TASK_KEYS = ("query_id", "query", "slice", "candidates", "metadata")
+GOLDEN_KEYS = (
+    "query_id",
+    "query",
+    "slice",
+    "status",
+    "answerable",
+    "judgments",
+    "first_relevant_rank",
+    "judged_depth",
+    "mode",
+    "annotators",
+    "seconds",
+    "labelled_at",
+    "notes",
+    "metadata",
+)
+CANDIDATE_KEYS = ("doc_id", "title", "text", "score")
+CSV_REQUIRED = ("query_id", "query", "doc_id")
+CSV_CANDIDATE_COLUMNS = ("doc_id", "title", "text", "score")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One candidate of a task. ``title``/``text`` are None when the line did not give them."""
+
+    doc_id: str
+    title: str | None = None
+    text: str | None = None
+    score: float | None = None
+    metadata: dict | None = None
+
+
+@dataclass(frozen=True)
+class GoldenLabels:
+    """The labels of a golden-set record (see DESIGN.md, "Golden set")."""
+
+    status: str
+    answerable: bool
+    judgments: dict[str, int]
+    judged_depth: int
+    mode: str
+    annotators: tuple[str, ...]
+    seconds: float
+    labelled_at: str | None
+    notes: str
+
+
+@dataclass(frozen=True)
+class Task:
+    """One query to label with its candidates in the system's rank order.
+
+    ``content_hash`` identifies the query's content: importing an identical query again is a
+    no-op, a different one under the same id is an error.
+    """
+
+    query_id: str
+    query: str
+    slice: str
+    metadata: dict
+    candidates: tuple[Candidate, ...]
+    line: int
+    golden: GoldenLabels | None = None
+
+    @property
+    def content_hash(self) -> str:
+        candidates = [[c.doc_id, c.title, c.text, c.score, c.metadata] for c in self.candidates]
+        golden = asdict(self.golden) if self.golden else None
+        payload = [self.query_id, self.query, self.slice, self.metadata, candidates, golden]
+        text = json.dumps(payload, sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def read_tasks(path: str | Path, max_grade: int = 3) -> list[Task]:
+    """Read and validate a tasks file: CSV when its name ends in ``.csv``, JSONL otherwise.
+
+    Raises :class:`InputError` (a ValueError) naming file, line and field on the first
+    problem: invalid UTF-8, a line that is not JSON, a missing or mistyped field, empty
+    candidates, a doc_id repeated within a query, a query_id repeated in the file, a doc whose
+    title or text differs between lines, a grade outside 0..max_grade.
+    """
+    path = Path(path)
+    lines = _csv_records(path) if path.suffix.lower() == ".csv" else _jsonl_records(path)
+    tasks = tasks_from_records(lines, str(path), max_grade)
+    if not tasks:
+        raise InputError(str(path), None, None, "no tasks in the file")
+    return tasks
+
+
+def tasks_from_records(
+    records: Iterable[dict | tuple[int, dict]], source: str = "<records>", max_grade: int = 3
+) -> list[Task]:
+    """Validate task (or golden-set) records; ``records`` may yield ``(line, record)`` pairs."""
+    tasks: list[Task] = []
+    first_line: dict[str, int] = {}
+    for position, item in enumerate(records, start=1):
+        line, record = item if isinstance(item, tuple) else (position, item)
+        task = _task(record, source, line, max_grade)
+        if task.query_id in first_line:
+            problem = (
+                f"duplicate query_id {task.query_id!r} (first on line {first_line[task.query_id]})"
+            )
+            raise InputError(source, line, "query_id", problem)
+        first_line[task.query_id] = line
+        tasks.append(task)
+    check_documents_agree(tasks, source)
+    return tasks
+
+
+def check_documents_agree(tasks: Iterable[Task], source: str) -> None:
+    """A doc_id names one document: its title and text must not differ between queries."""
+    seen: dict[str, tuple[int, Candidate]] = {}
+    for task in tasks:
+        for index, candidate in enumerate(task.candidates):
+            if candidate.doc_id not in seen:
+                seen[candidate.doc_id] = (task.line, candidate)
+                continue
+            first_line, first = seen[candidate.doc_id]
+            for name in ("title", "text"):
+                mine, theirs = getattr(candidate, name), getattr(first, name)
+                if mine is not None and theirs is not None and mine != theirs:
+                    raise InputError(
+                        source,
+                        task.line,
+                        f"candidates[{index}].{name}",
+                        f"doc {candidate.doc_id!r} has a different {name} on line {first_line}",
+                    )
+
+
+# --- one record -----------------------------------------------------------------------------------
+
+
+def _task(record: object, source: str, line: int, max_grade: int) -> Task:
+    if not isinstance(record, dict):
+        raise InputError(source, line, None, "expected a JSON object")
+    where = (source, line)
+    query_id = _identifier(record.get("query_id"), "query_id", where)
+    query = record.get("query")
+    if not isinstance(query, str) or not query.strip():
+        raise InputError(source, line, "query", "required, a non-empty string")
+    has_candidates, has_judgments = "candidates" in record, "judgments" in record
+    if has_candidates and has_judgments:
+        raise InputError(
+            source,
+            line,
+            "judgments",
+            "give candidates (a task) or judgments (a golden record), not both",
+        )
+    if not has_candidates and not has_judgments:
+        raise InputError(source, line, "candidates", "required, a non-empty list")
+    known = TASK_KEYS if has_candidates else GOLDEN_KEYS
+    metadata = _metadata(record, known, where)
+    if has_candidates:
+        candidates = _candidates(record["candidates"], where)
+        golden = None
+    else:
+        golden = _golden_labels(record, where, max_grade)
+        depth = golden.judged_depth
+        candidates = tuple(Candidate(doc_id) for doc_id in list(golden.judgments)[:depth])
+    return Task(
+        query_id=query_id,
+        query=query,
+        slice=_optional_text(record.get("slice"), "slice", where),
+        metadata=metadata,
+        candidates=candidates,
+        line=line,
+        golden=golden,
+    )
+
+
+def _metadata(record: dict, known: tuple[str, ...], where: tuple[str, int]) -> dict:
+    """Extra keys are kept as metadata; a ``metadata`` object is merged in (export writes one)."""
+    nested = record.get("metadata", {})
+    if not isinstance(nested, dict):
+        raise InputError(*where, "metadata", "must be an object")
+    return {**nested, **{key: value for key, value in record.items() if key not in known}}
+
+
+def _candidates(value: object, where: tuple[str, int]) -> tuple[Candidate, ...]:
+    if not isinstance(value, list):
+        raise InputError(*where, "candidates", f"must be a list, got {type(value).__name__}")
+    if not value:
+        raise InputError(*where, "candidates", "is empty: a task needs at least one candidate")
+    candidates, seen = [], set()
+    for index, item in enumerate(value):
+        prefix = f"candidates[{index}]"
+        if not isinstance(item, dict):
+            raise InputError(*where, prefix, "expected an object with doc_id, title, text, score")
+        doc_id = _identifier(item.get("doc_id"), f"{prefix}.doc_id", where)
+        if doc_id in seen:
+            raise InputError(*where, f"{prefix}.doc_id", f"{doc_id!r} repeated within the query")
+        seen.add(doc_id)
+        extra = {key: val for key, val in item.items() if key not in CANDIDATE_KEYS}
+        candidates.append(
+            Candidate(
+                doc_id=doc_id,
+                title=_text_or_none(item.get("title"), f"{prefix}.title", where),
+                text=_text_or_none(item.get("text"), f"{prefix}.text", where),
+                score=_score(item.get("score"), f"{prefix}.score", where),
+                metadata=extra or None,
+            )
+        )
+    return tuple(candidates)
+
+
+def _golden_labels(record: dict, where: tuple[str, int], max_grade: int) -> GoldenLabels:
+    judgments = record["judgments"]
+    if not isinstance(judgments, dict):
+        raise InputError(*where, "judgments", "must be an object of doc_id: grade")
+    for doc_id, grade in judgments.items():
+        _grade(grade, f"judgments.{doc_id}", where, max_grade)
+        if not doc_id:
+            raise InputError(*where, "judgments", "a doc_id is empty")
+    status = record.get("status", "done")
+    if status not in GOLDEN_STATUSES:
+        raise InputError(*where, "status", f"must be one of {', '.join(GOLDEN_STATUSES)}")
+    depth = record.get("judged_depth", len(judgments))
+    if isinstance(depth, bool) or not isinstance(depth, int) or not 0 <= depth <= len(judgments):
+        raise InputError(*where, "judged_depth", f"must be an integer in 0..{len(judgments)}")
+    mode = record.get("mode", "first_hit")
+    if mode not in MODES:
+        raise InputError(*where, "mode", f"must be one of {', '.join(MODES)}")
+    annotators = record.get("annotators", [])
+    if not isinstance(annotators, list) or not all(isinstance(a, str) and a for a in annotators):
+        raise InputError(*where, "annotators", "must be a list of non-empty strings")
+    return GoldenLabels(
+        status=status,
+        answerable=_boolean(record.get("answerable", True), "answerable", where),
+        judgments=dict(judgments),
+        judged_depth=depth,
+        mode=mode,
+        annotators=tuple(annotators),
+        seconds=_seconds(record.get("seconds", 0.0), where),
+        labelled_at=_time_or_none(record.get("labelled_at"), where),
+        notes=_optional_text(record.get("notes"), "notes", where),
+    )
+
+
+# --- field checks ---------------------------------------------------------------------------------
+
+
+def _identifier(value: object, field: str, where: tuple[str, int]) -> str:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if not isinstance(value, str) or not value:
+        got = "missing" if value is None else f"got {type(value).__name__} {value!r}"
+        raise InputError(*where, field, f"required, a non-empty string ({got})")
+    return value
+
+
+def _optional_text(value: object, field: str, where: tuple[str, int]) -> str:
+    return _text_or_none(value, field, where) or ""
+
+
+def _text_or_none(value: object, field: str, where: tuple[str, int]) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise InputError(*where, field, f"must be a string, got {type(value).__name__}")
+    return value
+
+
+def _score(value: object, field: str, where: tuple[str, int]) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise InputError(*where, field, f"must be a finite number, got {value!r}")
+    return float(value)
+
+
+def _grade(value: object, field: str, where: tuple[str, int], max_grade: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(*where, field, f"grade must be an integer, got {value!r}")
+    if not 0 <= value <= max_grade:
+        raise InputError(*where, field, f"grade {value} is outside 0..{max_grade}")
+    return value
+
+
+def _boolean(value: object, field: str, where: tuple[str, int]) -> bool:
+    if not isinstance(value, bool):
+        raise InputError(*where, field, f"must be true or false, got {value!r}")
+    return value
+
+
+def _seconds(value: object, where: tuple[str, int]) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf:
+        raise InputError(*where, "seconds", f"must be a number >= 0, got {value!r}")
+    return float(value)
+
+
+def _time_or_none(value: object, where: tuple[str, int]) -> str | None:
+    if value is None:
+        return None
+    problem = f"must be an ISO-8601 time, got {value!r}"
+    if not isinstance(value, str):
+        raise InputError(*where, "labelled_at", problem)
+    try:
+        return to_log_time(value)
+    except ValueError:
+        raise InputError(*where, "labelled_at", problem) from None
+
+
+# --- file formats ---------------------------------------------------------------------------------
+
+
+def _decoded_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """Yield ``(line, text)``; invalid UTF-8 names its line. A leading BOM is dropped."""
+    with path.open("rb") as handle:
+        for line, raw in enumerate(handle, start=1):
+            try:
+                yield line, raw.decode("utf-8-sig" if line == 1 else "utf-8")
+            except UnicodeDecodeError as error:
+                problem = f"not valid UTF-8 (byte {error.start + 1} of the line: {error.reason})"
+                raise InputError(str(path), line, None, problem) from None
+
+
+def _jsonl_records(path: Path) -> Iterator[tuple[int, object]]:
+    for line, text in _decoded_lines(path):
+        if not text.strip():
+            continue
+        try:
+            yield line, json.loads(text)
+        except json.JSONDecodeError as error:
+            problem = f"not valid JSON ({error.msg} at column {error.colno})"
+            raise InputError(str(path), line, None, problem) from None
+
+
+def _csv_records(path: Path) -> Iterator[tuple[int, dict]]:
+    """Group CSV rows (one candidate a row) into task records, in first-appearance order.
+
+    Query-level columns (query, slice and any extra column, kept as metadata) must agree
+    on every row of a query.
+    """
+    source = str(path)
+    text = "".join(chunk for _, chunk in _decoded_lines(path))
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    columns = reader.fieldnames or []
+    for required in CSV_REQUIRED:
+        if required not in columns:
+            raise InputError(source, 1, required, "missing column in the CSV header")
+    query_columns = [c for c in columns if c not in CSV_CANDIDATE_COLUMNS and c != "query_id"]
+    records: dict[str, tuple[int, dict]] = {}
+    row_end = 1
+    for row in reader:
+        line, row_end = row_end + 1, reader.line_num
+        if None in row:
+            raise InputError(source, line, None, "more fields than the header has columns")
+        query_id = row["query_id"]
+        if not query_id:
+            raise InputError(source, line, "query_id", "required, a non-empty string")
+        if query_id not in records:
+            fields = {column: row[column] for column in query_columns}
+            records[query_id] = (line, {"query_id": query_id, **fields, "candidates": []})
+        first_line, record = records[query_id]
+        if any(row["doc_id"] == other["doc_id"] for other in record["candidates"]):
+            problem = f"{row['doc_id']!r} repeated within query {query_id!r}"
+            raise InputError(source, line, "doc_id", problem)
+        for column in query_columns:
+            if row[column] != record[column]:
+                problem = f"differs from line {first_line} for query {query_id!r}"
+                raise InputError(source, line, column, problem)
+        record["candidates"].append(_csv_candidate(row, source, line))
+    for first_line, record in records.values():
+        if not record.get("slice"):
+            record.pop("slice", None)
+        yield first_line, record
+
+
+def _csv_candidate(row: dict, source: str, line: int) -> dict:
+    candidate = {name: row[name] for name in ("doc_id", "title", "text") if name in row}
+    if not row["doc_id"]:
+        raise InputError(source, line, "doc_id", "required, a non-empty string")
+    score = row.get("score") or ""
+    if score.strip():
+        try:
+            candidate["score"] = float(score)
+        except ValueError:
+            raise InputError(source, line, "score", f"not a number: {score!r}") from None
+        if not math.isfinite(candidate["score"]):
+            raise InputError(source, line, "score", f"must be a finite number, got {score!r}")
+    return candidate

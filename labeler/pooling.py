@@ -1,0 +1,242 @@
+"""Depth-k pooling of several systems' runs, fused display order, and the first-hit schedule.
+
+Pure functions, no database: :class:`labeler.store.Store` reads the inputs with them and keeps
+the results. A *ranking* is one system's list for one query, best first, as a list of doc ids.
+
+The first-hit schedule is what makes labelling a pool cheap: a query is complete once, for
+every pooled run, its first relevant doc within depth k is known (every doc above it judged
+not relevant) or the run has none in its top k. Then MRR@k and hit@k (k' <= k) are exact for
+every pooled run, although most of the pool stays unjudged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from eval.readers import InputError, read_run
+
+RRF_K = 60  # the constant of Cormack et al.'s reciprocal-rank fusion
+
+
+@dataclass(frozen=True)
+class CorpusDoc:
+    """One document of a BEIR ``corpus.jsonl``."""
+
+    doc_id: str
+    title: str
+    text: str
+    metadata: dict
+    line: int
+
+
+@dataclass(frozen=True)
+class PoolQuery:
+    """One query of a BEIR ``queries.jsonl``."""
+
+    query_id: str
+    query: str
+    slice: str
+    metadata: dict
+    line: int
+
+
+@dataclass(frozen=True)
+class PooledRun:
+    """A run cut to the pool depth: per query, its top ``depth`` docs as ``(doc_id, score)``."""
+
+    name: str
+    path: str
+    sha256: str
+    depth: int
+    rankings: dict[str, list[tuple[str, float]]]
+
+
+def fusion_scores(rankings: Mapping[str, Sequence[str]], k: int = RRF_K) -> dict[str, float]:
+    """Reciprocal-rank fusion: ``score(d) = sum over rankings of 1 / (k + rank of d)``."""
+    scores: dict[str, float] = {}
+    for ranking in rankings.values():
+        for rank, doc_id in enumerate(ranking, start=1):
+            scores[doc_id] = scores.get(doc_id, 0.0) + 1.0 / (k + rank)
+    return scores
+
+
+def fuse(rankings: Mapping[str, Sequence[str]], k: int = RRF_K) -> list[str]:
+    """Order the union of several rankings by reciprocal-rank fusion, so no system is favoured.
+
+    Ties go to the doc with the best single rank, then to the smaller doc id, so the order is
+    deterministic. With one ranking the fused order is that ranking.
+    """
+    scores = fusion_scores(rankings, k)
+    best_rank: dict[str, int] = {}
+    for ranking in rankings.values():
+        for rank, doc_id in enumerate(ranking, start=1):
+            best_rank[doc_id] = min(best_rank.get(doc_id, rank), rank)
+    return sorted(scores, key=lambda doc_id: (-scores[doc_id], best_rank[doc_id], doc_id))
+
+
+def run_settled(ranking: Sequence[str], grades: Mapping[str, int], threshold: int) -> bool:
+    """True when the ranking's first relevant doc is known, or it has none.
+
+    Walking down the ranking: a relevant judgement settles it; an unjudged doc before any
+    relevant one leaves it open; a ranking judged non-relevant to the end is settled (no hit).
+    """
+    for doc_id in ranking:
+        grade = grades.get(doc_id)
+        if grade is None:
+            return False
+        if grade >= threshold:
+            return True
+    return True
+
+
+def next_to_judge(
+    rankings: Mapping[str, Sequence[str]],
+    grades: Mapping[str, int],
+    threshold: int,
+    display_order: Sequence[str] = (),
+) -> str | None:
+    """The doc to judge next in first-hit mode over a pool, or None when every run is settled.
+
+    Each unsettled run's *frontier* is its first unjudged doc. The chosen doc is the frontier
+    at the smallest rank (the cheapest way to settle a run: it may be relevant); ties go to
+    the doc that is the frontier of the most runs, then to the earlier doc in ``display_order``.
+    With one ranking this is simply the first unjudged doc from the top.
+    """
+    frontiers: dict[str, list[int]] = {}
+    for ranking in rankings.values():
+        if run_settled(ranking, grades, threshold):
+            continue
+        rank, doc_id = next((i, d) for i, d in enumerate(ranking) if d not in grades)
+        frontiers.setdefault(doc_id, []).append(rank)
+    if not frontiers:
+        return None
+    shown = {doc_id: position for position, doc_id in enumerate(display_order)}
+    return min(
+        frontiers,
+        key=lambda d: (min(frontiers[d]), -len(frontiers[d]), shown.get(d, len(shown)), d),
+    )
+
+
+# --- reading the pooling inputs -------------------------------------------------------------------
+
+
+def read_corpus(path: str | Path) -> Iterator[CorpusDoc]:
+    """Yield the documents of a BEIR ``corpus.jsonl`` (``_id``, ``title``, ``text``; extra keys
+    are kept as metadata)."""
+    for line, record in _records(path):
+        doc_id = _identifier(record, "_id", path, line)
+        title = _optional_text(record, "title", path, line)
+        text = _optional_text(record, "text", path, line)
+        extra = {key: value for key, value in record.items() if key not in ("_id", "title", "text")}
+        yield CorpusDoc(doc_id, title, text, extra, line)
+
+
+def read_queries(path: str | Path) -> list[PoolQuery]:
+    """Read a BEIR ``queries.jsonl`` (``_id``, ``text``, optional ``slice``; extra keys are
+    kept as metadata). A repeated ``_id`` is an error."""
+    queries: list[PoolQuery] = []
+    seen: dict[str, int] = {}
+    for line, record in _records(path):
+        query_id = _identifier(record, "_id", path, line)
+        if query_id in seen:
+            raise InputError(str(path), line, "_id", f"{query_id!r} repeats line {seen[query_id]}")
+        seen[query_id] = line
+        text = _optional_text(record, "text", path, line)
+        if not text:
+            raise InputError(str(path), line, "text", "required, a non-empty string")
+        slice_name = _optional_text(record, "slice", path, line)
+        extra = {k: v for k, v in record.items() if k not in ("_id", "text", "slice")}
+        queries.append(PoolQuery(query_id, text, slice_name, extra, line))
+    return queries
+
+
+def read_pooled_run(path: str | Path, depth: int) -> PooledRun:
+    """Read a TREC (or JSONL) run and keep each query's top ``depth`` docs.
+
+    The top is taken as trec_eval ranks: score descending, ties by doc id descending; the
+    rank column is ignored. So the pool holds exactly the docs that ``@depth`` metrics see.
+    """
+    if depth < 1:
+        raise ValueError(f"pool depth must be a positive integer, got {depth}")
+    run = read_run(path)
+    ranked = run.results.sort_values(
+        ["query_id", "score", "doc_id"], ascending=[True, False, False], kind="stable"
+    )
+    top = ranked.groupby("query_id", sort=False).head(depth)
+    rankings: dict[str, list[tuple[str, float]]] = {}
+    for query_id, doc_id, score in top.itertuples(index=False):
+        rankings.setdefault(query_id, []).append((doc_id, float(score)))
+    return PooledRun(run.name, str(path), file_sha256(path), depth, rankings)
+
+
+def line_of_doc(path: str | Path, query_id: str, doc_id: str) -> int | None:
+    """The line of a run file that gives ``doc_id`` for ``query_id`` (for error messages)."""
+    with Path(path).open("rb") as handle:
+        for line, raw in enumerate(handle, start=1):
+            fields = raw.decode("utf-8", errors="replace").split()
+            if len(fields) >= 3 and fields[0] == query_id and fields[2] == doc_id:
+                return line
+    return None
+
+
+def file_sha256(path: str | Path) -> str:
+    """The SHA-256 of a file's bytes, to recognise a run that is pooled again."""
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def run_frame(rankings: Mapping[str, Sequence[tuple[str, float]]]) -> pd.DataFrame:
+    """A DataFrame (query_id, doc_id, score) of per-query rankings, best first."""
+    rows = [
+        (query_id, doc_id, score)
+        for query_id, ranking in rankings.items()
+        for doc_id, score in ranking
+    ]
+    return pd.DataFrame(rows, columns=["query_id", "doc_id", "score"])
+
+
+def _records(path: str | Path) -> Iterator[tuple[int, dict]]:
+    with Path(path).open("rb") as handle:
+        for line, raw in enumerate(handle, start=1):
+            try:
+                text = raw.decode("utf-8-sig" if line == 1 else "utf-8")
+            except UnicodeDecodeError as error:
+                raise InputError(
+                    str(path), line, None, f"not valid UTF-8 ({error.reason})"
+                ) from None
+            if not text.strip():
+                continue
+            try:
+                record = json.loads(text)
+            except json.JSONDecodeError as error:
+                raise InputError(str(path), line, None, f"not valid JSON ({error.msg})") from None
+            if not isinstance(record, dict):
+                raise InputError(str(path), line, None, "expected a JSON object")
+            yield line, record
+
+
+def _identifier(record: dict, field: str, path: str | Path, line: int) -> str:
+    value = record.get(field)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if not isinstance(value, str) or not value:
+        raise InputError(str(path), line, field, "required, a non-empty string")
+    return value
+
+
+def _optional_text(record: dict, field: str, path: str | Path, line: int) -> str:
+    value = record.get(field)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise InputError(str(path), line, field, f"must be a string, got {type(value).__name__}")
+    return value

@@ -1,0 +1,133 @@
+"""Safe HTML for query and document text, with the query's terms highlighted.
+
+Data text is never markup. Every piece of it passes through :func:`html.escape` and the only
+tags in the output are the few this module writes itself (``div``, ``span``, ``bdi``,
+``mark``), so neither HTML nor Markdown from the data can render: the result goes to
+``st.html``, which does not interpret Markdown. ``<bdi>`` isolates each data string, so a
+right-to-left mark in a title cannot reorder the labels around it.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+
+STYLESHEET = Path(__file__).parent / "render.css"
+
+# Short function words highlight everywhere and so help nobody.
+# fmt: off
+STOPWORDS = frozenset({
+    "a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "how", "in", "into", "is",
+    "it", "of", "on", "or", "the", "to", "what", "when", "where", "which", "who", "why",
+    "with", "without",
+})
+# fmt: on
+
+# Only so much text is useful on a card; a 10 MB document would stall the browser.
+CARD_TEXT_LIMIT = 4_000
+PREVIEW_LIMIT = 160
+
+
+def query_terms(query: str) -> list[str]:
+    """Return the distinct lower-cased words of ``query`` worth highlighting, in query order.
+
+    Words are runs of letters and digits (``ISO-8601`` gives ``iso`` and ``8601``); stopwords
+    and single characters are left out.
+
+    >>> query_terms("parse ISO-8601 duration")
+    ['parse', 'iso', '8601', 'duration']
+    """
+    words = re.findall(r"[^\W_]+", query.lower())
+    return list(dict.fromkeys(w for w in words if len(w) > 1 and w not in STOPWORDS))
+
+
+@lru_cache(maxsize=256)
+def _term_pattern(terms: tuple[str, ...]) -> re.Pattern[str] | None:
+    """A pattern matching any term at the start of a word (``_`` counts as a separator)."""
+    if not terms:
+        return None
+    alternatives = "|".join(re.escape(term) for term in sorted(terms, key=len, reverse=True))
+    return re.compile(rf"(?<![^\W_])(?:{alternatives})", re.IGNORECASE)
+
+
+def highlight(text: str, terms: Sequence[str]) -> str:
+    """Return ``text`` as escaped HTML with each word starting with a term wrapped in ``<mark>``.
+
+    Matching runs on the raw text and each piece is escaped on its own, so an entity is never
+    split and nothing from ``text`` reaches the output unescaped.
+
+    >>> highlight("Retry <b>later</b>", ["retry"])
+    '<mark>Retry</mark> &lt;b&gt;later&lt;/b&gt;'
+    """
+    text = text.replace("\x00", "\ufffd")
+    pattern = _term_pattern(tuple(terms))
+    if pattern is None:
+        return html.escape(text)
+    pieces: list[str] = []
+    position = 0
+    for match in pattern.finditer(text):
+        pieces.append(html.escape(text[position : match.start()]))
+        pieces.append(f"<mark>{html.escape(match.group())}</mark>")
+        position = match.end()
+    pieces.append(html.escape(text[position:]))
+    return "".join(pieces)
+
+
+def clip(text: str, limit: int) -> str:
+    """Return ``text`` cut to ``limit`` characters, saying how much was left out."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… [{len(text) - limit:,} more characters]"
+
+
+def data_text(text: str, terms: Sequence[str] = (), *, limit: int = CARD_TEXT_LIMIT) -> str:
+    """Return data text as an isolated, escaped, highlighted ``<bdi>`` fragment."""
+    return f"<bdi>{highlight(clip(text, limit), terms)}</bdi>"
+
+
+def query_heading(query: str, query_id: str, slice_name: str | None) -> str:
+    """HTML for the query being judged: its text, id and slice, all escaped."""
+    slice_html = f" · slice <bdi>{html.escape(slice_name)}</bdi>" if slice_name else ""
+    return (
+        f'<div class="gs-query"><div class="gs-query-text">{data_text(query)}</div>'
+        f'<div class="gs-meta">query <bdi>{html.escape(query_id)}</bdi>{slice_html}</div></div>'
+    )
+
+
+def candidate_card(
+    *,
+    rank: int,
+    title: str,
+    text: str,
+    terms: Sequence[str],
+    state: str,
+    label: str | None = None,
+    details: str | None = None,
+) -> str:
+    """HTML for one candidate.
+
+    ``state`` is ``"current"`` (the one the next key judges: full text, framed), ``"judged"``
+    (its ``label`` shown) or ``"waiting"`` (a one-line preview). ``details`` is plain text such
+    as score and provenance, shown under the title when given.
+    """
+    if state not in ("current", "judged", "waiting"):
+        raise ValueError(f"candidate state must be current, judged or waiting, not {state!r}")
+    badge = f'<span class="gs-label">{html.escape(label)}</span>' if label else ""
+    marker = '<span class="gs-now">▶ judge this</span>' if state == "current" else ""
+    head = (
+        f'<div class="gs-head"><span class="gs-rank">#{rank}</span>'
+        f'<span class="gs-title">{data_text(title, terms, limit=PREVIEW_LIMIT)}</span>'
+        f"{badge}{marker}</div>"
+    )
+    meta = f'<div class="gs-meta">{data_text(details)}</div>' if details else ""
+    limit = CARD_TEXT_LIMIT if state == "current" else PREVIEW_LIMIT
+    body = f'<div class="gs-text gs-text-{state}">{data_text(text, terms, limit=limit)}</div>'
+    return f'<div class="gs-card gs-{state}">{head}{meta}{body}</div>'
+
+
+def stylesheet() -> str:
+    """The ``<style>`` block for the classes used above (``st.html`` puts it out of the flow)."""
+    return f"<style>{STYLESHEET.read_text(encoding='utf-8')}</style>"

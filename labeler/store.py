@@ -1,0 +1,1517 @@
+"""The project database: the one module that owns the schema, the connections and every SQL
+statement. The app, the CLI and the team features all go through :class:`Store`.
+
+Design, in short:
+
+- SQLite through sqlite-utils, on our own ``sqlite3`` connection (``check_same_thread=False``
+  because Streamlit reruns a session on new threads; ``isolation_level=None`` so that we, not
+  the driver, say where transactions begin). One :class:`Store` per thread or browser session.
+- WAL journal, a busy timeout, and every write transaction opened with ``BEGIN IMMEDIATE``:
+  a deferred ``BEGIN`` that reads before writing cannot wait for the lock and fails with
+  "database is locked" under concurrent writers (measured in NOTES.md); ``IMMEDIATE`` takes
+  the write lock up front, so writers queue on the busy timeout instead of failing.
+- The judgement log (``events``) is append-only: triggers refuse UPDATE and DELETE. Undo is a
+  new event. ``labels``, ``query_state``, ``progress`` and ``queries.status`` are projections
+  of the log, rewritten in the same transaction as each event for the (query, annotator) it
+  touches — so every key press costs a handful of index lookups, never a table scan — and
+  :meth:`Store.rebuild_projections` can recompute them all from the log.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import pandas as pd
+import sqlite_utils
+from sqlite_utils import Migrations
+
+from eval.readers import InputError
+from labeler import golden
+from labeler.golden import Event, QueryContext, QueryState
+from labeler.importing import Task, read_tasks, tasks_from_records
+from labeler.pooling import (
+    PooledRun,
+    fuse,
+    fusion_scores,
+    line_of_doc,
+    next_to_judge,
+    read_corpus,
+    read_pooled_run,
+    read_queries,
+)
+
+DATA_DIR = Path(__file__).resolve().parents[1] / "data"
+DEFAULT_DB = DATA_DIR / "goldset.db"
+DEMO_TASKS = DATA_DIR / "demo.jsonl"
+IMPORT_RUN = "import"  # provenance name of a list imported from a tasks file
+ROLES = ("annotator", "reviewer", "admin")
+DEFAULT_SETTINGS = {"mode": "first_hit", "max_grade": 3, "rel_threshold": 1}
+SYNCHRONOUS = ("NORMAL", "FULL")
+CHUNK = 500  # ids per "IN (...)" query, well under SQLite's variable limit
+
+migrations = Migrations("goldset")
+
+
+@migrations()
+def create_schema(db: sqlite_utils.Database) -> None:
+    """Version 1 of the schema."""
+    actions = ", ".join(f"'{action}'" for action in golden.ACTIONS)
+    db.executescript(
+        f"""
+        CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE queries (
+            query_id TEXT PRIMARY KEY,
+            position INTEGER NOT NULL UNIQUE,          -- queue order: import order
+            query TEXT NOT NULL,
+            slice TEXT NOT NULL DEFAULT '',
+            metadata TEXT NOT NULL DEFAULT '{{}}',     -- JSON: the input's extra keys
+            content_hash TEXT NOT NULL,                -- re-importing the same query is a no-op
+            source TEXT NOT NULL,
+            status TEXT NOT NULL DEFAULT 'pending',    -- projection: golden status
+            answerable INTEGER NOT NULL DEFAULT 1,     -- projection
+            created_at TEXT NOT NULL
+        );
+        CREATE INDEX queries_open ON queries(position) WHERE status != 'done';
+        CREATE TABLE documents (
+            doc_id TEXT PRIMARY KEY,
+            title TEXT NOT NULL DEFAULT '',
+            text TEXT NOT NULL DEFAULT '',
+            metadata TEXT                              -- JSON: a candidate's extra keys
+        );
+        CREATE TABLE candidates (
+            query_id TEXT NOT NULL REFERENCES queries(query_id),
+            doc_id TEXT NOT NULL REFERENCES documents(doc_id),
+            position INTEGER NOT NULL,                 -- display order, 1-based
+            score REAL,                                -- the system's score, or the fused one
+            imported_rank INTEGER,                     -- rank in an imported list
+            PRIMARY KEY (query_id, doc_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX candidates_position ON candidates(query_id, position);
+        CREATE TABLE runs (
+            name TEXT PRIMARY KEY,
+            path TEXT NOT NULL,
+            sha256 TEXT NOT NULL,
+            depth INTEGER NOT NULL,
+            pooled_at TEXT NOT NULL
+        );
+        CREATE TABLE pool_ranks (                      -- provenance: run -> rank of each doc
+            query_id TEXT NOT NULL REFERENCES queries(query_id),
+            run TEXT NOT NULL REFERENCES runs(name),
+            rank INTEGER NOT NULL,
+            doc_id TEXT NOT NULL,
+            score REAL NOT NULL,
+            PRIMARY KEY (query_id, run, rank)
+        ) WITHOUT ROWID;
+        CREATE TABLE annotators (
+            name TEXT PRIMARY KEY,
+            role TEXT NOT NULL DEFAULT 'annotator',
+            password_hash TEXT,
+            created_at TEXT NOT NULL
+        );
+        CREATE TABLE assignments (
+            annotator TEXT NOT NULL,
+            query_id TEXT NOT NULL REFERENCES queries(query_id),
+            position INTEGER NOT NULL,
+            open INTEGER NOT NULL DEFAULT 1,           -- projection: not done/skipped by them
+            assigned_at TEXT NOT NULL,
+            PRIMARY KEY (annotator, query_id)
+        );
+        CREATE INDEX assignments_open ON assignments(annotator, position) WHERE open = 1;
+        CREATE TABLE events (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            query_id TEXT NOT NULL REFERENCES queries(query_id),
+            doc_id TEXT,
+            annotator TEXT NOT NULL,
+            action TEXT NOT NULL CHECK (action IN ({actions})),
+            grade INTEGER,
+            mode TEXT CHECK (mode IS NULL OR mode IN ('first_hit', 'full')),
+            seconds REAL NOT NULL DEFAULT 0 CHECK (seconds >= 0),
+            note TEXT,
+            undoes INTEGER REFERENCES events(id),
+            created_at TEXT NOT NULL
+        );
+        CREATE INDEX events_query_annotator ON events(query_id, annotator, id);
+        CREATE INDEX events_annotator ON events(annotator, id);
+        CREATE UNIQUE INDEX events_undoes ON events(undoes) WHERE undoes IS NOT NULL;
+        CREATE TRIGGER events_append_only_update BEFORE UPDATE ON events
+            BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+        CREATE TRIGGER events_append_only_delete BEFORE DELETE ON events
+            BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+        CREATE TABLE labels (                          -- projection: current grade per doc
+            query_id TEXT NOT NULL,
+            annotator TEXT NOT NULL,
+            doc_id TEXT NOT NULL,
+            grade INTEGER NOT NULL,
+            event_id INTEGER NOT NULL,
+            PRIMARY KEY (query_id, annotator, doc_id)
+        ) WITHOUT ROWID;
+        CREATE TABLE query_state (                     -- projection: per query and annotator
+            query_id TEXT NOT NULL,
+            annotator TEXT NOT NULL,
+            slice TEXT NOT NULL,
+            status TEXT NOT NULL,
+            answerable INTEGER NOT NULL,
+            needs_verdict INTEGER NOT NULL,
+            mode TEXT NOT NULL,
+            first_relevant_rank INTEGER,
+            judged_depth INTEGER NOT NULL,
+            seconds REAL NOT NULL,
+            last_event_id INTEGER NOT NULL,
+            updated_at TEXT,
+            note TEXT NOT NULL,
+            PRIMARY KEY (query_id, annotator)
+        );
+        CREATE INDEX query_state_queue ON query_state(annotator, status, last_event_id);
+        CREATE INDEX query_state_recent ON query_state(annotator, last_event_id);
+        CREATE TABLE progress (                        -- projection: counts for progress bars
+            annotator TEXT NOT NULL,                   -- '' = the golden (merged) status
+            slice TEXT NOT NULL,
+            state TEXT NOT NULL,
+            n INTEGER NOT NULL,
+            PRIMARY KEY (annotator, slice, state)
+        ) WITHOUT ROWID;
+        """
+    )
+    db["documents"].enable_fts(["title", "text"], create_triggers=True, tokenize="porter")
+
+
+class Store:
+    """A goldset project database.
+
+    >>> store = Store("project.db")                           # doctest: +SKIP
+    >>> store.import_tasks("tasks.jsonl")                     # doctest: +SKIP
+    >>> query_id = store.next_query("ana")                    # doctest: +SKIP
+    >>> doc = store.next_candidate(query_id, "ana")           # doctest: +SKIP
+    >>> store.judge(query_id, doc["doc_id"], 1, "ana", seconds=4.2)   # doctest: +SKIP
+
+    ``synchronous="NORMAL"`` (the default) with WAL makes every acknowledged write survive the
+    process being killed at any instant: a commit is in the WAL file (in the OS page cache)
+    before ``judge`` returns, and SQLite replays the WAL on the next open. Only an OS crash or
+    power loss can lose the last commits; ``synchronous="FULL"`` fsyncs the WAL on every
+    commit and closes that gap too, at the cost of one fsync per judgement.
+    """
+
+    def __init__(self, path: str | Path, *, synchronous: str = "NORMAL", timeout: float = 30.0):
+        """Open (creating and migrating if needed) the project database at ``path``."""
+        if synchronous not in SYNCHRONOUS:
+            raise ValueError(f"synchronous must be one of {SYNCHRONOUS}, got {synchronous!r}")
+        self.path = Path(path)
+        self.conn = sqlite3.connect(
+            self.path, check_same_thread=False, isolation_level=None, timeout=timeout
+        )
+        self.db = sqlite_utils.Database(self.conn)
+        self._lock = threading.RLock()
+        self.db.enable_wal()
+        self.conn.execute(f"PRAGMA synchronous={synchronous}")
+        self.conn.execute("PRAGMA foreign_keys=ON")
+        with self._writing():
+            migrations.apply(self.db)
+
+    @classmethod
+    def open_default(cls) -> Store:
+        """The default project, ``data/goldset.db``, created from the demo set on first use."""
+        store = cls(DEFAULT_DB)
+        if not store.has_queries():
+            store.import_tasks(DEMO_TASKS)
+        return store
+
+    def close(self) -> None:
+        """Close the connection (the WAL is checkpointed when the last connection closes)."""
+        self.conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # --- transactions -----------------------------------------------------------------------------
+
+    @contextmanager
+    def _writing(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction, ``BEGIN IMMEDIATE`` (see the module docstring)."""
+        with self._lock:
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.conn
+                self.conn.execute("COMMIT")
+            except BaseException:
+                if self.conn.in_transaction:
+                    self.conn.execute("ROLLBACK")
+                raise
+
+    @contextmanager
+    def _reading(self) -> Iterator[sqlite3.Connection]:
+        """A read transaction: several SELECTs see one consistent snapshot."""
+        with self._lock:
+            if self.conn.in_transaction:
+                yield self.conn
+                return
+            self.conn.execute("BEGIN")
+            try:
+                yield self.conn
+            finally:
+                self.conn.execute("COMMIT")
+
+    def _rows(self, sql: str, params: Sequence | Mapping = ()) -> list[dict]:
+        with self._lock:
+            cursor = self.conn.execute(sql, params)
+            names = [column[0] for column in cursor.description]
+            return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+    def _value(self, sql: str, params: Sequence | Mapping = ()) -> object:
+        with self._lock:
+            row = self.conn.execute(sql, params).fetchone()
+        return row[0] if row else None
+
+    # --- settings ---------------------------------------------------------------------------------
+
+    def settings(self) -> dict:
+        """Project settings: ``mode`` (first_hit|full), ``max_grade`` (1 = binary, default 3)
+        and ``rel_threshold`` (grade counted as relevant, default 1)."""
+        stored = dict(self.conn.execute("SELECT key, value FROM settings").fetchall())
+        return {
+            key: type(default)(stored.get(key, default))
+            for key, default in DEFAULT_SETTINGS.items()
+        }
+
+    def configure(
+        self,
+        *,
+        mode: str | None = None,
+        max_grade: int | None = None,
+        rel_threshold: int | None = None,
+    ) -> dict:
+        """Change project settings; returns them all. ``max_grade=1`` is a binary project."""
+        if mode is not None and mode not in golden.MODES:
+            raise ValueError(f"mode must be one of {golden.MODES}, got {mode!r}")
+        for name, value in (("max_grade", max_grade), ("rel_threshold", rel_threshold)):
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or value < 1
+            ):
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        changes = {"mode": mode, "max_grade": max_grade, "rel_threshold": rel_threshold}
+        with self._writing() as conn:
+            conn.executemany(
+                "INSERT INTO settings (key, value) VALUES (?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                [(key, str(value)) for key, value in changes.items() if value is not None],
+            )
+            for query_id in self._all_query_ids_with_events():
+                self._refresh(query_id)
+        return self.settings()
+
+    # --- import -----------------------------------------------------------------------------------
+
+    def import_tasks(self, path: str | Path) -> dict:
+        """Import a tasks file (JSONL or CSV, see DESIGN.md; golden-set JSONL also accepted).
+
+        All-or-nothing: everything is validated first and written in one transaction; any
+        problem raises :class:`eval.readers.InputError` (a ValueError naming file, line and
+        field) and leaves the database unchanged. Queries already present with identical
+        content are skipped, so importing the same file twice is a no-op; the same query_id
+        with different content is an error. Returns counts: ``queries_added``,
+        ``queries_unchanged``, ``candidates_added``, ``documents_added``.
+        """
+        tasks = read_tasks(path, max_grade=self.settings()["max_grade"])
+        return self._import(tasks, str(path))
+
+    def import_records(self, records: Iterable[dict], source: str = "<records>") -> dict:
+        """Import task (or golden-set) records given as dicts; see :meth:`import_tasks`."""
+        tasks = tasks_from_records(records, source, max_grade=self.settings()["max_grade"])
+        return self._import(tasks, source)
+
+    def _import(self, tasks: Sequence[Task], source: str) -> dict:
+        with self._writing() as conn:
+            known = self._content_hashes([task.query_id for task in tasks])
+            for task in tasks:
+                if task.query_id in known and known[task.query_id] != task.content_hash:
+                    problem = f"{task.query_id!r} is already in the database with different content"
+                    raise InputError(source, task.line, "query_id", problem)
+            new = [task for task in tasks if task.query_id not in known]
+            documents_added = self._add_documents(_task_documents(new), source)
+            self._add_queries(
+                [(t.query_id, t.query, t.slice, t.metadata, t.content_hash) for t in new], source
+            )
+            conn.executemany(
+                "INSERT INTO candidates (query_id, doc_id, position, score, imported_rank) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (
+                    (task.query_id, candidate.doc_id, rank, candidate.score, rank)
+                    for task in new
+                    for rank, candidate in enumerate(task.candidates, start=1)
+                ),
+            )
+            for task in new:
+                if task.golden is not None:
+                    self._replay_golden(task)
+        return {
+            "queries_added": len(new),
+            "queries_unchanged": len(tasks) - len(new),
+            "candidates_added": sum(len(task.candidates) for task in new),
+            "documents_added": documents_added,
+        }
+
+    def _content_hashes(self, query_ids: Sequence[str]) -> dict[str, str]:
+        hashes: dict[str, str] = {}
+        for chunk in _chunks(query_ids):
+            hashes.update(
+                self.conn.execute(
+                    "SELECT query_id, content_hash FROM queries "
+                    f"WHERE query_id IN ({_marks(chunk)})",
+                    chunk,
+                ).fetchall()
+            )
+        return hashes
+
+    def _add_queries(self, rows: Sequence[tuple[str, str, str, dict, str]], source: str) -> None:
+        """Insert new queries at the end of the queue, all pending."""
+        start = self.conn.execute("SELECT coalesce(max(position), 0) FROM queries").fetchone()[0]
+        created_at = golden.now()
+        self.conn.executemany(
+            "INSERT INTO queries (query_id, position, query, slice, metadata, content_hash, "
+            "source, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                (
+                    query_id,
+                    start + i,
+                    query,
+                    slice_name,
+                    json.dumps(metadata, ensure_ascii=False),
+                    content_hash,
+                    source,
+                    created_at,
+                )
+                for i, (query_id, query, slice_name, metadata, content_hash) in enumerate(rows, 1)
+            ),
+        )
+        per_slice: dict[str, int] = {}
+        for _, _, slice_name, _, _ in rows:
+            per_slice[slice_name] = per_slice.get(slice_name, 0) + 1
+        for slice_name, count in per_slice.items():
+            self._count("", slice_name, "pending", count)
+
+    def _add_documents(self, documents: Mapping[str, tuple[int, dict]], source: str) -> int:
+        """Insert new documents; fill in a known doc's empty title/text; refuse a different one.
+
+        ``documents`` maps doc_id to (line, {title, text, metadata}); title/text None = not given.
+        """
+        existing: dict[str, tuple[str, str]] = {}
+        if self.conn.execute("SELECT EXISTS (SELECT 1 FROM documents)").fetchone()[0]:
+            for chunk in _chunks(list(documents)):
+                for doc_id, title, text in self.conn.execute(
+                    f"SELECT doc_id, title, text FROM documents WHERE doc_id IN ({_marks(chunk)})",
+                    chunk,
+                ):
+                    existing[doc_id] = (title, text)
+        new_rows, updates = [], []
+        for doc_id, (line, doc) in documents.items():
+            if doc_id not in existing:
+                metadata = (
+                    json.dumps(doc["metadata"], ensure_ascii=False) if doc["metadata"] else None
+                )
+                new_rows.append((doc_id, doc["title"] or "", doc["text"] or "", metadata))
+                continue
+            for index, name in enumerate(("title", "text")):
+                given, stored = doc[name], existing[doc_id][index]
+                if given and stored and given != stored:
+                    problem = f"doc {doc_id!r} is already in the database with a different {name}"
+                    raise InputError(source, line, name, problem)
+                if given and not stored:
+                    updates.append((given, doc_id))
+        self.conn.executemany(
+            "INSERT INTO documents (doc_id, title, text, metadata) VALUES (?, ?, ?, ?)", new_rows
+        )
+        for name in ("title", "text"):
+            self.conn.executemany(
+                f"UPDATE documents SET {name} = ? WHERE doc_id = ? AND {name} = ''",
+                [update for update in updates if update[0] is not None],
+            )
+        return len(new_rows)
+
+    def _replay_golden(self, task: Task) -> None:
+        """Write the events that reproduce an imported golden record, then its projections."""
+        record = {
+            "status": task.golden.status,
+            "answerable": task.golden.answerable,
+            "judgments": task.golden.judgments,
+            "judged_depth": task.golden.judged_depth,
+            "mode": task.golden.mode,
+            "annotators": task.golden.annotators,
+            "seconds": task.golden.seconds,
+            "notes": task.golden.notes,
+        }
+        created_at = task.golden.labelled_at or golden.now()
+        missing = {
+            doc_id: (task.line, {"title": None, "text": None, "metadata": None})
+            for doc_id in task.golden.judgments
+        }
+        self._add_documents(missing, "<golden>")
+        for event in golden.events_for_record(record, self.settings()["rel_threshold"]):
+            self._append(task.query_id, created_at=created_at, **event)
+        self._refresh(task.query_id)
+
+    # --- pooling ----------------------------------------------------------------------------------
+
+    def pool(
+        self,
+        corpus: str | Path,
+        queries: str | Path,
+        runs: Sequence[str | Path],
+        depth: int,
+    ) -> dict:
+        """Pool several systems' TREC runs over a BEIR corpus and queries file, to depth ``depth``.
+
+        Each run's top ``depth`` per query (trec_eval order: score desc, doc_id desc) is added
+        to the query's candidates, deduplicated, with provenance (run -> rank); candidates are
+        shown in reciprocal-rank-fused order so no system is favoured. Pooling a new run later
+        adds only docs not yet in the pool; judgements are keyed by (query, doc) and reused,
+        and queries the new run reopens go back to the queue. The whole corpus is stored (for
+        full-text search); queries of the file not answered by any run get no candidates.
+        All-or-nothing, like imports. Returns counts and the run names.
+        """
+        corpus_docs = {doc.doc_id: doc for doc in read_corpus(corpus)}
+        pool_queries = read_queries(queries)
+        pooled = [read_pooled_run(path, depth) for path in runs]
+        names = [run.name for run in pooled]
+        if len(set(names)) != len(names) or IMPORT_RUN in names:
+            raise ValueError(f"run names must be distinct and not {IMPORT_RUN!r}: {names}")
+        with self._writing():
+            self._register_runs(pooled)
+            documents = {
+                doc.doc_id: (
+                    doc.line,
+                    {"title": doc.title, "text": doc.text, "metadata": doc.metadata},
+                )
+                for doc in corpus_docs.values()
+            }
+            documents_added = self._add_documents(documents, str(corpus))
+            queries_added = self._add_pool_queries(pool_queries, str(queries))
+            known_queries = {q.query_id for q in pool_queries} | set(
+                self._content_hashes([q for run in pooled for q in run.rankings])
+            )
+            self._check_pooled_docs(pooled, known_queries, str(corpus))
+            added, touched = self._add_pool_ranks(pooled, known_queries)
+            for query_id in touched:
+                self._reorder_candidates(query_id)
+                self._refresh(query_id)
+        answered = {q for run in pooled for q in run.rankings}
+        return {
+            "runs": names,
+            "queries_added": queries_added,
+            "documents_added": documents_added,
+            "candidates_added": added,
+            "queries_touched": len(touched),
+            "run_queries_ignored": len(answered - known_queries),
+        }
+
+    def _register_runs(self, pooled: Sequence[PooledRun]) -> None:
+        for run in pooled:
+            row = self.conn.execute(
+                "SELECT sha256 FROM runs WHERE name = ?", (run.name,)
+            ).fetchone()
+            if row and row[0] != run.sha256:
+                raise ValueError(
+                    f"a different run named {run.name!r} is already pooled; rename {run.path}"
+                )
+            self.conn.execute(
+                "INSERT INTO runs (name, path, sha256, depth, pooled_at) VALUES (?, ?, ?, ?, ?) "
+                "ON CONFLICT (name) DO UPDATE SET depth = max(depth, excluded.depth)",
+                (run.name, run.path, run.sha256, run.depth, golden.now()),
+            )
+
+    def _add_pool_queries(self, pool_queries: Sequence, source: str) -> int:
+        tasks = [Task(q.query_id, q.query, q.slice, q.metadata, (), q.line) for q in pool_queries]
+        known = self._content_hashes([task.query_id for task in tasks])
+        for task in tasks:
+            if task.query_id in known and known[task.query_id] != task.content_hash:
+                problem = (
+                    f"query {task.query_id!r} is already in the database with different content"
+                )
+                raise InputError(source, task.line, "_id", problem)
+        new = [t for t in tasks if t.query_id not in known]
+        self._add_queries(
+            [(t.query_id, t.query, t.slice, t.metadata, t.content_hash) for t in new], source
+        )
+        return len(new)
+
+    def _check_pooled_docs(
+        self, pooled: Sequence[PooledRun], known_queries: set[str], corpus: str
+    ) -> None:
+        for run in pooled:
+            doc_ids = {
+                d for q, ranking in run.rankings.items() if q in known_queries for d, _ in ranking
+            }
+            stored = set()
+            for chunk in _chunks(list(doc_ids)):
+                stored.update(
+                    row[0]
+                    for row in self.conn.execute(
+                        f"SELECT doc_id FROM documents WHERE doc_id IN ({_marks(chunk)})", chunk
+                    )
+                )
+            missing = doc_ids - stored
+            if missing:
+                doc_id = min(missing)
+                query_id = next(q for q, r in run.rankings.items() if doc_id in dict(r))
+                line = line_of_doc(run.path, query_id, doc_id)
+                problem = f"doc {doc_id!r} (query {query_id!r}) is not in the corpus {corpus}"
+                raise InputError(run.path, line, "docno", problem)
+
+    def _add_pool_ranks(
+        self, pooled: Sequence[PooledRun], known_queries: set[str]
+    ) -> tuple[int, list[str]]:
+        """Store provenance, add new (query, doc) candidates; return (added, queries touched)."""
+        touched: dict[str, None] = {}
+        added = 0
+        for run in pooled:
+            for query_id, ranking in run.rankings.items():
+                if query_id not in known_queries:
+                    continue
+                rows = [
+                    (query_id, run.name, rank, doc_id, score)
+                    for rank, (doc_id, score) in enumerate(ranking, start=1)
+                ]
+                cursor = self.conn.executemany(
+                    "INSERT OR IGNORE INTO pool_ranks (query_id, run, rank, doc_id, score) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    rows,
+                )
+                if cursor.rowcount:
+                    touched[query_id] = None
+                cursor = self.conn.executemany(
+                    "INSERT OR IGNORE INTO candidates (query_id, doc_id, position) "
+                    "VALUES (?, ?, 0)",
+                    [(query_id, doc_id) for doc_id, _ in ranking],
+                )
+                added += cursor.rowcount
+        return added, list(touched)
+
+    def _reorder_candidates(self, query_id: str) -> None:
+        """Display positions and scores of a pooled query: reciprocal-rank fusion of its runs."""
+        rankings = self._context(query_id).rankings
+        scores = fusion_scores(rankings)
+        self.conn.executemany(
+            "UPDATE candidates SET position = ?, score = ? WHERE query_id = ? AND doc_id = ?",
+            [
+                (position, scores[doc_id], query_id, doc_id)
+                for position, doc_id in enumerate(fuse(rankings), start=1)
+            ],
+        )
+
+    # --- reading queries and candidates -----------------------------------------------------------
+
+    def has_queries(self) -> bool:
+        """True when at least one query has been imported or pooled."""
+        return bool(self._value("SELECT EXISTS (SELECT 1 FROM queries)"))
+
+    def query(self, query_id: str) -> dict:
+        """A query: query_id, query, slice, metadata (dict), position, status, answerable and
+        the number of candidates. Raises ValueError for an unknown id."""
+        rows = self._rows(
+            "SELECT query_id, query, slice, metadata, position, status, answerable, "
+            "(SELECT count(*) FROM candidates c WHERE c.query_id = q.query_id) AS candidates "
+            "FROM queries q WHERE query_id = ?",
+            (query_id,),
+        )
+        if not rows:
+            raise ValueError(f"unknown query {query_id!r}")
+        row = rows[0]
+        return {
+            **row,
+            "metadata": json.loads(row["metadata"]),
+            "answerable": bool(row["answerable"]),
+        }
+
+    def candidates(self, query_id: str, annotator: str | None = None) -> list[dict]:
+        """The query's candidates in display order, each a dict: doc_id, title, text, position,
+        score, provenance ({run: rank}; an imported list is the run ``"import"``) and grade
+        (the annotator's current grade, None when unjudged; with no annotator, the golden
+        grade: the latest given by anyone)."""
+        with self._reading():
+            rows = self._rows(
+                "SELECT c.doc_id, d.title, d.text, c.position, c.score, c.imported_rank "
+                "FROM candidates c JOIN documents d ON d.doc_id = c.doc_id "
+                "WHERE c.query_id = ? ORDER BY c.position",
+                (query_id,),
+            )
+            provenance: dict[str, dict[str, int]] = {}
+            for doc_id, run, rank in self.conn.execute(
+                "SELECT doc_id, run, rank FROM pool_ranks WHERE query_id = ?", (query_id,)
+            ):
+                provenance.setdefault(doc_id, {})[run] = rank
+            grades = self._grades(query_id, annotator)
+        for row in rows:
+            imported_rank = row.pop("imported_rank")
+            runs = provenance.get(row["doc_id"], {})
+            row["provenance"] = {IMPORT_RUN: imported_rank, **runs} if imported_rank else runs
+            row["grade"] = grades.get(row["doc_id"])
+        return rows
+
+    def _grades(self, query_id: str, annotator: str | None) -> dict[str, int]:
+        if annotator is not None:
+            return dict(
+                self.conn.execute(
+                    "SELECT doc_id, grade FROM labels WHERE query_id = ? AND annotator = ?",
+                    (query_id, annotator),
+                ).fetchall()
+            )
+        # Rows in event order: a later label overwrites an earlier one.
+        return dict(
+            self.conn.execute(
+                "SELECT doc_id, grade FROM labels WHERE query_id = ? ORDER BY event_id", (query_id,)
+            ).fetchall()
+        )
+
+    def labels(self, query_id: str, annotator: str | None = None) -> dict[str, int]:
+        """Current grades of the query's judged docs (candidates and attached ones) by the
+        annotator, or the golden grades when ``annotator`` is None."""
+        with self._reading():
+            return self._grades(query_id, annotator)
+
+    def next_candidate(self, query_id: str, annotator: str, mode: str | None = None) -> dict | None:
+        """The candidate the annotator should judge next, or None when there is none left.
+
+        First-hit mode: over a pool of several runs, the unjudged doc at the smallest rank
+        among the runs whose first relevant doc is not yet known (see
+        :func:`labeler.pooling.next_to_judge`); for one list, the first unjudged doc from the
+        top, and None once a relevant one is found. Full mode: the first unjudged candidate.
+        None with no relevant judgement means the annotator must choose unanswerable or miss
+        (see :meth:`query_state`, ``needs_verdict``). ``mode`` defaults to the mode the
+        annotator is using on this query, else the project's.
+        """
+        with self._reading():
+            context = self._context(query_id)
+            grades = self._grades(query_id, annotator)
+            mode = mode or self._mode_of(query_id, annotator)
+            display = sorted(context.positions, key=context.positions.get)
+            if mode == "full":
+                doc_id = next((d for d in display if d not in grades), None)
+            else:
+                candidate_grades = {d: g for d, g in grades.items() if d in context.positions}
+                doc_id = next_to_judge(
+                    context.rankings, candidate_grades, context.threshold, display
+                )
+        if doc_id is None:
+            return None
+        return next(c for c in self.candidates(query_id, annotator) if c["doc_id"] == doc_id)
+
+    def _mode_of(self, query_id: str, annotator: str) -> str:
+        mode = self.conn.execute(
+            "SELECT mode FROM query_state WHERE query_id = ? AND annotator = ?",
+            (query_id, annotator),
+        ).fetchone()
+        return mode[0] if mode else self.settings()["mode"]
+
+    def query_state(self, query_id: str, annotator: str | None = None) -> dict:
+        """Where a query stands, for one annotator or (None) for the golden set.
+
+        Keys: status (pending | in_progress | skipped | done), complete (bool), answerable,
+        needs_verdict (every candidate that matters judged non-relevant: the annotator must
+        choose unanswerable or miss), first_relevant_rank (display position, None if none),
+        judged_depth (judged candidates), mode, note.
+        """
+        with self._reading():
+            self.query(query_id)
+            context = self._context(query_id)
+            if annotator is None:
+                states = self._states([query_id]).get(query_id, {})
+                record = golden.golden_record(self.query(query_id), states, context)
+                status, answerable = golden.merged_status(states.values())
+                state = QueryState(
+                    status=status,
+                    answerable=answerable,
+                    needs_verdict=any(s.needs_verdict for s in states.values()),
+                    mode=record["mode"],
+                    first_relevant_rank=record["first_relevant_rank"],
+                    judged_depth=record["judged_depth"],
+                    note=record["notes"],
+                )
+            else:
+                state = golden.derive_state(self._events(query_id, annotator), context)
+        return {
+            "query_id": query_id,
+            "status": state.status,
+            "complete": state.complete,
+            "answerable": state.answerable,
+            "needs_verdict": state.needs_verdict,
+            "first_relevant_rank": state.first_relevant_rank,
+            "judged_depth": state.judged_depth,
+            "mode": state.mode,
+            "note": state.note,
+        }
+
+    # --- the work queue ---------------------------------------------------------------------------
+
+    def next_query(self, annotator: str, after: str | None = None) -> str | None:
+        """The next query for the annotator to work on, or None when nothing is left.
+
+        Open queries (not done, not skipped by this annotator) come first, in queue order,
+        starting after ``after`` and wrapping around; then the annotator's skipped queries,
+        oldest skip first. An annotator with assignments gets only their assigned queries
+        (blind to others' work); without assignments everyone shares one queue, and a query
+        someone completed is no longer offered. ``after`` itself is never returned.
+        Index-backed: no table scan per call.
+        """
+        with self._reading():
+            assigned = self.conn.execute(
+                "SELECT 1 FROM assignments WHERE annotator = ? LIMIT 1", (annotator,)
+            ).fetchone()
+            if assigned:
+                return self._next_assigned(annotator, after)
+            return self._next_shared(annotator, after)
+
+    def _next_shared(self, annotator: str, after: str | None) -> str | None:
+        start = self._queue_position("SELECT position FROM queries WHERE query_id = ?", after)
+        open_after = (
+            "SELECT query_id FROM queries q WHERE status != 'done' AND position > ? "
+            "AND query_id != ? AND NOT EXISTS (SELECT 1 FROM query_state s WHERE "
+            "s.query_id = q.query_id AND s.annotator = ? AND s.status = 'skipped') "
+            "ORDER BY position LIMIT 1"
+        )
+        for lower in (start, 0):
+            row = self.conn.execute(open_after, (lower, after or "", annotator)).fetchone()
+            if row:
+                return row[0]
+        row = self.conn.execute(
+            "SELECT s.query_id FROM query_state s JOIN queries q ON q.query_id = s.query_id "
+            "WHERE s.annotator = ? AND s.status = 'skipped' AND q.status != 'done' "
+            "AND s.query_id != ? ORDER BY s.last_event_id LIMIT 1",
+            (annotator, after or ""),
+        ).fetchone()
+        return row[0] if row else None
+
+    def _next_assigned(self, annotator: str, after: str | None) -> str | None:
+        start = self._queue_position(
+            "SELECT position FROM assignments WHERE query_id = ? AND annotator = ?",
+            after,
+            annotator,
+        )
+        open_after = (
+            "SELECT query_id FROM assignments WHERE annotator = ? AND open = 1 AND position > ? "
+            "AND query_id != ? ORDER BY position LIMIT 1"
+        )
+        for lower in (start, 0):
+            row = self.conn.execute(open_after, (annotator, lower, after or "")).fetchone()
+            if row:
+                return row[0]
+        row = self.conn.execute(
+            "SELECT s.query_id FROM query_state s JOIN assignments a ON a.query_id = s.query_id "
+            "AND a.annotator = s.annotator WHERE s.annotator = ? AND s.status = 'skipped' "
+            "AND s.query_id != ? ORDER BY s.last_event_id LIMIT 1",
+            (annotator, after or ""),
+        ).fetchone()
+        return row[0] if row else None
+
+    def _queue_position(self, sql: str, query_id: str | None, *params: str) -> int:
+        if query_id is None:
+            return 0
+        row = self.conn.execute(sql, (query_id, *params)).fetchone()
+        return row[0] if row else 0
+
+    def previous_query(self, annotator: str, before: str | None = None) -> str | None:
+        """The query the annotator worked on before ``before`` (most recent first), for going
+        back; None when there is none. Without ``before``, their most recent query."""
+        with self._reading():
+            bound = None
+            if before is not None:
+                bound = self._value(
+                    "SELECT last_event_id FROM query_state WHERE query_id = ? AND annotator = ?",
+                    (before, annotator),
+                )
+            row = self.conn.execute(
+                "SELECT query_id FROM query_state WHERE annotator = ? AND last_event_id < ? "
+                "AND query_id != ? ORDER BY last_event_id DESC LIMIT 1",
+                (annotator, bound if bound is not None else 2**63 - 1, before or ""),
+            ).fetchone()
+        return row[0] if row else None
+
+    def resume_query(self, annotator: str) -> str | None:
+        """Where the annotator left off: their most recent query if it is not finished for
+        them, else :meth:`next_query`. What the app opens after a reload or a new login."""
+        recent = self.previous_query(annotator)
+        if recent is not None:
+            status = self._value(
+                "SELECT status FROM query_state WHERE query_id = ? AND annotator = ?",
+                (recent, annotator),
+            )
+            if status in ("pending", "in_progress"):
+                return recent
+        return self.next_query(annotator)
+
+    # --- actions: each appends one event and returns its id ---------------------------------------
+
+    def judge(
+        self,
+        query_id: str,
+        doc_id: str,
+        grade: int,
+        annotator: str,
+        seconds: float = 0.0,
+        mode: str = "first_hit",
+    ) -> int:
+        """Record a grade for one of the query's candidates; returns the event id.
+
+        When this returns, the judgement is committed (durable, see :class:`Store`). Grades
+        run 0..max_grade (see :meth:`settings`); 0 is not relevant. Judging a doc again
+        replaces its grade (both events stay in the log).
+        """
+        self._check_grade(grade)
+        if mode not in golden.MODES:
+            raise ValueError(f"mode must be one of {golden.MODES}, got {mode!r}")
+        with self._writing():
+            if not self._value(
+                "SELECT 1 FROM candidates WHERE query_id = ? AND doc_id = ?", (query_id, doc_id)
+            ):
+                raise ValueError(
+                    f"doc {doc_id!r} is not a candidate of query {query_id!r} (use attach)"
+                )
+            event_id = self._append(
+                query_id,
+                annotator=annotator,
+                action="judge",
+                doc_id=doc_id,
+                grade=grade,
+                mode=mode,
+                seconds=seconds,
+            )
+            self._refresh(query_id, [annotator])
+        return event_id
+
+    def mark(self, query_id: str, action: str, annotator: str, seconds: float = 0.0) -> int:
+        """Mark the query ``unanswerable`` (no answer exists in the corpus), a ``miss`` (an
+        answer should exist but the candidates hold none) or ``skip`` it (it comes back at the
+        end of the queue and is exported as skipped). Returns the event id."""
+        if action not in ("unanswerable", "miss", "skip"):
+            raise ValueError(f"action must be unanswerable, miss or skip, got {action!r}")
+        with self._writing():
+            self._require_query(query_id)
+            event_id = self._append(
+                query_id,
+                annotator=annotator,
+                action=action,
+                mode=self._mode_of(query_id, annotator),
+                seconds=seconds,
+            )
+            self._refresh(query_id, [annotator])
+        return event_id
+
+    def attach(
+        self, query_id: str, doc_id: str, grade: int, annotator: str, seconds: float = 0.0
+    ) -> int:
+        """Attach a document found by search (not a candidate) with a grade — the answer the
+        system missed. A relevant attached doc completes the query as a miss. Returns the
+        event id."""
+        self._check_grade(grade)
+        with self._writing():
+            self._require_query(query_id)
+            if not self._value("SELECT 1 FROM documents WHERE doc_id = ?", (doc_id,)):
+                raise ValueError(f"unknown document {doc_id!r}")
+            if self._value(
+                "SELECT 1 FROM candidates WHERE query_id = ? AND doc_id = ?", (query_id, doc_id)
+            ):
+                raise ValueError(f"doc {doc_id!r} is a candidate of {query_id!r}: judge it instead")
+            event_id = self._append(
+                query_id,
+                annotator=annotator,
+                action="attach",
+                doc_id=doc_id,
+                grade=grade,
+                mode=self._mode_of(query_id, annotator),
+                seconds=seconds,
+            )
+            self._refresh(query_id, [annotator])
+        return event_id
+
+    def set_note(self, query_id: str, annotator: str, text: str) -> int:
+        """Set the annotator's note on a query (the latest note counts). Returns the event id."""
+        if not isinstance(text, str):
+            raise ValueError("a note must be a string")
+        with self._writing():
+            self._require_query(query_id)
+            event_id = self._append(query_id, annotator=annotator, action="note", note=text)
+            self._refresh(query_id, [annotator])
+        return event_id
+
+    def undo(self, annotator: str) -> dict | None:
+        """Undo the annotator's latest action not yet undone (judge, attach, unanswerable,
+        miss or skip), on whatever query it was: call again to go further back. Appends an
+        undo event. Returns the undone event (id, query_id, doc_id, action, grade) plus
+        ``undo_event_id``, or None when there is nothing left to undo."""
+        undoable = ", ".join(f"'{action}'" for action in golden.UNDOABLE_ACTIONS)
+        with self._writing():
+            rows = self._rows(
+                "SELECT id, query_id, doc_id, action, grade FROM events e WHERE annotator = ? "
+                f"AND action IN ({undoable}) "
+                "AND NOT EXISTS (SELECT 1 FROM events u WHERE u.undoes = e.id) "
+                "ORDER BY id DESC LIMIT 1",
+                (annotator,),
+            )
+            if not rows:
+                return None
+            undone = rows[0]
+            undo_id = self._append(
+                undone["query_id"],
+                annotator=annotator,
+                action="undo",
+                doc_id=undone["doc_id"],
+                undoes=undone["id"],
+            )
+            self._refresh(undone["query_id"], [annotator])
+        return {**undone, "undo_event_id": undo_id}
+
+    def _check_grade(self, grade: int) -> None:
+        max_grade = self.settings()["max_grade"]
+        if isinstance(grade, bool) or not isinstance(grade, int) or not 0 <= grade <= max_grade:
+            raise ValueError(f"grade must be an integer in 0..{max_grade}, got {grade!r}")
+
+    def _require_query(self, query_id: str) -> None:
+        if not self._value("SELECT 1 FROM queries WHERE query_id = ?", (query_id,)):
+            raise ValueError(f"unknown query {query_id!r}")
+
+    def _append(
+        self,
+        query_id: str,
+        *,
+        annotator: str,
+        action: str,
+        doc_id: str | None = None,
+        grade: int | None = None,
+        mode: str | None = None,
+        seconds: float = 0.0,
+        note: str | None = None,
+        undoes: int | None = None,
+        created_at: str | None = None,
+    ) -> int:
+        """Append one event (inside the caller's write transaction); returns its id."""
+        if not isinstance(annotator, str) or not annotator:
+            raise ValueError("annotator must be a non-empty string")
+        if (
+            isinstance(seconds, bool)
+            or not isinstance(seconds, int | float)
+            or not 0 <= seconds < math.inf
+        ):
+            raise ValueError(f"seconds must be a number >= 0, got {seconds!r}")
+        cursor = self.conn.execute(
+            "INSERT INTO events (query_id, doc_id, annotator, action, grade, mode, seconds, note, "
+            "undoes, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                query_id,
+                doc_id,
+                annotator,
+                action,
+                grade,
+                mode,
+                float(seconds),
+                note,
+                undoes,
+                created_at or golden.now(),
+            ),
+        )
+        return cursor.lastrowid
+
+    # --- projections of the log -------------------------------------------------------------------
+
+    def _context(self, query_id: str) -> QueryContext:
+        positions: dict[str, int] = {}
+        imported: list[tuple[int, str]] = []
+        for doc_id, position, imported_rank in self.conn.execute(
+            "SELECT doc_id, position, imported_rank FROM candidates WHERE query_id = ? "
+            "ORDER BY position",
+            (query_id,),
+        ):
+            positions[doc_id] = position
+            if imported_rank is not None:
+                imported.append((imported_rank, doc_id))
+        rankings: dict[str, list[str]] = {}
+        if imported:
+            rankings[IMPORT_RUN] = [doc_id for _, doc_id in sorted(imported)]
+        for run, doc_id in self.conn.execute(
+            "SELECT run, doc_id FROM pool_ranks WHERE query_id = ? ORDER BY run, rank", (query_id,)
+        ):
+            rankings.setdefault(run, []).append(doc_id)
+        settings = self.settings()
+        return QueryContext(rankings, positions, settings["rel_threshold"], settings["mode"])
+
+    def _events(self, query_id: str, annotator: str) -> list[Event]:
+        return [
+            Event(**row)
+            for row in self._rows(
+                "SELECT id, query_id, annotator, action, doc_id, grade, mode, seconds, note, "
+                "undoes, created_at FROM events WHERE query_id = ? AND annotator = ? ORDER BY id",
+                (query_id, annotator),
+            )
+        ]
+
+    def _refresh(self, query_id: str, annotators: Sequence[str] | None = None) -> None:
+        """Re-derive the projections of ``query_id`` for these annotators (default: everyone
+        who acted on it) from the log, then its golden status. Inside a write transaction."""
+        if annotators is None:
+            annotators = [
+                row[0]
+                for row in self.conn.execute(
+                    "SELECT DISTINCT annotator FROM events WHERE query_id = ?", (query_id,)
+                )
+            ]
+        context = self._context(query_id)
+        slice_name = self._value("SELECT slice FROM queries WHERE query_id = ?", (query_id,))
+        for annotator in annotators:
+            state = golden.derive_state(self._events(query_id, annotator), context)
+            self._store_state(query_id, annotator, slice_name, state)
+        states = [
+            QueryState(status=status, answerable=bool(answerable), last_event_id=last_event_id)
+            for status, answerable, last_event_id in self.conn.execute(
+                "SELECT status, answerable, last_event_id FROM query_state WHERE query_id = ?",
+                (query_id,),
+            )
+        ]
+        status, answerable = golden.merged_status(states)
+        old_status, old_answerable = self.conn.execute(
+            "SELECT status, answerable FROM queries WHERE query_id = ?", (query_id,)
+        ).fetchone()
+        if (old_status, bool(old_answerable)) != (status, answerable):
+            self._count("", slice_name, _progress_key(old_status, bool(old_answerable)), -1)
+            self._count("", slice_name, _progress_key(status, answerable), 1)
+            self.conn.execute(
+                "UPDATE queries SET status = ?, answerable = ? WHERE query_id = ?",
+                (status, int(answerable), query_id),
+            )
+
+    def _store_state(
+        self, query_id: str, annotator: str, slice_name: str, state: QueryState
+    ) -> None:
+        old = self.conn.execute(
+            "SELECT status, answerable FROM query_state WHERE query_id = ? AND annotator = ?",
+            (query_id, annotator),
+        ).fetchone()
+        if old:
+            self._count(annotator, slice_name, _progress_key(old[0], bool(old[1])), -1)
+        self._count(annotator, slice_name, _progress_key(state.status, state.answerable), 1)
+        self.conn.execute(
+            "DELETE FROM labels WHERE query_id = ? AND annotator = ?", (query_id, annotator)
+        )
+        self.conn.executemany(
+            "INSERT INTO labels (query_id, annotator, doc_id, grade, event_id) "
+            "VALUES (?, ?, ?, ?, ?)",
+            [
+                (query_id, annotator, doc_id, grade, state.label_events[doc_id])
+                for doc_id, grade in state.grades.items()
+            ],
+        )
+        self.conn.execute(
+            "INSERT OR REPLACE INTO query_state (query_id, annotator, slice, status, answerable, "
+            "needs_verdict, mode, first_relevant_rank, judged_depth, seconds, last_event_id, "
+            "updated_at, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                query_id,
+                annotator,
+                slice_name,
+                state.status,
+                int(state.answerable),
+                int(state.needs_verdict),
+                state.mode,
+                state.first_relevant_rank,
+                state.judged_depth,
+                state.seconds,
+                state.last_event_id,
+                state.updated_at,
+                state.note,
+            ),
+        )
+        self.conn.execute(
+            "UPDATE assignments SET open = ? WHERE annotator = ? AND query_id = ?",
+            (int(state.status not in ("done", "skipped")), annotator, query_id),
+        )
+
+    def _count(self, annotator: str, slice_name: str, state: str, delta: int) -> None:
+        self.conn.execute(
+            "INSERT INTO progress (annotator, slice, state, n) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (annotator, slice, state) DO UPDATE SET n = n + excluded.n",
+            (annotator, slice_name, state, delta),
+        )
+
+    def _all_query_ids_with_events(self) -> list[str]:
+        return [row[0] for row in self.conn.execute("SELECT DISTINCT query_id FROM events")]
+
+    def rebuild_projections(self) -> None:
+        """Recompute every projection (labels, query states, counts, golden status) from the
+        log alone. The result must equal what the incremental updates produced."""
+        with self._writing() as conn:
+            for table in ("labels", "query_state", "progress"):
+                conn.execute(f"DELETE FROM {table}")
+            conn.execute("UPDATE queries SET status = 'pending', answerable = 1")
+            conn.execute("UPDATE assignments SET open = 1")
+            conn.executemany(
+                "INSERT INTO progress (annotator, slice, state, n) VALUES ('', ?, 'pending', ?)",
+                conn.execute("SELECT slice, count(*) FROM queries GROUP BY slice").fetchall(),
+            )
+            conn.executemany(
+                "INSERT INTO progress (annotator, slice, state, n) VALUES (?, ?, 'assigned', ?)",
+                conn.execute(
+                    "SELECT a.annotator, q.slice, count(*) FROM assignments a "
+                    "JOIN queries q ON q.query_id = a.query_id GROUP BY a.annotator, q.slice"
+                ).fetchall(),
+            )
+            for query_id in self._all_query_ids_with_events():
+                self._refresh(query_id)
+
+    # --- progress and status ----------------------------------------------------------------------
+
+    def progress(self, annotator: str | None = None) -> dict[str, dict[str, int]]:
+        """Counts per slice ("" = no slice): total, done (unanswerable included), unanswerable,
+        skipped, in_progress, pending.
+
+        With no annotator, the golden status of every query. For an annotator, their own work:
+        total is their assigned queries (all queries when they have no assignments). Read from
+        maintained counters: cheap at any size.
+        """
+        with self._reading():
+            golden_counts = self._counts("")
+            if annotator is None:
+                return {s: _progress_summary(c, sum(c.values())) for s, c in golden_counts.items()}
+            mine = self._counts(annotator)
+            has_assignments = any(counts.get("assigned") for counts in mine.values())
+        summary = {}
+        for slice_name in sorted(set(golden_counts) | set(mine)):
+            counts = mine.get(slice_name, {})
+            total = (
+                counts.get("assigned", 0)
+                if has_assignments
+                else sum(golden_counts.get(slice_name, {}).values())
+            )
+            summary[slice_name] = _progress_summary(counts, total)
+        return summary
+
+    def _counts(self, annotator: str) -> dict[str, dict[str, int]]:
+        counts: dict[str, dict[str, int]] = {}
+        for slice_name, state, n in self.conn.execute(
+            "SELECT slice, state, n FROM progress WHERE annotator = ? AND n != 0", (annotator,)
+        ):
+            counts.setdefault(slice_name, {})[state] = n
+        return counts
+
+    def status(self) -> dict:
+        """The project at a glance: golden progress per slice, judgements (current labels),
+        events, annotators who acted, documents, pooled runs, and the settings."""
+        with self._reading():
+            return {
+                "path": str(self.path),
+                "queries": self._value("SELECT count(*) FROM queries"),
+                "slices": self.progress(),
+                "judgements": self._value("SELECT count(*) FROM labels"),
+                "events": self._value("SELECT count(*) FROM events"),
+                "annotators": [
+                    row[0]
+                    for row in self.conn.execute(
+                        "SELECT DISTINCT annotator FROM query_state ORDER BY annotator"
+                    )
+                ],
+                "documents": self._value("SELECT count(*) FROM documents"),
+                "runs": self._rows("SELECT name, depth, sha256, pooled_at FROM runs ORDER BY name"),
+                "settings": self.settings(),
+            }
+
+    # --- search -----------------------------------------------------------------------------------
+
+    def search(self, text: str, limit: int = 20) -> list[dict]:
+        """Full-text search over documents (FTS5, porter stemming), best first: doc_id, title,
+        text. Punctuation and FTS operators in ``text`` are taken literally."""
+        if not text.strip():
+            return []
+        with self._lock:
+            return list(
+                self.db["documents"].search(
+                    text, columns=["doc_id", "title", "text"], limit=limit, quote=True
+                )
+            )
+
+    def document(self, doc_id: str) -> dict:
+        """One document: doc_id, title, text, metadata. Raises ValueError when unknown."""
+        rows = self._rows(
+            "SELECT doc_id, title, text, metadata FROM documents WHERE doc_id = ?", (doc_id,)
+        )
+        if not rows:
+            raise ValueError(f"unknown document {doc_id!r}")
+        return {**rows[0], "metadata": json.loads(rows[0]["metadata"] or "{}")}
+
+    # --- annotators and assignments ---------------------------------------------------------------
+
+    def add_annotator(
+        self, name: str, role: str = "annotator", password_hash: str | None = None
+    ) -> None:
+        """Register a user (the app hashes passwords; the store keeps only the hash)."""
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError("an annotator needs a non-empty name")
+        if role not in ROLES:
+            raise ValueError(f"role must be one of {ROLES}, got {role!r}")
+        with self._writing() as conn:
+            if conn.execute("SELECT 1 FROM annotators WHERE name = ?", (name,)).fetchone():
+                raise ValueError(f"annotator {name!r} already exists")
+            conn.execute(
+                "INSERT INTO annotators (name, role, password_hash, created_at) "
+                "VALUES (?, ?, ?, ?)",
+                (name, role, password_hash, golden.now()),
+            )
+
+    def annotator(self, name: str) -> dict | None:
+        """A registered user (name, role, password_hash, created_at), or None."""
+        rows = self._rows("SELECT * FROM annotators WHERE name = ?", (name,))
+        return rows[0] if rows else None
+
+    def annotators(self) -> list[dict]:
+        """All registered users, by name."""
+        return self._rows("SELECT * FROM annotators ORDER BY name")
+
+    def update_annotator(
+        self, name: str, *, role: str | None = None, password_hash: str | None = None
+    ) -> None:
+        """Change a user's role and/or password hash."""
+        if role is not None and role not in ROLES:
+            raise ValueError(f"role must be one of {ROLES}, got {role!r}")
+        with self._writing() as conn:
+            if not conn.execute("SELECT 1 FROM annotators WHERE name = ?", (name,)).fetchone():
+                raise ValueError(f"unknown annotator {name!r}")
+            conn.execute(
+                "UPDATE annotators SET role = coalesce(?, role), "
+                "password_hash = coalesce(?, password_hash) WHERE name = ?",
+                (role, password_hash, name),
+            )
+
+    def remove_annotator(self, name: str) -> None:
+        """Remove a user's account. Their events stay in the log (nothing is ever lost)."""
+        with self._writing() as conn:
+            if not conn.execute("DELETE FROM annotators WHERE name = ?", (name,)).rowcount:
+                raise ValueError(f"unknown annotator {name!r}")
+
+    def assign(self, annotator: str, query_ids: Sequence[str]) -> int:
+        """Give queries to an annotator (appended to their queue; already assigned ones are
+        kept as they are). From then on :meth:`next_query` offers them only their assigned
+        queries. Returns how many were newly assigned."""
+        with self._writing() as conn:
+            for query_id in query_ids:
+                self._require_query(query_id)
+            start = conn.execute(
+                "SELECT coalesce(max(position), 0) FROM assignments WHERE annotator = ?",
+                (annotator,),
+            ).fetchone()[0]
+            added = 0
+            for query_id in dict.fromkeys(query_ids):
+                status = conn.execute(
+                    "SELECT status FROM query_state WHERE query_id = ? AND annotator = ?",
+                    (query_id, annotator),
+                ).fetchone()
+                cursor = conn.execute(
+                    "INSERT OR IGNORE INTO assignments (annotator, query_id, position, open, "
+                    "assigned_at) VALUES (?, ?, ?, ?, ?)",
+                    (
+                        annotator,
+                        query_id,
+                        start + added + 1,
+                        int(not status or status[0] not in ("done", "skipped")),
+                        golden.now(),
+                    ),
+                )
+                if cursor.rowcount:
+                    added += 1
+                    slice_name = self._value(
+                        "SELECT slice FROM queries WHERE query_id = ?", (query_id,)
+                    )
+                    self._count(annotator, slice_name, "assigned", 1)
+        return added
+
+    def assignments(self, annotator: str) -> list[str]:
+        """The annotator's assigned query ids, in queue order."""
+        return [
+            row["query_id"]
+            for row in self._rows(
+                "SELECT query_id FROM assignments WHERE annotator = ? ORDER BY position",
+                (annotator,),
+            )
+        ]
+
+    # --- the log, for dashboards and audits -------------------------------------------------------
+
+    def events_frame(self, query_id: str | None = None) -> pd.DataFrame:
+        """The judgement log as a DataFrame (id, query_id, doc_id, annotator, action, grade,
+        mode, seconds, note, undoes, created_at, undone), oldest first."""
+        where, params = ("WHERE query_id = ?", (query_id,)) if query_id is not None else ("", ())
+        with self._reading():
+            frame = pd.read_sql_query(
+                "SELECT id, query_id, doc_id, annotator, action, grade, mode, seconds, note, "
+                f"undoes, created_at, EXISTS (SELECT 1 FROM events u WHERE u.undoes = e.id) "
+                f"AS undone FROM events e {where} ORDER BY id",
+                self.conn,
+                params=params,
+            )
+        return frame.astype({"undone": bool})
+
+    # --- export -----------------------------------------------------------------------------------
+
+    def golden_records(self) -> list[dict]:
+        """The golden set: one dict per query, in queue order, as DESIGN.md's golden-set JSONL.
+
+        Every query is there: done, skipped and unanswerable ones, and pending ones (status
+        ``pending``, with whatever was judged so far). Unjudged docs are absent, never 0.
+        """
+        return list(self.iter_golden_records())
+
+    def iter_golden_records(self) -> Iterator[dict]:
+        """:meth:`golden_records` as a generator, reading the database in chunks of queries."""
+        with self._reading():
+            settings = self.settings()
+            last_position = 0
+            while True:
+                queries = self._rows(
+                    "SELECT query_id, query, slice, metadata, position FROM queries "
+                    "WHERE position > ? ORDER BY position LIMIT ?",
+                    (last_position, CHUNK),
+                )
+                if not queries:
+                    return
+                ids = [query["query_id"] for query in queries]
+                positions = self._positions(ids)
+                states = self._states(ids)
+                for query in queries:
+                    query["metadata"] = json.loads(query["metadata"])
+                    context = QueryContext(
+                        {},
+                        positions.get(query["query_id"], {}),
+                        settings["rel_threshold"],
+                        settings["mode"],
+                    )
+                    yield golden.golden_record(query, states.get(query["query_id"], {}), context)
+                last_position = queries[-1]["position"]
+
+    def _positions(self, query_ids: Sequence[str]) -> dict[str, dict[str, int]]:
+        positions: dict[str, dict[str, int]] = {}
+        for query_id, doc_id, position in self.conn.execute(
+            "SELECT query_id, doc_id, position FROM candidates "
+            f"WHERE query_id IN ({_marks(query_ids)})",
+            query_ids,
+        ):
+            positions.setdefault(query_id, {})[doc_id] = position
+        return positions
+
+    def _states(self, query_ids: Sequence[str]) -> dict[str, dict[str, QueryState]]:
+        """Stored per-annotator states (with their labels) of these queries."""
+        marks = _marks(query_ids)
+        labels: dict[tuple[str, str], list[tuple[str, int, int]]] = {}
+        for query_id, annotator, doc_id, grade, event_id in self.conn.execute(
+            "SELECT query_id, annotator, doc_id, grade, event_id FROM labels "
+            f"WHERE query_id IN ({marks}) ORDER BY event_id",
+            query_ids,
+        ):
+            labels.setdefault((query_id, annotator), []).append((doc_id, grade, event_id))
+        states: dict[str, dict[str, QueryState]] = {}
+        for row in self._rows(
+            "SELECT query_id, annotator, status, answerable, needs_verdict, mode, "
+            "first_relevant_rank, judged_depth, seconds, last_event_id, updated_at, note "
+            f"FROM query_state WHERE query_id IN ({marks})",
+            query_ids,
+        ):
+            query_id, annotator = row.pop("query_id"), row.pop("annotator")
+            mine = labels.get((query_id, annotator), [])
+            states.setdefault(query_id, {})[annotator] = QueryState(
+                **{
+                    **row,
+                    "answerable": bool(row["answerable"]),
+                    "needs_verdict": bool(row["needs_verdict"]),
+                },
+                grades={doc_id: grade for doc_id, grade, _ in mine},
+                label_events={doc_id: event_id for doc_id, _, event_id in mine},
+            )
+        return states
+
+    def write_jsonl(self, path: str | Path) -> int:
+        """Export the golden set as JSONL (see :meth:`golden_records`); returns the query count."""
+        return golden.write_jsonl(self.iter_golden_records(), path)
+
+    def write_qrels(self, path: str | Path) -> int:
+        """Export TREC qrels of the scored queries (see :func:`labeler.golden.write_qrels`);
+        returns the line count."""
+        return golden.write_qrels(self.iter_golden_records(), path)
+
+    def candidate_run_frame(self, run: str | None = None) -> pd.DataFrame:
+        """A run to evaluate straight from the database: DataFrame(query_id, doc_id, score).
+
+        With no ``run``: the imported candidate lists (the system that produced them) — for a
+        pooled query without an imported list, its fused display order. Scores are derived
+        from the rank (1 / rank), so trec_eval's ordering reproduces the list order exactly.
+        With a pooled run's name: that run's top-k as pooled, with its own scores.
+        """
+        with self._reading():
+            if run is None:
+                rows = self.conn.execute(
+                    "SELECT query_id, doc_id, coalesce(imported_rank, position) FROM candidates c "
+                    "WHERE imported_rank IS NOT NULL OR NOT EXISTS (SELECT 1 FROM candidates i "
+                    "WHERE i.query_id = c.query_id AND i.imported_rank IS NOT NULL) "
+                    "ORDER BY query_id, 3"
+                ).fetchall()
+                rows = [(query_id, doc_id, 1.0 / rank) for query_id, doc_id, rank in rows]
+            else:
+                if not self._value("SELECT 1 FROM runs WHERE name = ?", (run,)):
+                    raise ValueError(f"no pooled run named {run!r}")
+                rows = self.conn.execute(
+                    "SELECT query_id, doc_id, score FROM pool_ranks WHERE run = ? "
+                    "ORDER BY query_id, rank",
+                    (run,),
+                ).fetchall()
+        frame = pd.DataFrame(rows, columns=["query_id", "doc_id", "score"])
+        return frame.astype({"query_id": str, "doc_id": str, "score": "float64"})
+
+
+# --- helpers --------------------------------------------------------------------------------------
+
+
+def _task_documents(tasks: Iterable[Task]) -> dict[str, tuple[int, dict]]:
+    """The documents of some tasks: doc_id -> (first line, {title, text, metadata})."""
+    documents: dict[str, tuple[int, dict]] = {}
+    for task in tasks:
+        for candidate in task.candidates:
+            if candidate.doc_id not in documents:
+                documents[candidate.doc_id] = (
+                    task.line,
+                    {
+                        "title": candidate.title,
+                        "text": candidate.text,
+                        "metadata": candidate.metadata,
+                    },
+                )
+            else:
+                doc = documents[candidate.doc_id][1]
+                doc["title"] = doc["title"] if doc["title"] is not None else candidate.title
+                doc["text"] = doc["text"] if doc["text"] is not None else candidate.text
+    return documents
+
+
+def _progress_key(status: str, answerable: bool) -> str:
+    return "unanswerable" if status == "done" and not answerable else status
+
+
+def _progress_summary(counts: Mapping[str, int], total: int) -> dict[str, int]:
+    unanswerable = counts.get("unanswerable", 0)
+    done = counts.get("done", 0) + unanswerable
+    skipped, in_progress = counts.get("skipped", 0), counts.get("in_progress", 0)
+    return {
+        "total": total,
+        "done": done,
+        "unanswerable": unanswerable,
+        "skipped": skipped,
+        "in_progress": in_progress,
+        "pending": total - done - skipped - in_progress,
+    }
+
+
+def _chunks(items: Sequence[str]) -> Iterator[list[str]]:
+    for start in range(0, len(items), CHUNK):
+        yield list(items[start : start + CHUNK])
+
+
+def _marks(items: Sequence) -> str:
+    return ", ".join("?" * len(items))

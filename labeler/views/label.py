@@ -1,0 +1,227 @@
+"""The label page: one query at a time, one key per judgement.
+
+Everything that changes with a key press lives in one fragment, so a press reruns only that
+panel. Keys arrive through :func:`labeler.keys.listen` (none lost, none doubled); the buttons
+do the same actions for mouse users, deliberately without ``shortcut=`` (keys would count twice).
+Data text (queries, titles, documents, ids, slices) only ever reaches the page through
+:mod:`labeler.render`, escaped.
+"""
+
+from __future__ import annotations
+
+import html
+import time
+from pathlib import Path
+
+import streamlit as st
+
+from labeler import keys, render
+from labeler.auth import LOCAL_ANNOTATOR
+from labeler.judging import KEY_HELP, MODES, LabelSession, QueryView, grade_name
+from labeler.views import context
+
+GUIDELINES = Path(__file__).resolve().parents[1] / "guidelines.md"
+MODE_NAMES = {
+    "first_hit": "First hit (stop at the first relevant)",
+    "full": "Full (grade every one)",
+}
+SEARCH_RESULTS = 8
+SEARCH_LABEL = "Search the corpus"
+
+
+def apply_press(session: LabelSession, press: keys.KeyPress) -> None:
+    """Apply a typed key, timed by when it was typed rather than when it reached the server."""
+    typed_at = time.monotonic() - press.lag_seconds
+    session.press(press.key, session.active_time.lap(typed_at))
+
+
+def sidebar(session: LabelSession, annotator: str) -> None:
+    """Mode, details toggle, keyboard help and logout."""
+    with st.sidebar:
+        st.html(context.signed_in_as(annotator))
+        mode = st.radio(
+            "Mode for new queries",
+            MODES,
+            index=MODES.index(session.mode),
+            format_func=MODE_NAMES.get,
+        )
+        session.set_mode(mode)
+        st.toggle("Show score and provenance", key="show_details")
+        st.html(keys_help(session))
+        if annotator != LOCAL_ANNOTATOR and st.button("Log out"):
+            context.logout()
+            st.rerun()
+
+
+def keys_help(session: LabelSession) -> str:
+    """The key map as a small table (static text: nothing from the data)."""
+    rows = [(k, grade_name(int(k))) for k in session.grade_keys]
+    rows += [(k.upper(), meaning) for k, meaning in KEY_HELP.items()]
+    rows += [("/", "search the corpus"), ("Esc", "leave a text field")]
+    cells = "".join(f"<dt><kbd>{key}</kbd></dt><dd>{meaning}</dd>" for key, meaning in rows)
+    return f'<dl class="gs-keymap">{cells}</dl>'
+
+
+def progress_bar(session: LabelSession) -> None:
+    """Done / total for this annotator, overall and per slice."""
+    per_slice = session.progress()
+    done = sum(counts["done"] for counts in per_slice.values())
+    total = sum(counts["total"] for counts in per_slice.values())
+    skipped = sum(counts["skipped"] for counts in per_slice.values())
+    st.progress(done / total if total else 0.0, text=f"{done} of {total} queries done")
+    parts = [
+        f"<bdi>{html.escape(name or 'no slice')}</bdi> {counts['done']}/{counts['total']}"
+        for name, counts in per_slice.items()
+    ]
+    if skipped:
+        parts.append(f"{skipped} skipped")
+    st.html(f'<div class="gs-meta">{" · ".join(parts)}</div>')
+
+
+def details(candidate: dict) -> str | None:
+    """Score and provenance of a candidate, when the annotator asked for them."""
+    if not st.session_state.get("show_details"):
+        return None
+    found_by = " · ".join(f"{run} #{rank}" for run, rank in candidate["provenance"].items())
+    score = f"score {candidate['score']:.4g}" if candidate["score"] is not None else "no score"
+    return f"{score} · found by {found_by or 'search'}"
+
+
+def candidate_cards(view: QueryView, terms: list[str]) -> str:
+    """All candidate cards in the store's order, then any documents attached from search."""
+    current_id = view.current["doc_id"] if view.current else None
+    cards = []
+    for candidate in view.candidates:
+        if candidate["doc_id"] == current_id:
+            state, label = "current", None
+        elif candidate["grade"] is not None:
+            state, label = "judged", f"{candidate['grade']} · {grade_name(candidate['grade'])}"
+        else:
+            state, label = "waiting", None
+        cards.append(
+            render.candidate_card(
+                rank=candidate["position"],
+                title=candidate["title"],
+                text=candidate["text"],
+                terms=terms,
+                state=state,
+                label=label,
+                details=details(candidate),
+            )
+        )
+    for rank, doc in enumerate(view.attached, start=len(view.candidates) + 1):
+        label = f"attached · {doc['grade']} · {grade_name(doc['grade'])}"
+        cards.append(
+            render.candidate_card(
+                rank=rank, title=doc["title"], text=doc["text"], terms=terms, state="judged",
+                label=label,
+            )
+        )  # fmt: skip
+    return "".join(cards)
+
+
+def action_buttons(session: LabelSession, view: QueryView) -> None:
+    """One button per key, for mouse users; the label names the key."""
+    grade_keys = "01" if view.mode == "first_hit" else session.grade_keys
+    actions = [(k, f"{k} · {grade_name(int(k))}") for k in grade_keys]
+    actions += [(k, f"{k.upper()} · {meaning}") for k, meaning in KEY_HELP.items()]
+    columns = st.columns(4)
+    for index, (key, label) in enumerate(actions):
+        columns[index % 4].button(
+            label,
+            key=f"button_{key}",
+            on_click=session.press,
+            args=(key,),
+            use_container_width=True,
+            type="primary" if key in grade_keys else "secondary",
+        )
+
+
+def missed_answer_search(session: LabelSession, view: QueryView, terms: list[str]) -> None:
+    """When no candidate is relevant: explain U vs M, and search the corpus for the answer."""
+    st.warning(
+        "No candidate is relevant. Press **U** if the corpus holds no answer (unanswerable), "
+        "**M** if an answer should exist (a miss). You may first search the corpus (**/**) and "
+        "attach the document the system missed.",
+        icon=":material/search:",
+    )
+    text = st.text_input(
+        SEARCH_LABEL,
+        key=f"search_{view.query['query_id']}",
+        placeholder="/ to search, Enter to run, Esc to go back to the keys",
+    )
+    if not text:
+        return
+    candidate_ids = {candidate["doc_id"] for candidate in view.candidates}
+    results = [
+        doc
+        for doc in session.store.search(text, SEARCH_RESULTS)
+        if doc["doc_id"] not in candidate_ids
+    ]
+    if not results:
+        st.caption("No document outside the candidates matches.")
+    for number, doc in enumerate(results, start=1):
+        card = render.candidate_card(
+            rank=number, title=doc["title"], text=doc["text"], terms=terms, state="waiting"
+        )
+        left, right = st.columns([5, 1], vertical_alignment="center")
+        left.html(card)
+        right.button(
+            "Attach",
+            key=f"attach_{number}",
+            on_click=session.attach,
+            args=(doc["doc_id"],),
+            help="Attach this document as the relevant answer the system missed",
+        )
+
+
+def notes(session: LabelSession, view: QueryView) -> None:
+    """The annotator's note on the query, saved when the field is left or Enter is pressed."""
+    key = f"note_{view.query['query_id']}"
+    st.text_input(
+        "Notes",
+        value=view.state["note"],
+        key=key,
+        on_change=lambda: session.save_note(st.session_state[key]),
+        placeholder="Optional; Esc returns to judging",
+    )
+
+
+@st.fragment
+def judging_panel(session: LabelSession) -> None:
+    """The query, its candidates and the actions: rerun alone on every key press."""
+    keys.listen(
+        session.accepted_keys,
+        lambda press: apply_press(session, press),
+        focus={"/": SEARCH_LABEL},
+        follow=".gs-current",
+    )
+    progress_bar(session)
+    view = session.view()
+    if session.message:
+        st.html(f'<div class="gs-meta">{html.escape(session.message)}</div>')
+    if view is None:
+        st.success("Nothing left to label. Z undoes the last action; P goes back.")
+        return
+    query = view.query
+    terms = render.query_terms(query["query"])
+    st.html(render.query_heading(query["query"], query["query_id"], query["slice"]))
+    st.html(candidate_cards(view, terms))
+    if view.no_relevant_candidate:
+        missed_answer_search(session, view, terms)
+    action_buttons(session, view)
+    notes(session, view)
+
+
+def main() -> None:
+    """Render the label page."""
+    annotator = context.require_annotator()
+    session = context.label_session(annotator)
+    st.html(render.stylesheet())
+    sidebar(session, annotator)
+    with st.expander("Guidelines", icon=":material/menu_book:"):
+        st.markdown(GUIDELINES.read_text(encoding="utf-8"))
+    judging_panel(session)
+
+
+main()

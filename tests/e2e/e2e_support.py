@@ -1,0 +1,109 @@
+"""Start a Streamlit app on loopback for browser tests; wait for reruns as Streamlit's e2e does."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from playwright.sync_api import Page
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    """Return a TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 30.0) -> None:
+    """Poll Streamlit's health endpoint until it answers, or fail with the server's output."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"streamlit exited early:\n{process.stdout.read()}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=1) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"streamlit did not become healthy at {url} within {timeout} s")
+
+
+@contextmanager
+def streamlit_app(script: Path, env: dict[str, str] | None = None) -> Iterator[str]:
+    """Run ``streamlit run script`` on a free 127.0.0.1 port; yield its base URL."""
+    port = free_port()
+    command = [
+        sys.executable, "-m", "streamlit", "run", str(script),
+        "--server.address", "127.0.0.1", "--server.port", str(port),
+        "--server.headless", "true", "--browser.gatherUsageStats", "false",
+    ]  # fmt: skip
+    process = subprocess.Popen(
+        command,
+        cwd=REPO,
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(url, process)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def wait_idle(page: Page, timeout: float = 15_000) -> None:
+    """Wait until the app is connected, no script runs and no skeleton placeholder remains."""
+    page.wait_for_function(
+        """() => {
+            const app = document.querySelector('[data-testid="stApp"]');
+            return app
+                && app.dataset.testConnectionState === "CONNECTED"
+                && app.dataset.testScriptState === "notRunning"
+                && !document.querySelector('[data-testid="stSkeleton"]');
+        }""",
+        timeout=timeout,
+    )
+
+
+def open_app(page: Page, url: str) -> None:
+    """Load the app and wait until its key listener is mounted and the page is idle."""
+    page.goto(url)
+    wait_keys_ready(page)
+
+
+def wait_keys_ready(page: Page) -> None:
+    """Wait for the key listener to be installed (it mounts after the first render)."""
+    page.locator(".goldset-keys[data-ready='1']").wait_for(state="attached")
+    wait_idle(page)
+
+
+def query_heading(page: Page):
+    """The text of the query being judged."""
+    return page.locator(".gs-query-text")
+
+
+def current_rank(page: Page):
+    """The rank shown on the current candidate's card (``#3``)."""
+    return page.locator(".gs-current .gs-rank")
+
+
+def progress_text(page: Page):
+    """The progress bar's caption (``2 of 50 queries done``)."""
+    return page.get_by_test_id("stProgress")

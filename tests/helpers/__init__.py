@@ -1,0 +1,1 @@
+"""Helpers for the metric tests: trec_eval's formats and seeded random collections."""

@@ -1,0 +1,225 @@
+"""The label page, driven through its buttons in AppTest (the keys call the same actions).
+
+Each test starts a fresh browser session on a small project: three queries of three
+candidates each, over two slices.
+"""
+
+from __future__ import annotations
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from labeler.auth import hash_password
+from labeler.store import Store
+
+APP = "../labeler/app.py"
+TASKS = [
+    {
+        "query_id": f"q{number}",
+        "query": f"query number {number}",
+        "slice": "head" if number < 3 else "tail",
+        "candidates": [
+            {"doc_id": f"q{number}-d{rank}", "title": f"doc {rank}", "text": f"text {rank}"}
+            for rank in (1, 2, 3)
+        ],
+    }
+    for number in (1, 2, 3)
+]
+TASKS.append(
+    {
+        "query_id": "lone",
+        "query": "zebra manual",
+        "candidates": [{"doc_id": "zebra-guide", "title": "Zebra guide", "text": "zebra"}],
+    }
+)
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """A small project database that the app opens; caches cleared between tests."""
+    path = tmp_path / "project.db"
+    with Store(path) as store:
+        store.import_records(TASKS)
+    monkeypatch.setenv("GOLDSET_DB", str(path))
+    st.cache_resource.clear()
+    yield path
+    st.cache_resource.clear()
+
+
+def open_app() -> AppTest:
+    """A new browser session on the app."""
+    return AppTest.from_file(APP, default_timeout=30).run()
+
+
+def press(at: AppTest, *keys: str) -> AppTest:
+    """Click the button of each key in turn (the same action as typing it)."""
+    for key in keys:
+        at.button(key=f"button_{key}").click().run()
+        assert not at.exception, at.exception
+    return at
+
+
+def heading(at: AppTest) -> str:
+    """The HTML of the query heading."""
+    return next(h.proto.body for h in at.get("html") if "gs-query-text" in h.proto.body)
+
+
+def record(db_path, query_id: str) -> dict:
+    with Store(db_path) as store:
+        return next(r for r in store.golden_records() if r["query_id"] == query_id)
+
+
+def test_first_relevant_candidate_completes_the_query_and_the_next_appears(project):
+    at = open_app()
+    assert "query number 1" in heading(at)
+    press(at, "0", "1")
+    assert "query number 2" in heading(at)
+    assert record(project, "q1")["judgments"] == {"q1-d1": 0, "q1-d2": 1}
+    assert record(project, "q1")["first_relevant_rank"] == 2
+
+
+def test_first_hit_mode_leaves_later_candidates_unjudged(project):
+    at = press(open_app(), "1")
+    assert record(project, "q1")["judgments"] == {"q1-d1": 1}
+    assert at.progress[0].proto.text == "1 of 4 queries done"
+
+
+def test_full_mode_grades_every_candidate_before_moving_on(project):
+    at = open_app()
+    at.sidebar.radio[0].set_value("full").run()
+    assert at.button(key="button_3").label == "3 · perfect"
+    press(at, "3", "0")
+    assert "query number 1" in heading(at)
+    press(at, "2")
+    assert "query number 2" in heading(at)
+    assert record(project, "q1")["judgments"] == {"q1-d1": 3, "q1-d2": 0, "q1-d3": 2}
+    assert record(project, "q1")["mode"] == "full"
+
+
+def test_all_non_relevant_then_unanswerable_is_exported_unanswerable(project):
+    at = press(open_app(), "0", "0", "0")
+    assert any("No candidate is relevant" in w.proto.body for w in at.warning)
+    press(at, "u")
+    assert "query number 2" in heading(at)
+    exported = record(project, "q1")
+    assert (exported["status"], exported["answerable"]) == ("done", False)
+
+
+def test_all_non_relevant_then_miss_is_exported_answerable_without_a_hit(project):
+    press(open_app(), "0", "0", "0", "m")
+    exported = record(project, "q1")
+    assert (exported["status"], exported["answerable"]) == ("done", True)
+    assert exported["first_relevant_rank"] is None
+    assert exported["judgments"] == {"q1-d1": 0, "q1-d2": 0, "q1-d3": 0}
+
+
+def test_unanswerable_before_every_candidate_is_judged_is_refused(project):
+    at = press(open_app(), "0", "u")
+    assert "query number 1" in heading(at)
+    assert record(project, "q1")["status"] == "pending"
+    assert "applies once every candidate is judged 0" in at.session_state["label_session"].message
+
+
+def test_missed_document_found_by_search_is_attached_as_relevant(project):
+    at = press(open_app(), "0", "0", "0")
+    at.text_input(key="search_q1").input("zebra").run()
+    at.button(key="attach_1").click().run()
+    press(at, "m")
+    exported = record(project, "q1")
+    assert exported["judgments"]["zebra-guide"] == 1
+    assert (exported["status"], exported["answerable"]) == ("done", True)
+    assert exported["first_relevant_rank"] is None
+
+
+def test_skipped_query_comes_back_after_the_others_and_is_exported_skipped(project):
+    at = press(open_app(), "s")
+    assert "query number 2" in heading(at)
+    assert record(project, "q1")["status"] == "skipped"
+    press(at, "1", "1", "1")
+    assert "query number 1" in heading(at)
+
+
+def test_undo_steps_back_across_queries(project):
+    at = press(open_app(), "0", "1", "1")
+    assert "query number 3" in heading(at)
+    press(at, "z")
+    assert "query number 2" in heading(at)
+    assert record(project, "q2")["judgments"] == {}
+    press(at, "z", "z")
+    assert "query number 1" in heading(at)
+    assert record(project, "q1")["judgments"] == {}
+    press(at, "z")
+    assert at.session_state["label_session"].message == "Nothing left to undo."
+
+
+def test_next_and_previous_move_between_queries_without_judging(project):
+    at = press(open_app(), "1", "n")
+    assert "query number 3" in heading(at)
+    press(at, "p")
+    assert "query number 1" in heading(at)
+    assert record(project, "q2")["judgments"] == {}
+
+
+def test_a_new_session_resumes_at_the_unfinished_query_and_candidate(project):
+    press(open_app(), "1", "0")
+    at = open_app()
+    assert "query number 2" in heading(at)
+    current = next(h.proto.body for h in at.get("html") if "gs-current" in h.proto.body)
+    assert '<span class="gs-rank">#2</span><span class="gs-title"><bdi>doc 2' in current
+
+
+def test_judged_candidates_show_their_label_and_the_current_one_is_marked(project):
+    at = press(open_app(), "0")
+    cards = next(h.proto.body for h in at.get("html") if "gs-card" in h.proto.body)
+    assert cards.count("gs-current") == 1
+    assert '<span class="gs-label">0 · not relevant</span>' in cards
+
+
+def test_note_is_saved_on_the_query(project):
+    at = open_app()
+    at.text_input(key="note_q1").input("ambiguous wording").run()
+    assert record(project, "q1")["notes"] == "ambiguous wording"
+
+
+def test_active_seconds_are_recorded_per_judgement(project):
+    at = open_app()
+    at.session_state["label_session"].active_time.last -= 7.0
+    press(at, "1")
+    assert record(project, "q1")["seconds"] >= 7.0
+
+
+def test_without_users_the_local_annotator_labels_without_login(project):
+    press(open_app(), "1")
+    assert record(project, "q1")["annotators"] == ["local"]
+
+
+@pytest.fixture
+def project_with_user(project):
+    with Store(project) as store:
+        store.add_annotator("ana", password_hash=hash_password("s3cret"))
+    return project
+
+
+def log_in(at: AppTest, name: str, password: str) -> AppTest:
+    at.text_input[0].input(name)
+    at.text_input[1].input(password)
+    return at.button[0].click().run()
+
+
+def test_with_users_the_page_asks_for_a_login_first(project_with_user):
+    at = open_app()
+    assert [b.label for b in at.button] == ["Log in"]
+    assert not [h for h in at.get("html") if "gs-query" in h.proto.body]
+
+
+def test_wrong_password_is_refused(project_with_user):
+    at = log_in(open_app(), "ana", "guess")
+    assert at.error[0].value == "Unknown user name or wrong password."
+    assert [b.label for b in at.button] == ["Log in"]
+
+
+def test_logged_in_user_labels_under_their_name(project_with_user):
+    at = log_in(open_app(), "ana", "s3cret")
+    press(at, "1")
+    assert record(project_with_user, "q1")["annotators"] == ["ana"]
