@@ -1,6 +1,7 @@
 """Server time per key press in the label page, on a project of 100,000 queries x 20 candidates.
 
     python bench/keypress_speed.py [--queries 100000] [--candidates 20] [--presses 600]
+    python bench/keypress_speed.py --db bench/out/keypress.db   # build once, then reuse
 
 Builds the project through the store's import (the synthetic tasks of import_speed.py), labels
 some queries to warm it up, then replays an annotator's key presses through the same code the
@@ -85,26 +86,34 @@ def main() -> None:
     parser.add_argument("--candidates", type=int, default=20)
     parser.add_argument("--presses", type=int, default=600)
     parser.add_argument("--warm-up", type=int, default=2_000, help="Presses before measuring.")
+    parser.add_argument("--db", type=Path, help="Keep the project here; reuse it if it exists.")
     options = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as scratch:
-        db = Path(scratch) / "keypress.db"
-        import_seconds = build(db, options.queries, options.candidates)
-        print(
-            f"imported {options.queries:,} queries x {options.candidates} in {import_seconds:.1f} s"
-        )
+        db = options.db or Path(scratch) / "keypress.db"
+        import_seconds = None
+        if not db.exists():
+            import_seconds = build(db, options.queries, options.candidates)
+            size = f"{options.queries:,} queries x {options.candidates}"
+            print(f"imported {size} in {import_seconds:.1f} s")
         with Store(db) as store:
-            session = LabelSession(store, "bench")
+            # A new annotator each run, so that a reused project measures a fresh queue.
+            session = LabelSession(store, f"bench-{time.time_ns()}")
             replay(session, options.warm_up)
             timings = replay(session, options.presses)
-            events = store.status()["events"]
+            status = store.status()
+    print(f"project: {status['queries']:,} queries, {status['events']:,} events stored")
     figures = {part: summary(values) for part, values in timings.items()}
-    print(f"{options.presses} presses measured after {options.warm_up} ({events:,} events stored)")
+    print(f"{options.presses} presses measured after {options.warm_up} warm-up presses")
     print(f"{'ms per press':<12} {'median':>8} {'p95':>8} {'max':>8}")
     for part, figure in figures.items():
         print(f"{part:<12} {figure['median']:>8.2f} {figure['p95']:>8.2f} {figure['max']:>8.2f}")
     OUT.mkdir(exist_ok=True)
-    result = {**vars(options), "import_seconds": round(import_seconds, 1), "ms": figures}
+    result = {
+        **{name: value for name, value in vars(options).items() if name != "db"},
+        "import_seconds": import_seconds and round(import_seconds, 1),
+        "ms": figures,
+    }
     (OUT / "keypress_speed.json").write_text(json.dumps(result, indent=2) + "\n")
 
 

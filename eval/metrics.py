@@ -72,7 +72,7 @@ class Ranking:
         first = np.full(self.query_count, NOT_RANKED, dtype=np.int64)
         relevant_queries = self.query_index[self.relevant]
         # Rows are sorted by query then rank, so a query's first relevant row comes first.
-        starts = np.flatnonzero(np.r_[True, relevant_queries[1:] != relevant_queries[:-1]])
+        starts = np.flatnonzero(np.diff(relevant_queries, prepend=-1) != 0)
         first[relevant_queries[starts]] = self.rank[self.relevant][starts]
         return first
 
@@ -210,19 +210,19 @@ def rank_run(
     query_index = query_index[keep]
     # Adding 0.0 turns -0.0 into 0.0: trec_eval compares scores with <, so they tie.
     score = results["score"].to_numpy(dtype=np.float64)[keep] + 0.0
-    position = results["position"].to_numpy()[keep]
+    tie_order = results["tie_order"].to_numpy()[keep]
     doc_ids = arrow_strings(results["doc_id"]).filter(pa.array(keep))
     if abstain_below is not None:
         best = np.full(len(query_ids), -np.inf)
         np.maximum.at(best, query_index, score)
         answered = best[query_index] >= abstain_below
-        query_index, score, position = query_index[answered], score[answered], position[answered]
+        query_index, score, tie_order = query_index[answered], score[answered], tie_order[answered]
         doc_ids = doc_ids.filter(pa.array(answered))
-    # Rows come grouped by query, doc_id descending (see Run), so a stable sort by score
-    # gives trec_eval's order; ``keep_order`` sorts by file position instead.
-    within = ("position", "ascending") if keep_order else ("score", "descending")
-    columns = {"query": query_index, "score": score, "position": position}
-    order = pc.sort_indices(pa.table(columns), sort_keys=[("query", "ascending"), within])
+    # trec_eval's order: score descending, then doc_id descending (``tie_order``, see Run).
+    # The sort is stable, so sorting by query alone keeps the file's order.
+    within = [] if keep_order else [("score", "descending"), ("tie_order", "ascending")]
+    columns = {"query": query_index, "score": score, "tie_order": tie_order}
+    order = pc.sort_indices(pa.table(columns), sort_keys=[("query", "ascending"), *within])
     order = order.to_numpy()
     query_index, score = query_index[order], score[order]
     rank = _rank_within_groups(query_index, len(query_ids))

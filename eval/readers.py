@@ -7,11 +7,10 @@ whose message names the file, the line and the field.
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import json
 import math
+import mmap
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,8 +69,8 @@ class Golden:
 
 @dataclass(frozen=True)
 class Run:
-    """A system's results: ``results`` has query_id, doc_id, score and position (the
-    file order), sorted by query_id, then doc_id descending (trec_eval's tie-break).
+    """A system's results: ``results`` has query_id, doc_id, score and tie_order, in file
+    order; ``tie_order`` ranks rows by query, then doc_id descending (trec_eval's tie-break).
 
     ``query_ids`` lists every query the run answered, including those where it returned
     nothing (an empty JSONL ``results`` list: the system abstained).
@@ -174,25 +173,14 @@ def _read_trec_qrels(path: Path) -> Golden:
     """TREC qrels: ``qid iter docno rel``; ``#`` in column 0 starts a comment (trec_eval 10)."""
     frame = _read_fields_fast(path, TREC_QRELS_FIELDS, QRELS_TYPES)
     if frame is None:
-        frame = _read_whitespace_table(path, TREC_QRELS_FIELDS, usecols=[0, 2, 3], ints={"grade"})
+        frame = _read_whitespace_table(path, TREC_QRELS_FIELDS, usecols=[0, 2, 3])
+        frame["grade"] = _integers(frame["grade"], path, "grade")
     return golden_from_judgments(_checked_judgments(frame, path))
 
 
 def _read_beir_qrels(path: Path) -> Golden:
     """BEIR ``qrels.tsv``: a header line, then ``query-id<TAB>corpus-id<TAB>score``."""
-    frame = pd.read_csv(
-        path,
-        sep="\t",
-        header=0,
-        names=["query_id", "doc_id", "grade"],
-        usecols=[0, 1, 2],
-        dtype=str,
-        skip_blank_lines=False,
-        quoting=csv.QUOTE_NONE,
-        keep_default_na=False,
-    )
-    frame.index += 2  # the header is line 1
-    frame = frame[frame["query_id"] != ""]
+    frame = _read_whitespace_table(path, ["query_id", "doc_id", "grade"], [0, 1, 2], header=True)
     frame["grade"] = _integers(frame["grade"], path, "score")
     return golden_from_judgments(_checked_judgments(frame, path))
 
@@ -257,25 +245,19 @@ def run_from_frame(
 def _run_from_rows(
     rows: pd.DataFrame, name: str, source: str, query_ids: Iterable[str] | None = None
 ) -> Run:
-    """Check the rows (indexed by line number) and order them for ranking.
+    """Check the rows (indexed by line number) and note their tie-break order.
 
-    The results come back grouped by query, doc_id descending in byte order within each
-    (the tie-break trec_eval uses), so that ranking later needs only a stable sort by
-    score; ``position`` keeps the file order. Sorting by doc also puts a repeated doc next
-    to itself, which is how repeats are found.
+    ``tie_order`` numbers the rows by query, then doc_id descending in byte order (how
+    trec_eval breaks score ties), so ranking needs only numbers. Sorting by doc also puts
+    a repeated doc next to itself, which is how repeats are found.
     """
     bad_score = np.isnan(rows["score"].to_numpy(dtype=np.float64))
     if bad_score.any():
         raise InputError(source, int(rows.index[np.argmax(bad_score)]), "score", "not a number")
-    order = _sorted_without_repeats(rows, source)
-    results = pd.DataFrame(
-        {
-            "query_id": rows["query_id"].array.take(order),
-            "doc_id": rows["doc_id"].array.take(order),
-            "score": rows["score"].to_numpy(dtype=np.float64)[order],
-            "position": order,
-        }
-    )
+    tie_order = np.empty(len(rows), dtype=np.int64)
+    tie_order[_sorted_without_repeats(rows, source)] = np.arange(len(rows))
+    results = rows[["query_id", "doc_id", "score"]].reset_index(drop=True)
+    results["tie_order"] = tie_order
     known = results["query_id"].unique() if query_ids is None else list(query_ids)
     return Run(results, np.asarray(known, dtype=object), name)
 
@@ -287,6 +269,8 @@ def _read_fields_fast(path: Path, names: list[str], types: dict[str, pa.DataType
 
     Rows map one to one to lines (nothing is skipped), so the index is the line number.
     """
+    if _has_comment_lines(path):
+        return None
     delimiter = "\t" if "\t" in _first_content_line(path) else " "
     try:
         table = pcsv.read_csv(
@@ -306,18 +290,13 @@ def _read_fields_fast(path: Path, names: list[str], types: dict[str, pa.DataType
 
 def _read_trec_run_general(path: Path) -> pd.DataFrame:
     """Any whitespace between fields, extra fields ignored, errors naming line and field."""
-    rows = _read_whitespace_table(
-        path, names=TREC_RUN_FIELDS, usecols=[0, 2, 4, 5], floats={"score"}
-    )
-    missing_tag = rows["tag"].isna().to_numpy()
-    if missing_tag.any():
-        line = int(rows.index[np.argmax(missing_tag)])
-        raise InputError(str(path), line, "tag", "a TREC run line needs 6 fields")
+    rows = _read_whitespace_table(path, TREC_RUN_FIELDS, usecols=[0, 2, 4, 5])
+    rows["score"] = _floats(rows["score"], path, "score")
     return rows[["query_id", "doc_id", "score"]]
 
 
 def _read_jsonl_run(path: Path, name: str) -> Run:
-    query_ids, rows = [], []
+    query_ids, rows, seen = [], [], set()
     for line, record in _json_lines(path):
         if not isinstance(record, dict):
             raise InputError(str(path), line, None, "expected a JSON object")
@@ -325,6 +304,9 @@ def _read_jsonl_run(path: Path, name: str) -> Run:
         results = record.get("results")
         if not isinstance(results, list):
             raise InputError(str(path), line, "results", "must be a list (empty = abstained)")
+        if query_id in seen:
+            raise InputError(str(path), line, "query_id", f"query {query_id!r} given twice")
+        seen.add(query_id)
         query_ids.append(query_id)
         rows.extend(_jsonl_results(query_id, results, str(path), line))
     frame = pd.DataFrame(rows, columns=["query_id", "doc_id", "score", "line"])
@@ -351,51 +333,72 @@ def _jsonl_results(query_id: str, results: list, source: str, line: int) -> Iter
 
 
 def _read_whitespace_table(
-    path: Path,
-    names: list[str],
-    usecols: list[int],
-    ints: set[str] = frozenset(),
-    floats: set[str] = frozenset(),
+    path: Path, names: list[str], usecols: list[int], header: bool = False
 ) -> pd.DataFrame:
-    """Read a whitespace-separated file fast (pandas' C parser), indexed by line number.
+    """Read any whitespace-separated file, indexed by line number (all columns as text).
 
-    Blank lines and trec_eval comment lines (``#`` in column 0) are dropped after reading,
-    so the index still holds each row's line number for error messages.
+    Fields may be separated by any run of spaces and tabs, extra fields are ignored, blank
+    lines and trec_eval comment lines (``#`` in column 0) are skipped. A line with fewer
+    than ``max(usecols) + 1`` fields is an error naming that line. ``header`` skips line 1.
     """
-    text_columns = {names[i]: str for i in usecols if names[i] not in ints | floats}
+    lines = _text_lines(path)
+    number = np.arange(1, len(lines) + 1)
+    content = pc.invert(
+        pc.or_(pc.starts_with(lines, "#"), pc.equal(pc.utf8_trim_whitespace(lines), ""))
+    )
+    if header:
+        content = pc.and_(content, pa.array(number > 1))
+    lines, number = lines.filter(content), number[content.to_numpy(zero_copy_only=False)]
+    fields = pc.utf8_split_whitespace(pc.utf8_trim_whitespace(lines))
+    needed = max(usecols) + 1
+    short = pc.list_value_length(fields).to_numpy(zero_copy_only=False) < needed
+    if short.any():
+        line = int(number[np.argmax(short)])
+        problem = f"a line needs at least {needed} fields"
+        raise InputError(str(path), line, names[needed - 1], problem)
+    columns = {names[i]: pc.list_element(fields, i) for i in usecols}
+    return pd.DataFrame(columns, index=number).astype("str")
+
+
+def _text_lines(path: Path) -> pa.Array:
+    """Every line of the file as an Arrow string array, blank ones included."""
     try:
-        frame = pd.read_csv(
-            _without_comment_lines(path),
-            sep=r"\s+",
-            header=None,
-            names=names,
-            usecols=usecols,
-            dtype={**text_columns, **{column: str for column in ints | floats}},
-            skip_blank_lines=False,
-            quoting=csv.QUOTE_NONE,
-            index_col=False,
-            keep_default_na=False,
-            na_values=[""],
-            encoding_errors="strict",
+        table = pcsv.read_csv(
+            path,
+            read_options=pcsv.ReadOptions(column_names=["line"]),
+            # No real delimiter: a unit separator (0x1F) has no business in these files.
+            parse_options=pcsv.ParseOptions(
+                delimiter="\x1f", quote_char=False, escape_char=False, ignore_empty_lines=False
+            ),
+            convert_options=pcsv.ConvertOptions(column_types={"line": pa.binary()}),
         )
-    except UnicodeDecodeError as error:
-        raise InputError(str(path), None, None, f"not valid UTF-8 ({error.reason})") from None
-    frame.index += 1
-    frame = frame[frame[names[usecols[0]]].notna()]
-    for column in ints:
-        frame[column] = _integers(frame[column], path, column)
-    for column in floats:
-        frame[column] = _floats(frame[column], path, column)
-    return frame
+    except pa.ArrowInvalid as error:
+        raise InputError(str(path), None, None, f"cannot be read as lines ({error})") from None
+    lines = table["line"].combine_chunks()
+    try:
+        return lines.cast(pa.string())
+    except pa.ArrowInvalid:
+        line = _first_undecodable_line(path)
+        raise InputError(str(path), line, None, "not valid UTF-8") from None
 
 
-def _without_comment_lines(path: Path) -> Path | io.StringIO:
-    """The file itself, or its text with comment lines blanked (keeping line numbers)."""
-    data = path.read_bytes()
-    if not (data.startswith(b"#") or b"\n#" in data):
-        return path
-    lines = data.decode("utf-8").split("\n")
-    return io.StringIO("\n".join("" if line.startswith("#") else line for line in lines))
+def _first_undecodable_line(path: Path) -> int | None:
+    """The first line that is not valid UTF-8 (only read when decoding already failed)."""
+    with path.open("rb") as handle:
+        for line, raw in enumerate(handle, start=1):
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError:
+                return line
+    return None
+
+
+def _has_comment_lines(path: Path) -> bool:
+    """True when a line starts with ``#`` (scanned without reading the file into memory)."""
+    if path.stat().st_size == 0:
+        return False
+    with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        return data[:1] == b"#" or data.find(b"\n#") >= 0
 
 
 def _integers(column: pd.Series, path: Path, field: str) -> pd.Series:
@@ -429,7 +432,7 @@ def _floats(column: pd.Series, path: Path, field: str) -> pd.Series:
 def _first_content_line(path: Path) -> str:
     with path.open("rb") as handle:
         for raw in handle:
-            line = raw.decode("utf-8", errors="replace").strip()
+            line = raw.decode("utf-8", errors="replace").strip().lstrip("\ufeff")
             if line and not line.startswith("#"):
                 return line
     return ""
@@ -440,7 +443,8 @@ def _json_lines(path: Path) -> Iterator[tuple[int, object]]:
     with path.open("rb") as handle:
         for line, raw in enumerate(handle, start=1):
             try:
-                text = raw.decode("utf-8")
+                # A byte-order mark (files saved on Windows) is not part of the data.
+                text = raw.decode("utf-8-sig" if line == 1 else "utf-8")
             except UnicodeDecodeError as error:
                 raise InputError(
                     str(path), line, None, f"not valid UTF-8 ({error.reason})"

@@ -67,11 +67,16 @@ def slice_summaries(
 
 
 def worst_queries(
-    golden: Golden, ranking: Ranking, per_query: pd.DataFrame, count: int = 10
+    golden: Golden, ranking: Ranking, per_query: pd.DataFrame, count: int = 10, cutoff: int = 10
 ) -> list[dict[str, object]]:
-    """The ``count`` worst queries: those with no relevant doc first, then by lowest RR."""
+    """The ``count`` worst queries: misses (no relevant doc in the top ``cutoff``) first, then
+    by lowest reciprocal rank, then by query_id.
+
+    ``first_relevant_rank`` is None when no relevant doc was found in the ranks evaluated.
+    """
     first = ranking.first_relevant_rank
-    order = np.lexsort((ranking.query_ids.astype(str), -first))[:count]
+    badness = np.minimum(first, cutoff + 1)  # every miss is as bad as any other
+    order = np.lexsort((ranking.query_ids.astype(str), -badness))[:count]
     info = golden.queries.set_index("query_id")
     worst = []
     for position in order:

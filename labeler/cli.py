@@ -131,7 +131,9 @@ def _fail_on_input_error(function):
         try:
             return function(*args, **kwargs)
         except InputError as error:
-            raise click.ClickException(str(error)) from None
+            failure = click.ClickException(str(error))
+            failure.exit_code = 2  # not 1, which `compare --gate` uses for a failed gate
+            raise failure from None
 
     wrapper.__name__, wrapper.__doc__ = function.__name__, function.__doc__
     return wrapper
@@ -168,7 +170,9 @@ def eval_command(
     )
     per_query_frame = result.pop("per_query")
     if per_query:
-        per_query_frame.reset_index().to_json(per_query, orient="records", lines=True)
+        with open(per_query, "w", encoding="utf-8") as handle:
+            for record in per_query_frame.reset_index().to_dict(orient="records"):
+                handle.write(json.dumps(record) + "\n")
     click.echo(json.dumps(result, indent=2) if as_json else _eval_text(result))
 
 
@@ -223,8 +227,7 @@ def _eval_text(result: dict) -> str:
         per_slice = {name: entry["metrics"] for name, entry in result["slices"].items()}
         lines += ["", "per slice:", _table(per_slice, lambda entry: _fixed(entry["mean"]))]
     if result["worst"]:
-        worst = pd.DataFrame(result["worst"]).drop(columns=["query"]).set_index("query_id")
-        lines += ["", "worst queries (misses first):", worst.to_string(float_format=_fixed)]
+        lines += ["", "worst queries (misses first):", _worst_table(result["worst"])]
     abstention = result["abstention"]
     if abstention["unanswerable_queries"]:
         lines += [
@@ -235,6 +238,18 @@ def _eval_text(result: dict) -> str:
         ]
     lines += ["", *result["notes"]] if result["notes"] else []
     return "\n".join(lines)
+
+
+def _worst_table(worst: list[dict]) -> str:
+    frame = pd.DataFrame(worst).set_index("query_id")
+    frame["first_relevant_rank"] = [
+        "none" if rank is None else str(rank) for rank in frame["first_relevant_rank"]
+    ]
+    frame["query"] = frame["query"].str.slice(0, 40)
+    text = [column for column in ("query", "slice") if frame[column].astype(bool).any()]
+    numbers = [column for column in ("mrr@10", "hit@1", "miss@10") if column in frame]
+    frame = frame[[*text, "first_relevant_rank", *numbers]]
+    return frame.to_string(float_format=_fixed)
 
 
 def _compare_text(result: dict, gate: bool) -> str:

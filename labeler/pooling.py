@@ -170,7 +170,7 @@ def read_pooled_run(path: str | Path, depth: int) -> PooledRun:
     )
     top = ranked.groupby("query_id", sort=False).head(depth)
     rankings: dict[str, list[tuple[str, float]]] = {}
-    for query_id, doc_id, score in top.itertuples(index=False):
+    for query_id, doc_id, score in top[["query_id", "doc_id", "score"]].itertuples(index=False):
         rankings.setdefault(query_id, []).append((doc_id, float(score)))
     return PooledRun(run.name, str(path), file_sha256(path), depth, rankings)
 

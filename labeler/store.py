@@ -397,10 +397,11 @@ class Store:
         for slice_name, count in per_slice.items():
             self._count("", slice_name, "pending", count)
 
-    def _add_documents(self, documents: Mapping[str, tuple[int, dict]], source: str) -> int:
+    def _add_documents(self, documents: Mapping[str, tuple[int, str, dict]], source: str) -> int:
         """Insert new documents; fill in a known doc's empty title/text; refuse a different one.
 
-        ``documents`` maps doc_id to (line, {title, text, metadata}); title/text None = not given.
+        ``documents`` maps doc_id to (line, field prefix, {title, text, metadata}); title/text
+        None = not given. An error names the line and the field (prefix + title/text).
         """
         existing: dict[str, tuple[str, str]] = {}
         if self.conn.execute("SELECT EXISTS (SELECT 1 FROM documents)").fetchone()[0]:
@@ -411,7 +412,7 @@ class Store:
                 ):
                     existing[doc_id] = (title, text)
         new_rows, updates = [], []
-        for doc_id, (line, doc) in documents.items():
+        for doc_id, (line, prefix, doc) in documents.items():
             if doc_id not in existing:
                 metadata = (
                     json.dumps(doc["metadata"], ensure_ascii=False) if doc["metadata"] else None
@@ -422,7 +423,7 @@ class Store:
                 given, stored = doc[name], existing[doc_id][index]
                 if given and stored and given != stored:
                     problem = f"doc {doc_id!r} is already in the database with a different {name}"
-                    raise InputError(source, line, name, problem)
+                    raise InputError(source, line, prefix + name, problem)
                 if given and not stored:
                     updates.append((given, doc_id))
         self.conn.executemany(
@@ -449,7 +450,7 @@ class Store:
         }
         created_at = task.golden.labelled_at or golden.now()
         missing = {
-            doc_id: (task.line, {"title": None, "text": None, "metadata": None})
+            doc_id: (task.line, "", {"title": None, "text": None, "metadata": None})
             for doc_id in task.golden.judgments
         }
         self._add_documents(missing, "<golden>")
@@ -487,6 +488,7 @@ class Store:
             documents = {
                 doc.doc_id: (
                     doc.line,
+                    "",
                     {"title": doc.title, "text": doc.text, "metadata": doc.metadata},
                 )
                 for doc in corpus_docs.values()
@@ -1469,14 +1471,15 @@ class Store:
 # --- helpers --------------------------------------------------------------------------------------
 
 
-def _task_documents(tasks: Iterable[Task]) -> dict[str, tuple[int, dict]]:
-    """The documents of some tasks: doc_id -> (first line, {title, text, metadata})."""
-    documents: dict[str, tuple[int, dict]] = {}
+def _task_documents(tasks: Iterable[Task]) -> dict[str, tuple[int, str, dict]]:
+    """The documents of tasks: doc_id -> (first line, field prefix, {title, text, metadata})."""
+    documents: dict[str, tuple[int, str, dict]] = {}
     for task in tasks:
-        for candidate in task.candidates:
+        for index, candidate in enumerate(task.candidates):
             if candidate.doc_id not in documents:
                 documents[candidate.doc_id] = (
                     task.line,
+                    f"candidates[{index}].",
                     {
                         "title": candidate.title,
                         "text": candidate.text,
@@ -1484,7 +1487,7 @@ def _task_documents(tasks: Iterable[Task]) -> dict[str, tuple[int, dict]]:
                     },
                 )
             else:
-                doc = documents[candidate.doc_id][1]
+                doc = documents[candidate.doc_id][2]
                 doc["title"] = doc["title"] if doc["title"] is not None else candidate.title
                 doc["text"] = doc["text"] if doc["text"] is not None else candidate.text
     return documents

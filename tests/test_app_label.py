@@ -223,3 +223,18 @@ def test_logged_in_user_labels_under_their_name(project_with_user):
     at = log_in(open_app(), "ana", "s3cret")
     press(at, "1")
     assert record(project_with_user, "q1")["annotators"] == ["ana"]
+
+
+def test_score_and_provenance_show_on_demand(project):
+    at = open_app()
+    cards = next(h.proto.body for h in at.get("html") if "gs-card" in h.proto.body)
+    assert "found by" not in cards
+    at.sidebar.toggle[0].set_value(True).run()
+    cards = next(h.proto.body for h in at.get("html") if "gs-card" in h.proto.body)
+    assert "no score · found by import #1" in cards
+
+
+def test_guidelines_are_one_collapsed_panel_away(project):
+    at = open_app()
+    assert at.expander[0].label == "Guidelines"
+    assert "unanswerable" in at.expander[0].markdown[0].value

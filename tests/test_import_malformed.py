@@ -1,0 +1,56 @@
+"""The catalogue of malformed tasks files (tests/malformed/): each one is refused with a message
+naming the file, the line and the field, and leaves the database byte-for-byte unchanged.
+
+tests/malformed/expected.json gives, for each file, the line and the field the error must name
+(field null where the line is not even JSON, or not UTF-8, so no field can be named).
+"""
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from eval.readers import InputError
+from labeler.store import DEMO_TASKS, Store
+
+MALFORMED = Path(__file__).parent / "malformed"
+EXPECTED = json.loads((MALFORMED / "expected.json").read_text())
+
+
+def database_bytes(path: Path) -> str:
+    """A digest of the database file and of its WAL, if any."""
+    digest = hashlib.sha256()
+    for part in (path, path.with_name(path.name + "-wal")):
+        digest.update(part.read_bytes() if part.exists() else b"")
+    return digest.hexdigest()
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> Path:
+    """A project holding the demo set, closed (so its WAL is checkpointed)."""
+    path = tmp_path_factory.mktemp("malformed") / "project.db"
+    with Store(path) as store:
+        store.import_tasks(DEMO_TASKS)
+    return path
+
+
+def test_catalogue_has_at_least_twenty_files_each_with_an_expectation():
+    files = sorted(p.name for p in MALFORMED.iterdir() if p.name != "expected.json")
+    assert len(files) >= 20
+    assert files == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_malformed_file_is_refused_naming_file_line_and_field(project, name):
+    before = database_bytes(project)
+    expected = EXPECTED[name]
+    with Store(project) as store, pytest.raises(InputError) as error:
+        store.import_tasks(MALFORMED / name)
+    message = str(error.value)
+    assert f"{name}:{expected['line']}:" in message
+    assert error.value.line == expected["line"]
+    assert error.value.field == expected["field"]
+    if expected["field"]:
+        assert f"field '{expected['field']}'" in message
+    assert database_bytes(project) == before

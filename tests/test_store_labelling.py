@@ -1,0 +1,226 @@
+"""Labelling through the store: first-hit and full modes, unanswerable vs miss, skip, undo, notes.
+
+Each test is a small scenario on the demo set, whose first four queries are the worked example
+of the MRR definition: first relevant at rank 1, 3, none (a miss) and 2.
+"""
+
+import sqlite3
+
+import pytest
+
+from labeler.store import DEMO_TASKS, Store
+
+
+@pytest.fixture
+def store(tmp_path):
+    with Store(tmp_path / "project.db") as store:
+        store.import_tasks(DEMO_TASKS)
+        yield store
+
+
+def judge_down(store, query_id, grades, annotator="ana", mode="first_hit"):
+    """Judge the candidates the store offers next, one grade each; return their doc ids."""
+    judged = []
+    for grade in grades:
+        candidate = store.next_candidate(query_id, annotator, mode=mode)
+        store.judge(query_id, candidate["doc_id"], grade, annotator, seconds=2.0, mode=mode)
+        judged.append(candidate["doc_id"])
+    return judged
+
+
+def test_first_hit_offers_candidates_from_the_top_until_the_first_relevant(store):
+    offered = judge_down(store, "q02", [0, 0, 1])
+    assert offered == [c["doc_id"] for c in store.candidates("q02")[:3]]
+    assert store.next_candidate("q02", "ana") is None
+    state = store.query_state("q02", "ana")
+    assert state["status"] == "done" and state["complete"]
+    assert state["first_relevant_rank"] == 3 and state["judged_depth"] == 3
+
+
+def test_candidates_carry_the_annotators_current_grade(store):
+    judge_down(store, "q02", [0, 1])
+    grades = [c["grade"] for c in store.candidates("q02", "ana")]
+    assert grades == [0, 1] + [None] * 8
+    assert all(c["grade"] is None for c in store.candidates("q02", "bob"))
+    assert store.candidates("q02")[0]["provenance"] == {"import": 1}
+
+
+def test_all_candidates_non_relevant_needs_a_verdict(store):
+    judge_down(store, "q03", [0] * 10)
+    state = store.query_state("q03", "ana")
+    assert state["needs_verdict"] and not state["complete"]
+    assert store.next_candidate("q03", "ana") is None
+
+
+def test_miss_completes_an_answerable_query(store):
+    judge_down(store, "q03", [0] * 10)
+    store.mark("q03", "miss", "ana")
+    state = store.query_state("q03", "ana")
+    assert state["complete"] and state["answerable"] and state["first_relevant_rank"] is None
+
+
+def test_unanswerable_completes_a_query_that_is_not_answerable(store):
+    judge_down(store, "q45", [0] * 10)
+    store.mark("q45", "unanswerable", "ana", seconds=3.5)
+    state = store.query_state("q45", "ana")
+    assert state["complete"] and not state["answerable"]
+    assert store.progress()["tail"]["unanswerable"] == 1
+
+
+def test_attaching_the_missed_answer_completes_the_query_as_a_miss(store):
+    judge_down(store, "q03", [0] * 10)
+    found = store.search("LegacyAuthClient deprecated")[0]["doc_id"]
+    store.attach("q03", found, 1, "ana", seconds=12.0)
+    state = store.query_state("q03", "ana")
+    assert state["complete"] and state["answerable"] and state["first_relevant_rank"] is None
+    assert store.labels("q03", "ana")[found] == 1
+
+
+def test_attach_refuses_a_candidate_and_an_unknown_document(store):
+    candidate = store.candidates("q03")[0]["doc_id"]
+    with pytest.raises(ValueError, match="judge it instead"):
+        store.attach("q03", candidate, 1, "ana")
+    with pytest.raises(ValueError, match="unknown document"):
+        store.attach("q03", "no/such.py#doc", 1, "ana")
+
+
+def test_full_mode_offers_every_candidate_even_after_a_relevant_one(store):
+    judge_down(store, "q01", [3, 0, 2], mode="full")
+    assert store.query_state("q01", "ana")["status"] == "in_progress"
+    judge_down(store, "q01", [0] * 7, mode="full")
+    state = store.query_state("q01", "ana")
+    assert state["complete"] and state["mode"] == "full" and state["judged_depth"] == 10
+
+
+def test_judge_refuses_a_grade_outside_the_scale_and_a_doc_that_is_not_a_candidate(store):
+    doc_id = store.candidates("q01")[0]["doc_id"]
+    with pytest.raises(ValueError, match="0..3"):
+        store.judge("q01", doc_id, 4, "ana")
+    with pytest.raises(ValueError, match="0..3"):
+        store.judge("q01", doc_id, True, "ana")
+    with pytest.raises(ValueError, match="not a candidate"):
+        store.judge("q01", "cirrus/auth/v1.py#LegacyAuthClient", 1, "ana")
+    with pytest.raises(ValueError, match="annotator"):
+        store.judge("q01", doc_id, 1, "")
+    assert store.status()["events"] == 0
+
+
+def test_binary_project_refuses_grade_two(store):
+    store.configure(max_grade=1)
+    with pytest.raises(ValueError, match="0..1"):
+        store.judge("q01", store.candidates("q01")[0]["doc_id"], 2, "ana")
+
+
+def test_skipped_query_comes_back_after_the_pending_ones(store):
+    assert store.next_query("ana") == "q01"
+    store.mark("q01", "skip", "ana")
+    assert store.next_query("ana") == "q02"
+    for query_id in [f"q{n:02d}" for n in range(2, 51)]:
+        store.mark(query_id, "unanswerable", "ana")
+    assert store.next_query("ana") == "q01"
+    store.mark("q01", "unanswerable", "ana")
+    assert store.next_query("ana") is None
+
+
+def test_next_query_after_the_current_one_wraps_around(store):
+    assert store.next_query("ana", after="q01") == "q02"
+    assert store.next_query("ana", after="q50") == "q01"
+    judge_down(store, "q01", [1])
+    assert store.next_query("ana", after="q50") == "q02"
+
+
+def test_undo_steps_back_any_number_of_times_across_queries(store):
+    first = judge_down(store, "q01", [1])[0]
+    judge_down(store, "q02", [0])
+    store.mark("q02", "skip", "ana")
+    assert store.undo("ana")["action"] == "skip"
+    undone = store.undo("ana")
+    assert (undone["query_id"], undone["action"], undone["grade"]) == ("q02", "judge", 0)
+    assert store.undo("ana")["doc_id"] == first
+    assert store.undo("ana") is None
+    assert store.query_state("q01", "ana")["status"] == "pending"
+    assert store.labels("q01", "ana") == {} and store.labels("q02", "ana") == {}
+    log = store.events_frame()
+    assert len(log) == 6 and log["undone"].sum() == 3
+
+
+def test_undo_restores_the_previous_grade_of_a_doc(store):
+    doc_id = store.candidates("q01")[0]["doc_id"]
+    store.judge("q01", doc_id, 0, "ana")
+    store.judge("q01", doc_id, 2, "ana")
+    store.undo("ana")
+    assert store.labels("q01", "ana") == {doc_id: 0}
+
+
+def test_undo_is_per_annotator(store):
+    judge_down(store, "q01", [1], annotator="ana")
+    judge_down(store, "q02", [0], annotator="bob")
+    assert store.undo("ana")["query_id"] == "q01"
+    assert store.labels("q02", "bob") != {}
+
+
+def test_the_log_is_append_only(store):
+    judge_down(store, "q01", [1])
+    with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+        store.conn.execute("UPDATE events SET grade = 0")
+    with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+        store.conn.execute("DELETE FROM events")
+
+
+def test_latest_note_counts(store):
+    store.set_note("q04", "ana", "ambiguous: upload or download?")
+    store.set_note("q04", "ana", "means upload")
+    assert store.query_state("q04", "ana")["note"] == "means upload"
+    assert store.golden_records()[3]["notes"] == "means upload"
+
+
+def test_resume_returns_the_unfinished_query_and_previous_goes_back(store):
+    judge_down(store, "q01", [1])
+    judge_down(store, "q02", [0])
+    assert store.resume_query("ana") == "q02"
+    assert store.previous_query("ana", before="q02") == "q01"
+    assert store.previous_query("ana", before="q01") is None
+    judge_down(store, "q02", [0, 1])
+    assert store.resume_query("ana") == "q03"
+
+
+def test_progress_counts_per_slice_for_the_golden_set_and_for_an_annotator(store):
+    judge_down(store, "q01", [1])
+    store.mark("q02", "skip", "ana")
+    judge_down(store, "q04", [0], annotator="bob")
+    golden = store.progress()
+    assert golden["head"] == {
+        "total": 26, "done": 1, "unanswerable": 0, "skipped": 0, "in_progress": 1, "pending": 24
+    }
+    assert golden["tail"]["skipped"] == 1
+    mine = store.progress("ana")
+    assert mine["head"]["done"] == 1 and mine["head"]["in_progress"] == 0
+    assert mine["tail"]["skipped"] == 1
+
+
+def test_shared_queue_does_not_offer_a_query_someone_else_completed(store):
+    judge_down(store, "q01", [1], annotator="ana")
+    assert store.next_query("bob") == "q02"
+
+
+def test_assigned_annotator_gets_only_their_queries_blind_to_others(store):
+    assert store.assign("bob", ["q10", "q01", "q10"]) == 2
+    judge_down(store, "q01", [1], annotator="ana")
+    assert store.assignments("bob") == ["q10", "q01"]
+    assert store.next_query("bob") == "q10"
+    judge_down(store, "q10", [1], annotator="bob")
+    assert store.next_query("bob") == "q01"
+    assert store.progress("bob")["head"]["total"] == 2
+
+
+def test_projections_equal_a_rebuild_from_the_log(store):
+    judge_down(store, "q01", [0, 1])
+    judge_down(store, "q03", [0] * 10)
+    store.mark("q03", "miss", "ana")
+    store.mark("q05", "skip", "bob")
+    judge_down(store, "q05", [2], annotator="cleo", mode="full")
+    store.undo("ana")
+    store.set_note("q07", "bob", "check")
+    before = (store.golden_records(), store.progress(), store.progress("ana"))
+    store.rebuild_projections()
+    assert (store.golden_records(), store.progress(), store.progress("ana")) == before

@@ -1,0 +1,32 @@
+"""Full-text search over documents (FTS5 through sqlite-utils), used to attach a missed answer."""
+
+from labeler.store import DEMO_TASKS, Store
+
+
+def test_search_finds_documents_by_their_words(tmp_path):
+    with Store(tmp_path / "project.db") as store:
+        store.import_tasks(DEMO_TASKS)
+        hits = store.search("deprecated LegacyAuthClient", limit=3)
+        assert hits[0]["doc_id"] == "cirrus/auth/v1.py#LegacyAuthClient"
+        assert set(hits[0]) == {"doc_id", "title", "text"}
+        assert len(store.search("upload", limit=3)) == 3
+
+
+def test_search_takes_punctuation_and_operators_literally(tmp_path):
+    with Store(tmp_path / "project.db") as store:
+        store.import_tasks(DEMO_TASKS)
+        assert store.search('ISO-8601 "duration') != []
+        assert store.search("NOT AND OR * ( ^") == []
+        assert store.search("   ") == []
+
+
+def test_search_finds_pooled_corpus_documents_that_are_no_candidate(tmp_path, cranfield_dir):
+    with Store(tmp_path / "project.db") as store:
+        store.pool(
+            cranfield_dir / "corpus.jsonl",
+            cranfield_dir / "queries.jsonl",
+            [cranfield_dir / "runs" / "bm25.trec"],
+            depth=1,
+        )
+        assert store.status()["documents"] == 1400
+        assert store.search("destalling slipstream")[0]["doc_id"] == "1"
