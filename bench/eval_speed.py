@@ -42,6 +42,13 @@ RANX_METRICS = {
     "ndcg@10": "ndcg@10",
 }
 PYTREC_MEASURES = {"recip_rank", "success.1,10", "P.10", "recall.10", "ndcg_cut.10"}
+PYTREC_NAMES = {
+    "hit@1": "success_1",
+    "hit@10": "success_10",
+    "recall@10": "recall_10",
+    "precision@10": "P_10",
+    "ndcg@10": "ndcg_cut_10",
+}
 TOOLS = ("goldset", "pytrec_eval", "ranx")
 TOLERANCE = 1e-6
 TARGET_SPEEDUP = {"pytrec_eval": 5.0, "ranx": 20.0}
@@ -154,14 +161,19 @@ def generate(out: Path, queries: int, results: int, seed: int) -> dict:
 # --- the legs, each run in its own child process ---------------------------------------------
 
 
-def report_means(means: dict[str, float], phases: dict[str, float]) -> None:
+def report_means(means: dict[str, float], phases: dict[str, float], queries: int) -> None:
     """Print a leg's result line; the parent stops the end-to-end clock when it reads it.
 
     The CPU time so far (all threads, interpreter start included) travels with it, so that
     work done after the result (ranx's warm call, teardown) is not charged to the tool.
     """
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    result = {"means": means, "phases": phases, "cpu_seconds": usage.ru_utime + usage.ru_stime}
+    result = {
+        "means": means,
+        "queries_scored": queries,
+        "phases": phases,
+        "cpu_seconds": usage.ru_utime + usage.ru_stime,
+    }
     print(RESULT_PREFIX + json.dumps(result), flush=True)
 
 
@@ -175,17 +187,12 @@ def pytrec_eval_leg(qrels_path: Path, run_path: Path) -> None:
         run = pytrec_eval.parse_run(run_file)
     read = time.perf_counter()
     per_query = pytrec_eval.RelevanceEvaluator(qrels, PYTREC_MEASURES).evaluate(run)
-    columns = {
-        # trec_eval's recip_rank has no cutoff; the first relevant doc is within 10 iff RR >= 1/10
-        "mrr@10": [v["recip_rank"] if v["recip_rank"] >= 0.1 else 0.0 for v in per_query.values()],
-        "hit@1": [v["success_1"] for v in per_query.values()],
-        "hit@10": [v["success_10"] for v in per_query.values()],
-        "recall@10": [v["recall_10"] for v in per_query.values()],
-        "precision@10": [v["P_10"] for v in per_query.values()],
-        "ndcg@10": [v["ndcg_cut_10"] for v in per_query.values()],
-    }
-    means = {name: float(np.mean(values)) for name, values in columns.items()}
-    report_means(means, {"read": read - started, "evaluate": time.perf_counter() - read})
+    values = list(per_query.values())
+    means = {name: float(np.mean([v[trec] for v in values])) for name, trec in PYTREC_NAMES.items()}
+    # trec_eval's recip_rank has no cutoff; the first relevant doc is within 10 iff RR >= 1/10
+    means["mrr@10"] = float(np.mean([v["recip_rank"] * (v["recip_rank"] >= 0.1) for v in values]))
+    phases = {"read": read - started, "evaluate": time.perf_counter() - read}
+    report_means(means, phases, len(per_query))
 
 
 def ranx_leg(qrels_path: Path, run_path: Path) -> None:
@@ -201,6 +208,7 @@ def ranx_leg(qrels_path: Path, run_path: Path) -> None:
     report_means(
         {name: float(means[ranx_name]) for name, ranx_name in RANX_METRICS.items()},
         {"read": read - started, "evaluate": evaluated - read},
+        len(qrels),
     )
     evaluate(qrels, run, list(RANX_METRICS.values()))
     warm = {"evaluate_seconds": time.perf_counter() - evaluated}
@@ -220,10 +228,9 @@ def goldset_command(qrels_path: Path, run_path: Path) -> list[str]:
     executable = shutil.which("goldset", path=sysconfig.get_path("scripts"))
     if executable is None:
         raise ValueError("no `goldset` console script: run pip install -e '.[test]' first")
+    files = ["--golden", str(qrels_path), "--run", str(run_path)]
     metric_options = [option for name in METRICS for option in ("-m", name)]
-    return [executable, "eval", "--golden", str(qrels_path), "--run", str(run_path), "--json"] + (
-        metric_options + ["--bootstrap", "0"]
-    )
+    return [executable, "eval", *files, "--json", *metric_options, "--bootstrap", "0"]
 
 
 def leg_command(tool: str, qrels_path: Path, run_path: Path) -> list[str]:
@@ -249,15 +256,17 @@ def time_goldset(qrels_path: Path, run_path: Path) -> dict:
 
 def time_leg(tool: str, qrels_path: Path, run_path: Path) -> dict:
     """Measure a Python leg; its end-to-end time runs until it prints its result line."""
-    measurement = measure(leg_command(tool, qrels_path, run_path))
+    command = leg_command(tool, qrels_path, run_path)
+    measurement = measure(command)
     result = parsed_line(measurement, RESULT_PREFIX)
     timing = {
         "tool": tool,
-        "command": " ".join(leg_command(tool, qrels_path, run_path)),
+        "command": " ".join(command),
         "wall_seconds": measurement.seconds_until(RESULT_PREFIX),
         "cpu_seconds": result["cpu_seconds"],
         "peak_rss_mib": measurement.peak_rss_mib,
         "phases": result["phases"],
+        "queries_scored": result["queries_scored"],
         "means": result["means"],
     }
     if tool == "ranx":
@@ -286,14 +295,16 @@ def ranx_without_jit(ranx: dict) -> dict:
 
 
 def agreement(timings: list[dict]) -> dict[str, dict[str, float]]:
-    """Largest absolute difference of each tool's means from the first tool's, per metric."""
+    """Absolute difference of each tool's means (and query count) from the first tool's."""
     reference, *others = [timing for timing in timings if "means" in timing]
-    return {
-        timing["tool"]: {
+    differences = {}
+    for timing in others:
+        by_metric = {
             name: abs(timing["means"][name] - reference["means"][name]) for name in METRICS
         }
-        for timing in others
-    }
+        by_metric["queries_scored"] = abs(timing["queries_scored"] - reference["queries_scored"])
+        differences[timing["tool"]] = by_metric
+    return differences
 
 
 def comparison(goldset: dict, other: dict) -> dict:
@@ -412,7 +423,8 @@ def disagreement_status(differences: dict[str, dict[str, float]], reference: str
     for tool, by_metric in differences.items():
         for name, difference in by_metric.items():
             if difference > TOLERANCE:
-                print(f"DIFFERS: {tool} vs {reference} on {name}: {difference:.3g}")
+                why = " (ranx breaks score ties its own way: bench/README.md)" * (tool == "ranx")
+                print(f"DIFFERS: {tool} vs {reference} on {name}: {difference:.3g}{why}")
                 if {tool, reference} == {"goldset", "pytrec_eval"}:
                     status = 1
     return status
@@ -421,10 +433,15 @@ def disagreement_status(differences: dict[str, dict[str, float]], reference: str
 def parse_arguments(argv: list[str]) -> argparse.Namespace:
     """The command-line options (see the module docstring)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--queries", type=int, default=100_000, help="queries (default 100,000)")
+    parser.add_argument("--queries", type=int, default=100_000, help="queries (100,000)")
     parser.add_argument("--results", type=int, default=100, help="results per query (100)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the generated data (0)")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="directory for files")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=DEFAULT_OUT,
+        help="directory for the data and results (bench/out)",
+    )
     parser.add_argument("--skip-generate", action="store_true", help="reuse the files in --out")
     parser.add_argument(
         "--tools", nargs="+", choices=TOOLS, default=list(TOOLS), help="tools to measure, in order"

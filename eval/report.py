@@ -7,12 +7,14 @@ queries (misses first) and, where bootstrap resamples are asked for, a 95% CI pe
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from eval import gate, stats
+from eval.columns import arrow_strings, lookup
 from eval.metrics import (
     DEFAULT_METRICS,
     NOT_RANKED,
@@ -109,14 +111,13 @@ def query_accounting(golden: Golden, run: Run, ranking: Ranking, cutoffs: Sequen
     """Which golden queries were scored, which were not, and what the run holds beyond them."""
     queries = golden.queries
     done = queries["status"] == "done"
-    run_query_ids = pd.Index(run.query_ids)
     return {
         "answerable": ranking.query_count,
         "unanswerable": int((done & ~queries["answerable"]).sum()),
         "skipped": int((queries["status"] == "skipped").sum()),
         "pending": int((queries["status"] == "pending").sum()),
-        "missing_from_run": int((~pd.Index(ranking.query_ids).isin(run_query_ids)).sum()),
-        "unlabelled_in_run": int((~run_query_ids.isin(queries["query_id"])).sum()),
+        "missing_from_run": int((~_present(ranking.query_ids, run.query_ids)).sum()),
+        "unlabelled_in_run": int((~_present(run.query_ids, queries["query_id"])).sum()),
         "ties_at_cutoff": ties_at_cutoffs(ranking, cutoffs),
     }
 
@@ -129,11 +130,7 @@ def abstention(golden: Golden, run: Run, ranking: Ranking, abstain_below: float 
     """
     queries = golden.queries
     unanswerable = queries.loc[(queries["status"] == "done") & ~queries["answerable"], "query_id"]
-    results = run.results
-    on_unanswerable = results[results["query_id"].isin(unanswerable)]
-    best = on_unanswerable.groupby("query_id")["score"].max()
-    answered = best.index if abstain_below is None else best.index[best >= abstain_below]
-    correct = int((~unanswerable.isin(answered)).sum())
+    correct = int((~_answered(run, unanswerable.to_numpy(dtype=object), abstain_below)).sum())
     wrong = int((ranking.retrieved == 0).sum())
     return {
         "abstain_below": abstain_below,
@@ -144,6 +141,37 @@ def abstention(golden: Golden, run: Run, ranking: Ranking, abstain_below: float 
         "wrong_abstentions": wrong,
         "wrong_abstention_rate": _rate(wrong, ranking.query_count),
     }
+
+
+def _answered(run: Run, query_ids: np.ndarray, abstain_below: float | None) -> np.ndarray:
+    """Per query id, whether the run returned a result for it (at or above the threshold)."""
+    if len(query_ids) == 0:
+        return np.zeros(0, dtype=bool)
+    results = run.results
+    row_query = lookup(arrow_strings(results["query_id"]), query_ids)
+    kept = row_query >= 0
+    if abstain_below is not None:
+        kept &= results["score"].to_numpy() >= abstain_below
+    return np.bincount(row_query[kept], minlength=len(query_ids)) > 0
+
+
+def _present(values: Sequence[str], among: Sequence[str]) -> np.ndarray:
+    """Per value, whether it is in ``among`` (object-dtype hashing: fast for ids)."""
+    index = pd.Index(np.asarray(among, dtype=object)).unique()
+    return index.get_indexer(np.asarray(values, dtype=object)) >= 0
+
+
+def golden_version(golden: Golden) -> str:
+    """A content hash of the labels: which queries count how, and every judgement.
+
+    Row hashes are summed, so the order in which the labels were read does not matter.
+    """
+    queries = golden.queries[["query_id", "slice", "status", "answerable"]]
+    digests = [
+        int(pd.util.hash_pandas_object(frame, index=False).to_numpy().sum(dtype=np.uint64))
+        for frame in (queries, golden.judgments[["query_id", "doc_id", "grade"]])
+    ]
+    return hashlib.sha256(repr(digests).encode()).hexdigest()[:16]
 
 
 def build_report(
@@ -178,7 +206,7 @@ def build_report(
     cutoffs = sorted({cutoff for _, cutoff in map(parse_metric, metrics) if cutoff})
     return {
         "run": run.name,
-        "golden_version": golden.version(),
+        "golden_version": golden_version(golden),
         "queries": query_accounting(golden, run, ranking, cutoffs),
         "metrics": summarise(per_query, bootstrap, seed),
         "slices": slice_summaries(per_query, _slices(golden), bootstrap, seed),
@@ -235,7 +263,7 @@ def compare_runs(
     return {
         "baseline": baseline.name,
         "candidate": candidate.name,
-        "golden_version": golden.version(),
+        "golden_version": golden_version(golden),
         "queries": {role: report["queries"] for role, report in reports.items()},
         "metrics": compared,
         "slices": compared_slices,

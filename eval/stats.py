@@ -13,15 +13,19 @@ Two exact shortcuts keep resampling fast without a Python loop per query:
   draw over the distinct rows instead of n index draws; otherwise n indices are drawn and
   counted. Both give the same distribution.
 - Resamples are drawn in chunks of about ``CHUNK_ELEMENTS`` counts, so memory stays bounded
-  whatever the number of resamples; the chunk size depends only on the input's shape, which
-  keeps the random stream, hence the numbers, reproducible.
+  whatever the number of resamples, from ``STREAMS`` generators spawned from the seed and
+  filled in parallel threads. The split depends only on the input's shape, never on the
+  machine, which keeps the numbers reproducible.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from statistics import NormalDist
 
 import numpy as np
@@ -32,6 +36,12 @@ CHUNK_ELEMENTS = 1 << 16  # counts held in memory per chunk of resamples (512 Ki
 # A multinomial draw per distinct row costs about 20 index draws (measured): compress the rows
 # only when there are at least 20 times fewer distinct rows than queries.
 DISTINCT_ROW_ADVANTAGE = 20
+# Jobs of at least PARALLEL_WEIGHTS weights (tens of milliseconds) are split over STREAMS
+# random streams spawned from the seed and filled by WORKERS threads; any thread count gives
+# the same numbers. Smaller jobs draw from the seed's generator directly (no thread overhead).
+PARALLEL_WEIGHTS = 1 << 22
+STREAMS = 16
+WORKERS = min(STREAMS, os.cpu_count() or 1)
 TIE_TOLERANCE = 1e-9  # relative: resampled statistics this close count as equal (float noise)
 
 
@@ -180,17 +190,16 @@ def _resampled_means(matrix: np.ndarray, n_resamples: int, rng: np.random.Genera
     query_count = len(matrix)
     offset = matrix.min(axis=0)
     rows, multiplicity = _distinct_rows(matrix - offset)
-    sums = np.empty((n_resamples, matrix.shape[1]))
     if multiplicity is None:
-        draws = _index_counts(query_count, n_resamples, rng)
+        draw = partial(_index_counts, query_count=query_count)
     else:
-        draws = _multinomial_counts(multiplicity, n_resamples, rng)
-    for start, counts in draws:
-        np.matmul(counts, rows, out=sums[start : start + len(counts)])
-    return offset + sums / query_count
+        draw = partial(_multinomial_counts, multiplicity=multiplicity)
+    return offset + _weighted_sums(rows, n_resamples, draw, rng) / query_count
 
 
-def _sign_flipped_sums(deltas: np.ndarray, n_permutations: int, rng: np.random.Generator):
+def _sign_flipped_sums(
+    deltas: np.ndarray, n_permutations: int, rng: np.random.Generator
+) -> np.ndarray:
     """Column sums of the differences after ``n_permutations`` random per-query sign flips.
 
     A query's row d and its negation −d are interchangeable under sign flips, so rows are
@@ -202,15 +211,12 @@ def _sign_flipped_sums(deltas: np.ndarray, n_permutations: int, rng: np.random.G
     leading = nonzero[np.arange(len(nonzero)), np.argmax(nonzero != 0, axis=1)]
     canonical = nonzero * np.sign(leading)[:, None]
     rows, multiplicity = _distinct_rows(canonical)
-    sums = np.empty((n_permutations, deltas.shape[1]))
     if multiplicity is None:
         multiplicity = np.ones(len(rows), dtype=np.int64)
-        draws = _coin_flips(len(rows), n_permutations, rng)
+        draw = partial(_coin_flips, row_count=len(rows))
     else:
-        draws = _binomial_halves(multiplicity, n_permutations, rng)
-    for start, kept_positive in draws:
-        np.matmul(kept_positive, rows, out=sums[start : start + len(kept_positive)])
-    return 2 * sums - multiplicity @ rows
+        draw = partial(_binomial_halves, multiplicity=multiplicity)
+    return 2 * _weighted_sums(rows, n_permutations, draw, rng) - multiplicity @ rows
 
 
 def _distinct_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
@@ -232,44 +238,63 @@ def _distinct_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
     return matrix[first_row], multiplicity
 
 
-def _chunks(total: int, width: int) -> Iterator[tuple[int, int]]:
-    """(start, size) of consecutive chunks of ``total`` draws, each about CHUNK_ELEMENTS wide."""
-    rows_per_chunk = max(1, CHUNK_ELEMENTS // max(width, 1))
-    for start in range(0, total, rows_per_chunk):
-        yield start, min(rows_per_chunk, total - start)
+def _weighted_sums(
+    rows: np.ndarray,
+    draw_count: int,
+    draw: Callable[[np.random.Generator, int], np.ndarray],
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """``draw_count`` random weightings of ``rows`` summed: (draw_count, columns).
+
+    ``draw(generator, size)`` returns ``size`` weight vectors, one weight per row, and is
+    called in chunks of about ``CHUNK_ELEMENTS`` weights. Large jobs are split over
+    ``STREAMS`` generators spawned from ``rng`` and filled by parallel threads (numpy releases
+    the GIL while drawing, counting and multiplying). The split depends only on the sizes,
+    never on the machine, so the numbers are always the same.
+    """
+    sums = np.empty((draw_count, rows.shape[1]))
+    rows_per_chunk = max(1, CHUNK_ELEMENTS // max(len(rows), 1))
+
+    def fill(stream: np.random.Generator, start: int, stop: int) -> None:
+        for chunk_start in range(start, stop, rows_per_chunk):
+            size = min(rows_per_chunk, stop - chunk_start)
+            np.matmul(draw(stream, size), rows, out=sums[chunk_start : chunk_start + size])
+
+    if draw_count * len(rows) < PARALLEL_WEIGHTS:
+        fill(rng, 0, draw_count)
+    else:
+        bounds = np.linspace(0, draw_count, STREAMS + 1).astype(int)
+        with ThreadPoolExecutor(WORKERS) as pool:
+            list(pool.map(fill, rng.spawn(STREAMS), bounds[:-1], bounds[1:]))
+    return sums
 
 
-def _index_counts(query_count: int, n_resamples: int, rng: np.random.Generator):
-    """Per resample, how often each query is drawn: chunks of (size, query_count) counts."""
-    for start, size in _chunks(n_resamples, query_count):
-        # int32 draws take half the random bits of int64 ones; a chunk holds < 2**31 counts.
-        drawn = rng.integers(0, query_count, size=(size, query_count), dtype=np.int32)
-        drawn += np.arange(0, size * query_count, query_count, dtype=np.int32)[:, None]
-        counts = np.bincount(drawn.ravel(), minlength=size * query_count)
-        yield start, counts.reshape(size, query_count).astype(np.float64)
+def _index_counts(rng: np.random.Generator, size: int, query_count: int) -> np.ndarray:
+    """``size`` resamples of ``query_count`` queries: how often each query is drawn."""
+    # int32 draws take half the random bits of int64 ones; a chunk holds < 2**31 counts.
+    drawn = rng.integers(0, query_count, size=(size, query_count), dtype=np.int32)
+    drawn += np.arange(0, size * query_count, query_count, dtype=np.int32)[:, None]
+    counts = np.bincount(drawn.ravel(), minlength=size * query_count)  # all resamples at once
+    return counts.reshape(size, query_count).astype(np.float64)
 
 
-def _multinomial_counts(multiplicity: np.ndarray, n_resamples: int, rng: np.random.Generator):
-    """Per resample, how often each distinct row is drawn (multinomial over the rows)."""
-    shares = multiplicity / multiplicity.sum()
-    for start, size in _chunks(n_resamples, len(multiplicity)):
-        counts = rng.multinomial(multiplicity.sum(), shares, size=size)
-        yield start, counts.astype(np.float64)
+def _multinomial_counts(
+    rng: np.random.Generator, size: int, multiplicity: np.ndarray
+) -> np.ndarray:
+    """``size`` resamples: how often each distinct row is drawn (multinomial over the rows)."""
+    total = multiplicity.sum()
+    return rng.multinomial(total, multiplicity / total, size=size).astype(np.float64)
 
 
-def _coin_flips(row_count: int, n_permutations: int, rng: np.random.Generator):
-    """Per permutation, which rows keep their sign: chunks of (size, row_count) zeros and ones."""
-    for start, size in _chunks(n_permutations, row_count):
-        random_bytes = rng.integers(0, 256, size=(size, -(-row_count // 8)), dtype=np.uint8)
-        kept = np.unpackbits(random_bytes, axis=1, count=row_count)
-        yield start, kept.astype(np.float64)
+def _coin_flips(rng: np.random.Generator, size: int, row_count: int) -> np.ndarray:
+    """``size`` sign flips of ``row_count`` rows: 1 where a row keeps its sign, else 0."""
+    random_bytes = rng.integers(0, 256, size=(size, -(-row_count // 8)), dtype=np.uint8)
+    return np.unpackbits(random_bytes, axis=1, count=row_count).astype(np.float64)
 
 
-def _binomial_halves(multiplicity: np.ndarray, n_permutations: int, rng: np.random.Generator):
-    """Per permutation, how many copies of each distinct row keep their sign (Binomial(m, ½))."""
-    for start, size in _chunks(n_permutations, len(multiplicity)):
-        kept = rng.binomial(multiplicity, 0.5, size=(size, len(multiplicity)))
-        yield start, kept.astype(np.float64)
+def _binomial_halves(rng: np.random.Generator, size: int, multiplicity: np.ndarray) -> np.ndarray:
+    """``size`` sign flips: how many copies of each distinct row keep their sign."""
+    return rng.binomial(multiplicity, 0.5, size=(size, len(multiplicity))).astype(np.float64)
 
 
 def _percentile_interval(resampled: np.ndarray, confidence: float) -> np.ndarray:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 
@@ -77,7 +78,7 @@ def _scoring_options(command):
             type=click.IntRange(min=0),
             default=1000,
             show_default=True,
-            help="Bootstrap resamples for the 95%% CIs (0: no CIs).",
+            help="Bootstrap resamples for the 95% CIs (0: no CIs).",
         ),
         click.option("--seed", type=int, default=0, show_default=True, help="Resampling seed."),
         click.option("--json", "as_json", is_flag=True, help="Print one JSON object."),
@@ -144,9 +145,22 @@ def _fail_on_input_error(function):
 @_scoring_options
 @click.option("--per-query", type=click.Path(dir_okay=False), help="Write per-query JSONL here.")
 @click.option("--worst", type=click.IntRange(min=0), default=10, show_default=True)
+@click.option("--record", is_flag=True, help="Keep the results in the project's run history.")
+@click.option("--tag", "tags", multiple=True, help="KEY=VALUE kept with --record (repeatable).")
 @_fail_on_input_error
 def eval_command(
-    run_path, golden, db, metrics, bootstrap, seed, as_json, per_query, worst, **options
+    run_path,
+    golden,
+    db,
+    metrics,
+    bootstrap,
+    seed,
+    as_json,
+    per_query,
+    worst,
+    record,
+    tags,
+    **options,
 ):
     """Evaluate a run against a golden set.
 
@@ -154,14 +168,19 @@ def eval_command(
     Example:
         goldset eval --golden golden.jsonl --run bm25.trec
         goldset eval --golden qrels.tsv --run bm25.trec -m mrr@10 -m ndcg@10 --json
+        goldset eval --db project.db --run dense.trec --record --tag model=e5 --tag chunk=512
 
     The run is a TREC run or JSONL; with --db and no --run, the candidate lists stored in
     the project are evaluated. Means are over answerable, done queries; a query missing
-    from the run scores 0.
+    from the run scores 0. --record keeps the figures, the tags, the run file's hash and the
+    golden set's version in the project (--db), so that later runs can be compared with it.
     """
+    if record and not db:
+        raise click.UsageError("--record keeps the results in a project: give --db PATH")
+    run = _load_run(run_path, db)
     result = reports.build_report(
         _load_golden(golden, db),
-        _load_run(run_path, db),
+        run,
         _metrics(metrics),
         bootstrap=bootstrap,
         seed=seed,
@@ -173,7 +192,28 @@ def eval_command(
         with open(per_query, "w", encoding="utf-8") as handle:
             for record in per_query_frame.reset_index().to_dict(orient="records"):
                 handle.write(json.dumps(record) + "\n")
+    if record:
+        from labeler.pooling import file_sha256
+        from labeler.store import Store
+
+        run_hash = file_sha256(run_path) if run_path else _frame_sha256(run.results)
+        result["record_id"] = Store(db).record_eval(result, run_hash, _parse_tags(tags))
     click.echo(json.dumps(result, indent=2) if as_json else _eval_text(result))
+
+
+def _parse_tags(tags: tuple[str, ...]) -> dict[str, str]:
+    parsed = {}
+    for tag in tags:
+        key, separator, value = tag.partition("=")
+        if not separator or not key:
+            raise click.BadParameter(f"{tag!r} is not KEY=VALUE", param_hint="--tag")
+        parsed[key] = value
+    return parsed
+
+
+def _frame_sha256(frame: pd.DataFrame) -> str:
+    """The SHA-256 of a run held in the project (no file to hash)."""
+    return hashlib.sha256(frame.to_csv(index=False).encode()).hexdigest()
 
 
 @cli.command()
@@ -395,10 +435,15 @@ def import_command(tasks_file, db):
 
 
 @cli.command()
-@click.option("--corpus", type=click.Path(exists=True, dir_okay=False), required=True)
-@click.option("--queries", type=click.Path(exists=True, dir_okay=False), required=True)
+@click.option("--corpus", type=click.Path(exists=True, dir_okay=False), help="BEIR corpus.jsonl.")
+@click.option("--queries", type=click.Path(exists=True, dir_okay=False), help="BEIR queries.jsonl.")
 @click.option(
-    "--run", "runs", type=click.Path(exists=True, dir_okay=False), multiple=True, required=True
+    "--run",
+    "runs",
+    type=click.Path(exists=True, dir_okay=False),
+    multiple=True,
+    required=True,
+    help="A TREC run to pool (repeatable).",
 )
 @click.option("--depth", type=click.IntRange(min=1), default=10, show_default=True)
 @_db_option
@@ -413,6 +458,8 @@ def pool(corpus, queries, runs, depth, db):
 
     Candidates are shown in fused order, with each run's rank kept. Pooling another run
     later adds only documents not yet in the pool; judgements already made are reused.
+    Without --corpus and --queries the project's own documents and queries are used:
+    "goldset pool --run new.trec --db project.db" adds a new system's unjudged top 10.
     """
     with _open_store(db) as store:
         counts = store.pool(corpus, queries, runs, depth)
@@ -422,7 +469,7 @@ def pool(corpus, queries, runs, depth, db):
         f"({counts['queries_added']} queries, {counts['documents_added']} documents added)"
     )
     if counts["run_queries_ignored"]:
-        click.echo(f"{counts['run_queries_ignored']} run queries are not in {queries}: ignored")
+        click.echo(f"{counts['run_queries_ignored']} run queries are not in the project: ignored")
 
 
 @cli.command()
@@ -500,7 +547,7 @@ def app(db, host, port):
     with _open_store(db) as store:
         has_users = bool(store.annotators())
     try:
-        sys.exit(serve(db, host, port, has_users))
+        serve(db, host, port, has_users)
     except ValueError as error:
         raise click.ClickException(str(error)) from None
 

@@ -21,7 +21,6 @@ MODES = ("first_hit", "full")
 VERDICTS = ("unanswerable", "miss")
 UNDOABLE_ACTIONS = ("judge", "attach", "unanswerable", "miss", "skip")
 ACTIONS = (*UNDOABLE_ACTIONS, "undo", "note")
-STATUSES = ("pending", "in_progress", "skipped", "done")
 EXPORTED_STATUS = {
     "pending": "pending",
     "in_progress": "pending",
@@ -215,7 +214,7 @@ def golden_record(query: Mapping, states: Mapping[str, QueryState], context: Que
         "judged_depth": sum(1 for doc_id in judgments if doc_id in positions),
         "mode": newest.mode if newest else context.default_mode,
         "annotators": sorted(states),
-        "seconds": round(sum(state.seconds for state in states.values()), 3),
+        "seconds": round(float(sum(state.seconds for state in states.values())), 3),
         "labelled_at": to_export_time(max(updated)) if updated else None,
         "notes": "\n".join(states[name].note for name in sorted(states) if states[name].note),
     }

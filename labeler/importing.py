@@ -16,6 +16,7 @@ import math
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from eval.readers import GOLDEN_STATUSES, InputError
 from labeler.golden import MODES, to_log_time
@@ -37,14 +38,16 @@ GOLDEN_KEYS = (
     "notes",
     "metadata",
 )
-CANDIDATE_KEYS = ("doc_id", "title", "text", "score")
+CANDIDATE_KEYS = frozenset(("doc_id", "title", "text", "score"))
 CSV_REQUIRED = ("query_id", "query", "doc_id")
 CSV_CANDIDATE_COLUMNS = ("doc_id", "title", "text", "score")
 
 
-@dataclass(frozen=True)
-class Candidate:
-    """One candidate of a task. ``title``/``text`` are None when the line did not give them."""
+class Candidate(NamedTuple):
+    """One candidate of a task. ``title``/``text`` are None when the line did not give them.
+
+    A tuple rather than a dataclass: an import builds millions of them.
+    """
 
     doc_id: str
     title: str | None = None
@@ -125,28 +128,34 @@ def tasks_from_records(
             raise InputError(source, line, "query_id", problem)
         first_line[task.query_id] = line
         tasks.append(task)
-    check_documents_agree(tasks, source)
     return tasks
 
 
-def check_documents_agree(tasks: Iterable[Task], source: str) -> None:
-    """A doc_id names one document: its title and text must not differ between queries."""
-    seen: dict[str, tuple[int, Candidate]] = {}
+def collect_documents(tasks: Iterable[Task], source: str) -> dict[str, tuple[int, str, dict]]:
+    """The documents of some tasks: doc_id -> (line, field prefix, {title, text, metadata}).
+
+    A doc_id names one document: where several lines give its title or text they must
+    agree (an InputError names the later line); a line that omits them leaves the others'.
+    """
+    documents: dict[str, tuple[int, str, dict]] = {}
     for task in tasks:
         for index, candidate in enumerate(task.candidates):
-            if candidate.doc_id not in seen:
-                seen[candidate.doc_id] = (task.line, candidate)
+            known = documents.get(candidate.doc_id)
+            if known is None:
+                fields = {"title": candidate.title, "text": candidate.text}
+                fields["metadata"] = candidate.metadata
+                documents[candidate.doc_id] = (task.line, f"candidates[{index}].", fields)
                 continue
-            first_line, first = seen[candidate.doc_id]
-            for name in ("title", "text"):
-                mine, theirs = getattr(candidate, name), getattr(first, name)
-                if mine is not None and theirs is not None and mine != theirs:
-                    raise InputError(
-                        source,
-                        task.line,
-                        f"candidates[{index}].{name}",
-                        f"doc {candidate.doc_id!r} has a different {name} on line {first_line}",
+            first_line, _, fields = known
+            for name, given in (("title", candidate.title), ("text", candidate.text)):
+                if given is not None and fields[name] is not None and given != fields[name]:
+                    problem = (
+                        f"doc {candidate.doc_id!r} has a different {name} on line {first_line}"
                     )
+                    raise InputError(source, task.line, f"candidates[{index}].{name}", problem)
+                if fields[name] is None:
+                    fields[name] = given
+    return documents
 
 
 # --- one record -----------------------------------------------------------------------------------
@@ -205,24 +214,45 @@ def _candidates(value: object, where: tuple[str, int]) -> tuple[Candidate, ...]:
         raise InputError(*where, "candidates", "is empty: a task needs at least one candidate")
     candidates, seen = [], set()
     for index, item in enumerate(value):
-        prefix = f"candidates[{index}]"
-        if not isinstance(item, dict):
-            raise InputError(*where, prefix, "expected an object with doc_id, title, text, score")
-        doc_id = _identifier(item.get("doc_id"), f"{prefix}.doc_id", where)
-        if doc_id in seen:
-            raise InputError(*where, f"{prefix}.doc_id", f"{doc_id!r} repeated within the query")
-        seen.add(doc_id)
-        extra = {key: val for key, val in item.items() if key not in CANDIDATE_KEYS}
-        candidates.append(
-            Candidate(
-                doc_id=doc_id,
-                title=_text_or_none(item.get("title"), f"{prefix}.title", where),
-                text=_text_or_none(item.get("text"), f"{prefix}.text", where),
-                score=_score(item.get("score"), f"{prefix}.score", where),
-                metadata=extra or None,
-            )
-        )
+        if type(item) is not dict:
+            problem = "expected an object with doc_id, title, text, score"
+            raise InputError(*where, f"candidates[{index}]", problem)
+        fields = (item.get("doc_id"), item.get("title"), item.get("text"), item.get("score"))
+        if not _plain_candidate(*fields):
+            fields = _checked_candidate(fields, f"candidates[{index}]", where)
+        if fields[0] in seen:
+            problem = f"{fields[0]!r} repeated within the query"
+            raise InputError(*where, f"candidates[{index}].doc_id", problem)
+        seen.add(fields[0])
+        extra = None if item.keys() <= CANDIDATE_KEYS else _extra(item)
+        candidates.append(Candidate(*fields, extra))
     return tuple(candidates)
+
+
+def _plain_candidate(doc_id: object, title: object, text: object, score: object) -> bool:
+    """The common case, checked fast: string id, string-or-absent texts, finite float score."""
+    return (
+        type(doc_id) is str
+        and doc_id != ""
+        and (title is None or type(title) is str)
+        and (text is None or type(text) is str)
+        and (score is None or (type(score) is float and math.isfinite(score)))
+    )
+
+
+def _checked_candidate(fields: tuple, prefix: str, where: tuple[str, int]) -> tuple:
+    """Validate one candidate's fields with precise errors (integer ids and scores accepted)."""
+    doc_id, title, text, score = fields
+    return (
+        _identifier(doc_id, f"{prefix}.doc_id", where),
+        _text_or_none(title, f"{prefix}.title", where),
+        _text_or_none(text, f"{prefix}.text", where),
+        _score(score, f"{prefix}.score", where),
+    )
+
+
+def _extra(item: dict) -> dict:
+    return {key: value for key, value in item.items() if key not in CANDIDATE_KEYS}
 
 
 def _golden_labels(record: dict, where: tuple[str, int], max_grade: int) -> GoldenLabels:

@@ -1,7 +1,8 @@
 """Start the Streamlit app for a project: ``goldset app [--db PATH] [--host H] [--port N]``.
 
-The app runs as ``python -m streamlit run labeler/app.py`` in a child process; the database
-path travels in the ``GOLDSET_DB`` environment variable. Options that matter for safety are
+The command becomes ``python -m streamlit run labeler/app.py`` (the process is replaced, so
+signals such as SIGTERM reach Streamlit itself); the database path travels in the
+``GOLDSET_DB`` environment variable. Options that matter for safety are
 passed on the command line, so they hold whatever directory the command is started from
 (``.streamlit/config.toml`` is only read from the current directory).
 """
@@ -9,9 +10,9 @@ passed on the command line, so they hold whatever directory the command is start
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 from labeler.auth import is_loopback
 
@@ -52,10 +53,8 @@ def app_environment(db: str | Path | None) -> dict[str, str]:
     return env
 
 
-def serve(db: str | Path | None, host: str, port: int, has_users: bool) -> int:
-    """Serve the app until interrupted; returns Streamlit's exit status."""
+def serve(db: str | Path | None, host: str, port: int, has_users: bool) -> NoReturn:
+    """Replace this process with the Streamlit server for the project (never returns)."""
     check_host(host, has_users)
-    try:
-        return subprocess.call(streamlit_command(host, port), env=app_environment(db))
-    except KeyboardInterrupt:
-        return 0
+    command = streamlit_command(host, port)
+    os.execve(command[0], command, app_environment(db))

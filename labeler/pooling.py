@@ -12,14 +12,11 @@ every pooled run, although most of the pool stays unjudged.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import pandas as pd
-
-from eval.readers import InputError, read_run
+from eval.readers import InputError, _json_lines, read_run
 
 RRF_K = 60  # the constant of Cormack et al.'s reciprocal-rank fusion
 
@@ -194,34 +191,11 @@ def file_sha256(path: str | Path) -> str:
     return digest.hexdigest()
 
 
-def run_frame(rankings: Mapping[str, Sequence[tuple[str, float]]]) -> pd.DataFrame:
-    """A DataFrame (query_id, doc_id, score) of per-query rankings, best first."""
-    rows = [
-        (query_id, doc_id, score)
-        for query_id, ranking in rankings.items()
-        for doc_id, score in ranking
-    ]
-    return pd.DataFrame(rows, columns=["query_id", "doc_id", "score"])
-
-
 def _records(path: str | Path) -> Iterator[tuple[int, dict]]:
-    with Path(path).open("rb") as handle:
-        for line, raw in enumerate(handle, start=1):
-            try:
-                text = raw.decode("utf-8-sig" if line == 1 else "utf-8")
-            except UnicodeDecodeError as error:
-                raise InputError(
-                    str(path), line, None, f"not valid UTF-8 ({error.reason})"
-                ) from None
-            if not text.strip():
-                continue
-            try:
-                record = json.loads(text)
-            except json.JSONDecodeError as error:
-                raise InputError(str(path), line, None, f"not valid JSON ({error.msg})") from None
-            if not isinstance(record, dict):
-                raise InputError(str(path), line, None, "expected a JSON object")
-            yield line, record
+    for line, record in _json_lines(Path(path)):
+        if not isinstance(record, dict):
+            raise InputError(str(path), line, None, "expected a JSON object")
+        yield line, record
 
 
 def _identifier(record: dict, field: str, path: str | Path, line: int) -> str:

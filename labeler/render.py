@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 
@@ -95,6 +95,20 @@ def query_heading(query: str, query_id: str, slice_name: str | None) -> str:
         f'<div class="gs-query"><div class="gs-query-text">{data_text(query)}</div>'
         f'<div class="gs-meta">query <bdi>{html.escape(query_id)}</bdi>{slice_html}</div></div>'
     )
+
+
+def note(text: str) -> str:
+    """A small line of text (a status message, who is labelling), escaped."""
+    return f'<div class="gs-meta">{data_text(text)}</div>'
+
+
+def slice_progress(per_slice: Mapping[str, Mapping[str, int]]) -> str:
+    """Done/total per slice on one line, e.g. ``head 3/26 · tail 0/24`` (slice names escaped)."""
+    parts = [
+        f"{data_text(name or 'no slice')} {counts['done']}/{counts['total']}"
+        for name, counts in per_slice.items()
+    ]
+    return f'<div class="gs-meta">{" · ".join(parts)}</div>'
 
 
 def candidate_card(

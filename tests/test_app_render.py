@@ -4,7 +4,15 @@ from html.parser import HTMLParser
 
 import pytest
 
-from labeler.render import candidate_card, clip, highlight, query_heading, query_terms
+from labeler.render import (
+    candidate_card,
+    clip,
+    highlight,
+    note,
+    query_heading,
+    query_terms,
+    slice_progress,
+)
 
 HOSTILE = [
     "<script>alert(1)</script>",
@@ -104,3 +112,14 @@ def test_current_card_is_marked_and_judged_card_shows_its_label():
     judged = candidate_card(rank=1, title="t", text="x", terms=[], state="judged", label="0 · no")
     assert "gs-current" in current and "judge this" in current
     assert "0 · no" in parse(judged).text and "judge this" not in judged
+
+
+def test_slice_names_in_the_progress_line_are_text():
+    line = slice_progress({"<img src=x>": {"done": 1, "total": 2}, "": {"done": 0, "total": 3}})
+    parsed = parse(line)
+    assert parsed.text == "<img src=x> 1/2 · no slice 0/3"
+    assert {tag for tag, _ in parsed.tags} <= OWN_TAGS
+
+
+def test_a_note_is_escaped():
+    assert parse(note("Not done: doc '<b>x</b>'")).text == "Not done: doc '<b>x</b>'"

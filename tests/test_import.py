@@ -33,11 +33,16 @@ def write_jsonl(path, records):
 def test_import_keeps_order_scores_slice_and_extra_keys_as_metadata(store, tmp_path):
     counts = store.import_tasks(write_jsonl(tmp_path / "tasks.jsonl", [TASK]))
     assert counts == {
-        "queries_added": 1, "queries_unchanged": 0, "candidates_added": 2, "documents_added": 2
+        "queries_added": 1,
+        "queries_unchanged": 0,
+        "candidates_added": 2,
+        "documents_added": 2,
     }
     query = store.query("q17")
     assert (query["query"], query["slice"], query["metadata"]) == (
-        "retry with jitter helper", "tail", {"owner": "sdk-team"}
+        "retry with jitter helper",
+        "tail",
+        {"owner": "sdk-team"},
     )
     candidates = store.candidates("q17")
     assert [(c["doc_id"], c["position"], c["score"]) for c in candidates] == [

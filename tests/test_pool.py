@@ -1,4 +1,4 @@
-"""Pooling several runs: provenance, fused order, reuse of judgements, and the first-hit schedule."""
+"""Pooling several runs: provenance, fused order, reused judgements, the first-hit schedule."""
 
 import json
 
@@ -90,8 +90,11 @@ def test_pool_ranks_by_score_not_by_the_rank_column(tmp_path, beir):
     with Store(tmp_path / "p.db") as store:
         store.pool(corpus, queries, [shuffled], depth=2)
         # score 3.0 twice: trec_eval breaks the tie by doc_id descending
-        assert store.candidates("1")[0]["provenance"] == {"S": 2}
-        assert [c["doc_id"] for c in store.candidates("1")] == ["d4", "d0"]
+        candidates = store.candidates("1")
+        assert [(c["doc_id"], c["provenance"]) for c in candidates] == [
+            ("d4", {"S": 1}),
+            ("d0", {"S": 2}),
+        ]
 
 
 def test_first_hit_settles_every_run_then_completes(tmp_path, beir):
@@ -103,8 +106,9 @@ def test_first_hit_settles_every_run_then_completes(tmp_path, beir):
         while (candidate := store.next_candidate("1", "ana")) is not None:
             judged.append(candidate["doc_id"])
             store.judge("1", candidate["doc_id"], int(candidate["doc_id"] in relevant), "ana")
-        # A: d0 at rank 1 (hit). B: d1, d3 non-relevant, then d0 at rank 3.
-        assert judged == ["d0", "d1", "d3"]
+        # Both runs' rank 1 first (d1 is first in fused order), then A's d0 settles A,
+        # then B's next unjudged doc; B's d0 at rank 3 is already known.
+        assert judged == ["d1", "d0", "d3"]
         assert store.query_state("1", "ana")["complete"]
         assert "d2" not in store.labels("1", "ana")
 
@@ -123,14 +127,6 @@ def test_a_new_run_adds_only_unjudged_docs_and_reopens_the_query(tmp_path, beir)
         assert store.labels("1", "ana") == {"d1": 1, "d0": 0}
         store.judge("1", "d5", 0, "ana")
         assert store.query_state("1", "ana")["complete"]
-
-
-def test_pooling_the_same_run_again_changes_nothing(tmp_path, beir):
-    corpus, queries, runs = beir
-    with Store(tmp_path / "p.db") as store:
-        store.pool(corpus, queries, [runs["A"]], depth=2)
-        again = store.pool(corpus, queries, [runs["A"]], depth=2)
-        assert again["candidates_added"] == 0 and again["queries_touched"] == 0
 
 
 def test_a_different_file_under_a_pooled_runs_name_is_refused(tmp_path, beir):
@@ -175,3 +171,18 @@ def test_pool_command(tmp_path, beir):
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
     assert "pooled A, B at depth 2: 5 new candidates over 2 queries" in result.output
+
+
+def test_a_run_is_pooled_once_over_the_projects_own_queries_and_documents(tmp_path, beir):
+    corpus, queries, runs = beir
+    with Store(tmp_path / "p.db") as store:
+        store.pool(corpus, queries, [runs["A"]], depth=2)
+        counts = store.pool(None, None, [runs["B"]], depth=2)
+        assert counts["candidates_added"] == 2 and counts["queries_added"] == 0
+        assert store.candidates("1")[0]["provenance"] == {"A": 2, "B": 1}
+        again = store.pool(None, None, [runs["B"]], depth=2)
+        assert again["candidates_added"] == 0 and again["queries_touched"] == 0
+        unknown = tmp_path / "U.trec"
+        unknown.write_text("1 Q0 d9 1 1.0 U\n")
+        with pytest.raises(InputError, match="'d9' .* is not in the project"):
+            store.pool(None, None, [unknown], depth=2)

@@ -48,7 +48,7 @@ def test_hostile_text_is_stored_and_exported_verbatim(store, tmp_path):
 
 
 def test_ten_megabytes_of_text_round_trips(store):
-    big = ("goldset " * 1_310_720)[:10 * 2**20]
+    big = ("goldset " * 1_310_720)[: 10 * 2**20]
     store.import_records([hostile_task(0, "big document")])
     store.import_records(
         [{"query_id": "big", "query": "big", "candidates": [{"doc_id": "big", "text": big}]}]

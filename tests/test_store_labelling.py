@@ -190,7 +190,12 @@ def test_progress_counts_per_slice_for_the_golden_set_and_for_an_annotator(store
     judge_down(store, "q04", [0], annotator="bob")
     golden = store.progress()
     assert golden["head"] == {
-        "total": 26, "done": 1, "unanswerable": 0, "skipped": 0, "in_progress": 1, "pending": 24
+        "total": 26,
+        "done": 1,
+        "unanswerable": 0,
+        "skipped": 0,
+        "in_progress": 1,
+        "pending": 24,
     }
     assert golden["tail"]["skipped"] == 1
     mine = store.progress("ana")

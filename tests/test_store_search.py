@@ -30,3 +30,28 @@ def test_search_finds_pooled_corpus_documents_that_are_no_candidate(tmp_path, cr
         )
         assert store.status()["documents"] == 1400
         assert store.search("destalling slipstream")[0]["doc_id"] == "1"
+
+
+def test_a_document_filled_in_later_is_found_once_by_its_new_text(tmp_path):
+    with Store(tmp_path / "project.db") as store:
+        store.import_records(
+            [{"query_id": "g1", "query": "wing", "status": "done", "judgments": {"doc-a": 1}}]
+        )
+        assert store.document("doc-a")["text"] == ""
+        store.import_records(
+            [
+                {
+                    "query_id": "t1",
+                    "query": "wing",
+                    "candidates": [
+                        {
+                            "doc_id": "doc-a",
+                            "title": "Slipstream",
+                            "text": "propeller slipstream over a wing",
+                        }
+                    ],
+                }
+            ]
+        )
+        assert [hit["doc_id"] for hit in store.search("propeller")] == ["doc-a"]
+        assert [hit["doc_id"] for hit in store.search("slipstream")] == ["doc-a"]

@@ -6,7 +6,6 @@ ends): sessions never share a connection, so their transactions cannot interleav
 
 from __future__ import annotations
 
-import html
 import os
 
 import streamlit as st
@@ -67,8 +66,3 @@ def label_session(annotator: str) -> LabelSession:
         session = LabelSession(store(), annotator)
         st.session_state["label_session"] = session
     return session
-
-
-def signed_in_as(annotator: str) -> str:
-    """HTML saying who is labelling (the name escaped: it is data)."""
-    return f'<div class="gs-meta">Labelling as <b>{html.escape(annotator)}</b></div>'

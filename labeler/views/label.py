@@ -9,7 +9,6 @@ Data text (queries, titles, documents, ids, slices) only ever reaches the page t
 
 from __future__ import annotations
 
-import html
 import time
 from pathlib import Path
 
@@ -38,7 +37,7 @@ def apply_press(session: LabelSession, press: keys.KeyPress) -> None:
 def sidebar(session: LabelSession, annotator: str) -> None:
     """Mode, details toggle, keyboard help and logout."""
     with st.sidebar:
-        st.html(context.signed_in_as(annotator))
+        st.html(render.note(f"Labelling as {annotator}"))
         mode = st.radio(
             "Mode for new queries",
             MODES,
@@ -58,8 +57,8 @@ def keys_help(session: LabelSession) -> str:
     rows = [(k, grade_name(int(k))) for k in session.grade_keys]
     rows += [(k.upper(), meaning) for k, meaning in KEY_HELP.items()]
     rows += [("/", "search the corpus"), ("Esc", "leave a text field")]
-    cells = "".join(f"<dt><kbd>{key}</kbd></dt><dd>{meaning}</dd>" for key, meaning in rows)
-    return f'<dl class="gs-keymap">{cells}</dl>'
+    cells = "".join(f"<span><kbd>{key}</kbd></span><span>{meaning}</span>" for key, meaning in rows)
+    return f'<div class="gs-keymap">{cells}</div>'
 
 
 def progress_bar(session: LabelSession) -> None:
@@ -68,14 +67,9 @@ def progress_bar(session: LabelSession) -> None:
     done = sum(counts["done"] for counts in per_slice.values())
     total = sum(counts["total"] for counts in per_slice.values())
     skipped = sum(counts["skipped"] for counts in per_slice.values())
-    st.progress(done / total if total else 0.0, text=f"{done} of {total} queries done")
-    parts = [
-        f"<bdi>{html.escape(name or 'no slice')}</bdi> {counts['done']}/{counts['total']}"
-        for name, counts in per_slice.items()
-    ]
-    if skipped:
-        parts.append(f"{skipped} skipped")
-    st.html(f'<div class="gs-meta">{" · ".join(parts)}</div>')
+    caption = f"{done} of {total} queries done" + (f", {skipped} skipped" if skipped else "")
+    st.progress(done / total if total else 0.0, text=caption)
+    st.html(render.slice_progress(per_slice))
 
 
 def details(candidate: dict) -> str | None:
@@ -111,12 +105,15 @@ def candidate_cards(view: QueryView, terms: list[str]) -> str:
         )
     for rank, doc in enumerate(view.attached, start=len(view.candidates) + 1):
         label = f"attached · {doc['grade']} · {grade_name(doc['grade'])}"
-        cards.append(
-            render.candidate_card(
-                rank=rank, title=doc["title"], text=doc["text"], terms=terms, state="judged",
-                label=label,
-            )
-        )  # fmt: skip
+        card = render.candidate_card(
+            rank=rank,
+            title=doc["title"],
+            text=doc["text"],
+            terms=terms,
+            state="judged",
+            label=label,
+        )
+        cards.append(card)
     return "".join(cards)
 
 
@@ -132,7 +129,7 @@ def action_buttons(session: LabelSession, view: QueryView) -> None:
             key=f"button_{key}",
             on_click=session.press,
             args=(key,),
-            use_container_width=True,
+            width="stretch",
             type="primary" if key in grade_keys else "secondary",
         )
 
@@ -199,7 +196,7 @@ def judging_panel(session: LabelSession) -> None:
     progress_bar(session)
     view = session.view()
     if session.message:
-        st.html(f'<div class="gs-meta">{html.escape(session.message)}</div>')
+        st.html(render.note(session.message))
     if view is None:
         st.success("Nothing left to label. Z undoes the last action; P goes back.")
         return
