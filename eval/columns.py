@@ -1,8 +1,16 @@
-"""Vectorised helpers for string columns, through Arrow.
+"""Vectorised helpers for string columns, through Arrow and numpy.
 
-Run files have millions of rows but few distinct query ids, and a query's rows usually
-stand together. Comparing each row with the next one (a cheap vectorised string compare)
-finds those runs of equal values, so only one value per run needs hashing.
+Run files have millions of rows, and hashing or sorting millions of strings one by one is
+slow. Two cheaper tools do most of the work here:
+
+- Run files have few distinct query ids, and a query's rows usually stand together.
+  Comparing each row with the next one (a vectorised string compare) finds those runs of
+  equal values, so only one value per run needs hashing (:func:`factorize_runs`).
+- Doc ids are many and distinct. :func:`fingerprints` hashes each one to 64 bits straight
+  from Arrow's buffers with numpy, so finding repeats or matching ids becomes sorting and
+  searching integers. Equal strings always share a fingerprint, so nothing equal is ever
+  missed; every match of fingerprints is confirmed on the strings themselves, so a hash
+  collision can never make two different ids look equal.
 """
 
 from __future__ import annotations
@@ -12,15 +20,25 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+Strings = pa.ChunkedArray | pa.Array
 
-def arrow_strings(column: pd.Series) -> pa.ChunkedArray | pa.Array:
+# Rows hashed per numpy pass: small enough that the temporaries stay in the CPU cache.
+SLICE_ROWS = 1 << 15
+# Odd 64-bit constants (from splitmix64): multiplying by them spreads bits upwards.
+SPREAD = np.uint64(0x9E3779B97F4A7C15)
+FINISH = np.uint64(0xBF58476D1CE4E5B9)
+# BYTE_MASKS[n] keeps the first n bytes of a little-endian word.
+BYTE_MASKS = np.array([(1 << (8 * n)) - 1 for n in range(9)], dtype=np.uint64)
+
+
+def arrow_strings(column: pd.Series) -> Strings:
     """The column as an Arrow string array (zero-copy for pandas' Arrow-backed strings)."""
     if hasattr(column.array, "__arrow_array__"):
         return pa.array(column.array)
     return pa.array(column.to_numpy(dtype=object), pa.large_string())
 
 
-def equal_to_next(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+def equal_to_next(column: Strings) -> np.ndarray:
     """True where a value equals the next one (the last one never does)."""
     if len(column) < 2:
         return np.zeros(len(column), dtype=bool)
@@ -28,7 +46,14 @@ def equal_to_next(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
     return np.r_[same.to_numpy(zero_copy_only=False), False]
 
 
-def factorize_runs(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]:
+def run_starts(column: Strings) -> np.ndarray:
+    """Where each run of equal neighbouring values begins (positions, ascending)."""
+    if len(column) == 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.flatnonzero(np.r_[True, ~equal_to_next(column)[:-1]])
+
+
+def factorize_runs(column: Strings) -> tuple[np.ndarray, np.ndarray]:
     """Like ``pd.factorize``: an int64 code per value and the distinct values (as objects).
 
     Only the first value of each run of equal neighbours is hashed; a column whose equal
@@ -36,13 +61,143 @@ def factorize_runs(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.n
     """
     if len(column) == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=object)
-    starts = np.flatnonzero(np.r_[True, ~equal_to_next(column)[:-1]])
+    starts = run_starts(column)
     run_values = column.take(pa.array(starts)).to_numpy(zero_copy_only=False)
     run_codes, uniques = pd.factorize(run_values)
     return np.repeat(run_codes, np.diff(np.r_[starts, len(column)])), uniques.astype(object)
 
 
-def lookup(column: pa.ChunkedArray | pa.Array, values: np.ndarray) -> np.ndarray:
+def lookup(column: Strings, values: np.ndarray) -> np.ndarray:
     """Per element of ``column``, its position in ``values`` (-1 when absent)."""
     codes, uniques = factorize_runs(column)
     return pd.Index(values).get_indexer(uniques)[codes] if len(codes) else codes
+
+
+def fingerprints(column: Strings) -> np.ndarray:
+    """A 64-bit hash (uint64) of each string, equal for equal strings.
+
+    Different strings almost never share one, but they may: confirm matches on the strings.
+    """
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    parts = [
+        _slice_fingerprints(chunk.slice(start, SLICE_ROWS))
+        for chunk in chunks
+        for start in range(0, len(chunk), SLICE_ROWS)
+    ]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint64)
+
+
+def _slice_fingerprints(strings: pa.Array) -> np.ndarray:
+    """Fingerprints of one Arrow string (or binary) array, from its offsets and data buffers.
+
+    Each string is read as little-endian 8-byte words. numpy cannot load a word at an
+    unaligned byte offset, so each word is built from the two aligned words around it,
+    shifted together; bytes past the string's end are masked off. The words and the
+    length are mixed by multiply-xorshift steps (as in splitmix64).
+    """
+    wide = pa.types.is_large_string(strings.type) or pa.types.is_large_binary(strings.type)
+    offset_type = np.int64 if wide else np.int32
+    _, offset_buffer, data_buffer = strings.buffers()
+    offsets = np.frombuffer(
+        offset_buffer,
+        dtype=offset_type,
+        count=len(strings) + 1,
+        offset=strings.offset * np.dtype(offset_type).itemsize,
+    ).astype(np.int64)
+    first, end = int(offsets[0]), int(offsets[-1])
+    length = np.diff(offsets)
+    word_count = (int(length.max(initial=0)) + 7) // 8
+    # A zero-padded aligned copy of the bytes, with room for the word after the last one.
+    words = np.zeros((end - first) // 8 + word_count + 2, dtype=np.uint64)
+    if end > first:
+        words.view(np.uint8)[: end - first] = np.frombuffer(
+            data_buffer, dtype=np.uint8, count=end - first, offset=first
+        )
+    start = offsets[:-1] - first
+    aligned = start >> 3
+    low_shift = ((start & 7) << 3).astype(np.uint64)
+    # Shifting by 64 is undefined, so the high part moves by (63 - shift) and then by 1.
+    high_shift = np.uint64(63) - low_shift
+    shortest = int(length.min(initial=0))
+    hashes = length.astype(np.uint64) * SPREAD
+    for word in range(word_count):
+        value = words[word:][aligned] >> low_shift
+        value |= (words[word + 1 :][aligned] << high_shift) << np.uint64(1)
+        if 8 * (word + 1) > shortest:
+            value &= BYTE_MASKS[np.clip(length - 8 * word, 0, 8)]
+        hashes ^= value
+        hashes *= SPREAD
+    hashes ^= hashes >> np.uint64(31)
+    hashes *= FINISH
+    hashes ^= hashes >> np.uint64(29)
+    return hashes
+
+
+def pair_keys(groups: np.ndarray, values: Strings) -> np.ndarray:
+    """A uint64 key per (group, string) pair: equal pairs always get equal keys."""
+    return fingerprints(values) + groups.astype(np.uint64) * SPREAD
+
+
+def first_repeat(groups: np.ndarray, values: Strings) -> int | None:
+    """Position of the first row whose (group, value) pair also stands on an earlier row.
+
+    None when every pair is distinct. Sorting the pair keys puts equal keys side by side;
+    only the rows sharing a key are then compared as strings, so the check costs one sort
+    of integers however long the strings are.
+    """
+    keys = pair_keys(groups, values)
+    ordered = np.sort(keys)
+    shared = ordered[1:][ordered[1:] == ordered[:-1]]
+    if len(shared) == 0:
+        return None
+    suspects = np.flatnonzero(np.isin(keys, shared))
+    pairs = pd.DataFrame(
+        {
+            "group": groups[suspects],
+            "value": values.take(pa.array(suspects)).to_numpy(zero_copy_only=False),
+        }
+    )
+    repeated = pairs.duplicated(keep="first").to_numpy()
+    return int(suspects[np.argmax(repeated)]) if repeated.any() else None
+
+
+def match_pairs(
+    groups: np.ndarray, values: Strings, table_groups: np.ndarray, table_values: Strings
+) -> np.ndarray:
+    """Per (group, value) row, the position of the equal pair in the table (-1 when absent).
+
+    The table's pair keys are sorted once and searched; a key found is confirmed on the
+    group and the string, and on a fingerprint collision the next equal key is tried.
+    """
+    table_keys = pair_keys(table_groups, table_values)
+    by_key = np.argsort(table_keys)
+    table_keys = table_keys[by_key]
+    keys = pair_keys(groups, values)
+    # Searching in key order walks the table once, instead of jumping around the memory.
+    by_left_key = np.argsort(keys)
+    position = np.empty(len(keys), dtype=np.int64)
+    position[by_left_key] = np.searchsorted(table_keys, keys[by_left_key])
+    found = np.full(len(keys), -1, dtype=np.int64)
+    pending = np.arange(len(keys))
+    while len(pending):
+        at = position[pending]
+        pending, at = pending[at < len(table_keys)], at[at < len(table_keys)]
+        same_key = table_keys[at] == keys[pending]
+        pending, candidate = pending[same_key], by_key[at[same_key]]
+        same = (groups[pending] == table_groups[candidate]) & _equal_strings(
+            values, pending, table_values, candidate
+        )
+        found[pending[same]] = candidate[same]
+        pending = pending[~same]
+        position[pending] += 1
+    return found
+
+
+def _equal_strings(left: Strings, left_rows: np.ndarray, right: Strings, right_rows: np.ndarray):
+    """Whether ``left[left_rows[i]] == right[right_rows[i]]``, for each i."""
+    if len(left_rows) == 0:
+        return np.zeros(0, dtype=bool)
+    left_values = left.take(pa.array(left_rows))
+    right_values = right.take(pa.array(right_rows)).cast(left_values.type)
+    equal = pc.fill_null(pc.equal(left_values, right_values), False)
+    return equal.to_numpy(zero_copy_only=False)

@@ -18,7 +18,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from eval.columns import arrow_strings, lookup
+from eval.columns import arrow_strings, lookup, match_pairs, run_starts
 from eval.readers import Golden, Run
 
 DEFAULT_METRICS = (
@@ -205,33 +205,26 @@ def rank_run(
     """
     query_ids = golden.scored_query_ids()
     results = run.results
-    query_index = lookup(arrow_strings(results["query_id"]), query_ids)
-    keep = query_index >= 0
-    query_index = query_index[keep]
     # Adding 0.0 turns -0.0 into 0.0: trec_eval compares scores with <, so they tie.
-    score = results["score"].to_numpy(dtype=np.float64)[keep] + 0.0
-    tie_order = results["tie_order"].to_numpy()[keep]
-    doc_ids = arrow_strings(results["doc_id"]).filter(pa.array(keep))
+    score = results["score"].to_numpy(dtype=np.float64) + 0.0
+    doc_ids = arrow_strings(results["doc_id"])
+    runs = _query_runs(arrow_strings(results["query_id"]), query_ids, score, not keep_order)
     if abstain_below is not None:
-        best = np.full(len(query_ids), -np.inf)
-        np.maximum.at(best, query_index, score)
-        answered = best[query_index] >= abstain_below
-        query_index, score, tie_order = query_index[answered], score[answered], tie_order[answered]
-        doc_ids = doc_ids.filter(pa.array(answered))
-    # trec_eval's order: score descending, then doc_id descending (``tie_order``, see Run).
-    # The sort is stable, so sorting by query alone keeps the file's order.
-    within = [] if keep_order else [("score", "descending"), ("tie_order", "ascending")]
-    columns = {"query": query_index, "score": score, "tie_order": tie_order}
-    order = pc.sort_indices(pa.table(columns), sort_keys=[("query", "ascending"), *within])
-    order = order.to_numpy()
-    query_index, score = query_index[order], score[order]
+        runs = runs.select(_best_scores(runs) >= abstain_below)
+    retrieved = np.zeros(len(query_ids), dtype=np.int64)
+    retrieved[runs.query] = runs.length if depth is None else np.minimum(runs.length, depth)
+    limit = min((cutoff for cutoff in (depth, keep_ranks) if cutoff is not None), default=None)
+    positions, query_index = _top_positions(runs, limit, with_ties=not keep_order)
+    rows = positions if runs.order is None else runs.order[positions]
+    score = runs.score[positions]
+    if not keep_order:
+        rows = rows[_doc_order_within_ties(rows, query_index, score, doc_ids)]
     rank = _rank_within_groups(query_index, len(query_ids))
-    if depth is not None:
-        order, query_index, score, rank = _top(rank <= depth, order, query_index, score, rank)
-    retrieved = np.bincount(query_index, minlength=len(query_ids))
-    if keep_ranks is not None:
-        order, query_index, score, rank = _top(rank <= keep_ranks, order, query_index, score, rank)
-    grade, judged = _lookup_grades(golden, query_ids, query_index, doc_ids.take(pa.array(order)))
+    if limit is not None:
+        top = rank <= limit
+        rows, query_index, score, rank = rows[top], query_index[top], score[top], rank[top]
+    judgments = _judgments_of(golden, query_ids)
+    grade, judged = _lookup_grades(judgments, query_index, doc_ids.take(pa.array(rows)))
     return Ranking(
         query_ids=query_ids,
         query_index=query_index,
@@ -241,13 +234,139 @@ def rank_run(
         judged=judged,
         relevant=judged & (grade >= rel_threshold),
         retrieved=retrieved,
-        relevant_count=_relevant_count(golden, query_ids, rel_threshold),
-        ideal_grades=_ideal_grades(golden, query_ids),
+        relevant_count=_relevant_count(judgments, len(query_ids), rel_threshold),
+        ideal_grades=_ideal_grades(judgments, len(query_ids)),
     )
 
 
-def _top(mask: np.ndarray, *arrays: np.ndarray) -> list[np.ndarray]:
-    return [array[mask] for array in arrays]
+@dataclass(frozen=True)
+class _QueryRuns:
+    """A run's rows for the scored queries, laid out so that each query's rows, ranked,
+    hold consecutive positions.
+
+    ``order`` maps positions to rows of the run (None: each position is that row);
+    ``score`` is the score at each position. Per query, in ascending ``query`` (index into
+    the scored query ids): ``start`` and ``length`` of its positions. Within a query, rows
+    are in score order (equal scores in file order), or in file order for ``keep_order``.
+    """
+
+    order: np.ndarray | None
+    score: np.ndarray
+    start: np.ndarray
+    length: np.ndarray
+    query: np.ndarray
+
+    def select(self, keep: np.ndarray) -> _QueryRuns:
+        """Only the queries where ``keep`` is true."""
+        return _QueryRuns(
+            self.order, self.score, self.start[keep], self.length[keep], self.query[keep]
+        )
+
+
+def _query_runs(
+    query_column: pa.ChunkedArray, query_ids: np.ndarray, score: np.ndarray, by_score: bool
+) -> _QueryRuns:
+    """Group the run's rows by scored query, ranked by score when ``by_score``."""
+    starts = run_starts(query_column)
+    run_query = lookup(query_column.take(pa.array(starts)), query_ids)
+    in_order = not by_score or _descending_within(score, starts)
+    lengths = np.diff(starts, append=len(score))
+    scored = run_query >= 0
+    starts, lengths, run_query = starts[scored], lengths[scored], run_query[scored]
+    if in_order and len(np.unique(run_query)) == len(run_query):
+        # Run files are usually written query by query, best first: then no row moves,
+        # and only the top rows of each query are ever gathered.
+        by_query = np.argsort(run_query)
+        return _QueryRuns(None, score, starts[by_query], lengths[by_query], run_query[by_query])
+    row_query = np.repeat(run_query, lengths)
+    rows = _ranges(starts, lengths)
+    sort_keys = [("query", "ascending"), ("score", "descending")][: 2 if by_score else 1]
+    table = pa.table({"query": row_query, "score": score[rows]})
+    # Arrow's sort is stable: equal scores keep the file's order.
+    by_rank = pc.sort_indices(table, sort_keys=sort_keys).to_numpy()
+    order, row_query = rows[by_rank], row_query[by_rank]
+    new_starts = np.flatnonzero(np.diff(row_query, prepend=-1) != 0)
+    return _QueryRuns(
+        order,
+        score[order],
+        new_starts,
+        np.diff(new_starts, append=len(order)),
+        row_query[new_starts],
+    )
+
+
+def _descending_within(score: np.ndarray, starts: np.ndarray) -> bool:
+    """Whether the scores never rise from one row to the next inside a run of rows (the
+    runs begin at ``starts``)."""
+    rises = np.diff(score) > 0
+    rises[starts[1:] - 1] = False  # from the last row of a run to the first of the next
+    return not rises.any()
+
+
+def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The positions ``start, start + 1, ..., start + length - 1`` of each range, in turn."""
+    ends = np.cumsum(lengths)
+    return np.arange(ends[-1] if len(ends) else 0) + np.repeat(starts - (ends - lengths), lengths)
+
+
+def _best_scores(runs: _QueryRuns) -> np.ndarray:
+    """The highest score of each query."""
+    if len(runs.start) == 0:
+        return np.zeros(0)
+    offsets = np.cumsum(runs.length) - runs.length
+    return np.maximum.reduceat(runs.score[_ranges(runs.start, runs.length)], offsets)
+
+
+def _top_positions(
+    runs: _QueryRuns, limit: int | None, with_ties: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """The positions of each query's top ``limit`` rows (all rows when None), grouped by
+    query, and the query index of each.
+
+    ``with_ties`` also keeps the rows tied in score with the last one kept: the tie-break
+    (doc_id) decides which of them are in the top, so all of them must be ranked.
+    """
+    length = runs.length if limit is None else np.minimum(runs.length, limit)
+    if with_ties and limit is not None:
+        length = _extend_over_ties(runs, length)
+    return _ranges(runs.start, length), np.repeat(runs.query, length)
+
+
+def _extend_over_ties(runs: _QueryRuns, length: np.ndarray) -> np.ndarray:
+    """Lengthen each query's kept range over the rows tied with its last kept row.
+
+    Scores fall within a query, so the tied rows follow the last kept one: a binary search
+    per query (all queries at once) finds where they end.
+    """
+    last_score = runs.score[runs.start + length - 1]
+    low, high = runs.start + length, runs.start + runs.length
+    searching = low < high
+    while searching.any():
+        middle = (low + high) // 2
+        tied = searching & (runs.score[np.minimum(middle, len(runs.score) - 1)] == last_score)
+        low = np.where(tied, middle + 1, low)
+        high = np.where(searching & ~tied, middle, high)
+        searching = low < high
+    return low - runs.start
+
+
+def _doc_order_within_ties(
+    rows: np.ndarray, query_index: np.ndarray, score: np.ndarray, doc_ids: pa.ChunkedArray
+) -> np.ndarray:
+    """The order that sorts each run of equal (query, score) rows by doc_id descending,
+    trec_eval's tie-break, leaving every other row in place.
+
+    Only tied rows have their doc ids compared: usually a small share of the rows.
+    """
+    new_group = np.r_[True, (np.diff(query_index) != 0) | (np.diff(score) != 0)]
+    group = np.cumsum(new_group) - 1
+    tied = np.flatnonzero(np.bincount(group)[group] > 1) if len(group) else group
+    order = np.arange(len(rows))
+    if len(tied):
+        keys = pa.table({"group": group[tied], "doc": doc_ids.take(pa.array(rows[tied]))})
+        by_doc = pc.sort_indices(keys, sort_keys=[("group", "ascending"), ("doc", "descending")])
+        order[tied] = tied[by_doc.to_numpy()]
+    return order
 
 
 def _rank_within_groups(group: np.ndarray, group_count: int) -> np.ndarray:
@@ -256,53 +375,52 @@ def _rank_within_groups(group: np.ndarray, group_count: int) -> np.ndarray:
     return np.arange(len(group)) - starts[group] + 1
 
 
-def _lookup_grades(
-    golden: Golden, query_ids: np.ndarray, query_index: np.ndarray, doc_ids: pa.ChunkedArray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Grade and judged flag of each ranked row: a hash join on (query, doc) with Arrow."""
+@dataclass(frozen=True)
+class _Judgments:
+    """The judgements of the scored queries: query index, doc id and grade per judgement."""
+
+    query_index: np.ndarray
+    doc_ids: pa.Array | pa.ChunkedArray
+    grade: np.ndarray
+
+
+def _judgments_of(golden: Golden, query_ids: np.ndarray) -> _Judgments:
     judgments = golden.judgments
-    judged_query = lookup(arrow_strings(judgments["query_id"]), query_ids)
-    known = judged_query >= 0
-    right = pa.table(
-        {
-            "query": judged_query[known],
-            "doc": arrow_strings(judgments["doc_id"]).filter(pa.array(known)).cast(doc_ids.type),
-            "grade": judgments["grade"].to_numpy(dtype=np.int64)[known],
-        }
+    query_index = lookup(arrow_strings(judgments["query_id"]), query_ids)
+    known = query_index >= 0
+    return _Judgments(
+        query_index=query_index[known],
+        doc_ids=arrow_strings(judgments["doc_id"]).filter(pa.array(known)),
+        grade=judgments["grade"].to_numpy(dtype=np.int64)[known],
     )
-    left = pa.table({"query": query_index, "doc": doc_ids, "row": np.arange(len(query_index))})
-    joined = left.join(right, keys=["query", "doc"], join_type="inner")
-    grade = np.zeros(len(query_index), dtype=np.int64)
-    found = np.zeros(len(query_index), dtype=bool)
-    rows = joined["row"].to_numpy()
-    grade[rows] = joined["grade"].to_numpy()
-    found[rows] = True
+
+
+def _lookup_grades(
+    judgments: _Judgments, query_index: np.ndarray, doc_ids: pa.ChunkedArray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Grade and judged flag of each ranked row, matched on (query, doc)."""
+    match = match_pairs(query_index, doc_ids, judgments.query_index, judgments.doc_ids)
+    found = match >= 0
+    grade = np.zeros(len(match), dtype=np.int64)
+    grade[found] = judgments.grade[match[found]]
     # A negative grade means "pooled but not judged" in TREC qrels: it is not a judgement.
     return grade, found & (grade >= 0)
 
 
-def _judgments_of(golden: Golden, query_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    judgments = golden.judgments
-    query_index = lookup(arrow_strings(judgments["query_id"]), query_ids)
-    known = query_index >= 0
-    return query_index[known], judgments["grade"].to_numpy(dtype=np.int64)[known]
+def _relevant_count(judgments: _Judgments, query_count: int, rel_threshold: int) -> np.ndarray:
+    relevant = judgments.grade >= rel_threshold
+    return np.bincount(judgments.query_index[relevant], minlength=query_count)
 
 
-def _relevant_count(golden: Golden, query_ids: np.ndarray, rel_threshold: int) -> np.ndarray:
-    query_index, grades = _judgments_of(golden, query_ids)
-    return np.bincount(query_index[grades >= rel_threshold], minlength=len(query_ids))
-
-
-def _ideal_grades(golden: Golden, query_ids: np.ndarray) -> np.ndarray:
+def _ideal_grades(judgments: _Judgments, query_count: int) -> np.ndarray:
     """Each query's positive grades, best first, padded with 0 to the longest list."""
-    query_index, grades = _judgments_of(golden, query_ids)
-    positive = grades > 0
-    query_index, grades = query_index[positive], grades[positive]
+    positive = judgments.grade > 0
+    query_index, grades = judgments.query_index[positive], judgments.grade[positive]
     order = np.lexsort((-grades, query_index))
     query_index, grades = query_index[order], grades[order]
     width = int(np.bincount(query_index).max()) if len(query_index) else 1
-    ideal = np.zeros((len(query_ids), width), dtype=np.int64)
-    ideal[query_index, _rank_within_groups(query_index, len(query_ids)) - 1] = grades
+    ideal = np.zeros((query_count, width), dtype=np.int64)
+    ideal[query_index, _rank_within_groups(query_index, query_count) - 1] = grades
     return ideal
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import mmap
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,13 +20,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
-from eval.columns import arrow_strings, equal_to_next, factorize_runs
+from eval.columns import arrow_strings, factorize_runs, first_repeat
 
 GOLDEN_STATUSES = ("done", "skipped", "pending")
 TREC_RUN_FIELDS = ["query_id", "iter", "doc_id", "rank", "score", "tag"]
 TREC_QRELS_FIELDS = ["query_id", "iter", "doc_id", "grade"]
-RUN_TYPES = {"query_id": pa.string(), "doc_id": pa.string(), "score": pa.float64()}
-QRELS_TYPES = {"query_id": pa.string(), "doc_id": pa.string(), "grade": pa.int64()}
+# Large strings are what pandas' Arrow-backed str columns hold: no conversion on the way.
+RUN_TYPES = {"query_id": pa.large_string(), "doc_id": pa.large_string(), "score": pa.float64()}
+QRELS_TYPES = {"query_id": pa.large_string(), "doc_id": pa.large_string(), "grade": pa.int64()}
 QUERY_COLUMNS = ("query_id", "query", "slice", "status", "answerable", "mode")
 
 
@@ -69,8 +69,7 @@ class Golden:
 
 @dataclass(frozen=True)
 class Run:
-    """A system's results: ``results`` has query_id, doc_id, score and tie_order, in file
-    order; ``tie_order`` ranks rows by query, then doc_id descending (trec_eval's tie-break).
+    """A system's results: ``results`` has query_id, doc_id and score, in file order.
 
     ``query_ids`` lists every query the run answered, including those where it returned
     nothing (an empty JSONL ``results`` list: the system abstained).
@@ -119,7 +118,7 @@ def golden_from_records(records: Iterable[dict], source: str = "<records>") -> G
 
 def golden_from_judgments(judgments: pd.DataFrame) -> Golden:
     """A golden set from plain judgements: every query is done and answerable, no slice."""
-    query_ids = judgments["query_id"].drop_duplicates().to_numpy()
+    _, query_ids = factorize_runs(arrow_strings(judgments["query_id"]))
     queries = pd.DataFrame(
         {
             "query_id": query_ids,
@@ -186,30 +185,22 @@ def _read_beir_qrels(path: Path) -> Golden:
 
 
 def _checked_judgments(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
-    _sorted_without_repeats(frame, str(path))
+    _check_no_repeated_docs(frame, str(path))
     return frame[["query_id", "doc_id", "grade"]].astype({"grade": "int64"})
 
 
-def _sorted_without_repeats(rows: pd.DataFrame, source: str) -> np.ndarray:
-    """The order that groups ``rows`` by query_id, doc_id descending within each query.
-
-    Sorting puts a doc repeated within one query next to itself: that is an input error,
-    raised naming the line (``rows`` is indexed by line number).
-    """
-    query_codes, _ = factorize_runs(arrow_strings(rows["query_id"]))
-    doc_ids = arrow_strings(rows["doc_id"])
-    keys = pa.table({"query": query_codes, "doc_id": doc_ids})
-    order = pc.sort_indices(keys, sort_keys=[("query", "ascending"), ("doc_id", "descending")])
-    repeated = equal_to_next(doc_ids.take(order))
-    order = order.to_numpy()
-    repeated &= np.diff(query_codes[order], append=-1) == 0
-    if repeated.any():
-        row = int(order[np.argmax(repeated)])
+def _check_no_repeated_docs(rows: pd.DataFrame, source: str) -> np.ndarray:
+    """The distinct query ids of ``rows``, in order of appearance, once checked that no doc
+    is given twice for one query; a repeat is an input error, naming the second line
+    (``rows`` is indexed by line number)."""
+    query_codes, query_ids = factorize_runs(arrow_strings(rows["query_id"]))
+    row = first_repeat(query_codes, arrow_strings(rows["doc_id"]))
+    if row is not None:
         doc_id, query_id = rows["doc_id"].iloc[row], rows["query_id"].iloc[row]
         raise InputError(
             source, int(rows.index[row]), "doc_id", f"{doc_id!r} repeated within query {query_id!r}"
         )
-    return order
+    return query_ids
 
 
 # --- runs --------------------------------------------------------------------------------
@@ -245,20 +236,13 @@ def run_from_frame(
 def _run_from_rows(
     rows: pd.DataFrame, name: str, source: str, query_ids: Iterable[str] | None = None
 ) -> Run:
-    """Check the rows (indexed by line number) and note their tie-break order.
-
-    ``tie_order`` numbers the rows by query, then doc_id descending in byte order (how
-    trec_eval breaks score ties), so ranking needs only numbers. Sorting by doc also puts
-    a repeated doc next to itself, which is how repeats are found.
-    """
+    """Check the rows (indexed by line number): every score a number, no doc repeated."""
     bad_score = np.isnan(rows["score"].to_numpy(dtype=np.float64))
     if bad_score.any():
         raise InputError(source, int(rows.index[np.argmax(bad_score)]), "score", "not a number")
-    tie_order = np.empty(len(rows), dtype=np.int64)
-    tie_order[_sorted_without_repeats(rows, source)] = np.arange(len(rows))
+    run_query_ids = _check_no_repeated_docs(rows, source)
     results = rows[["query_id", "doc_id", "score"]].reset_index(drop=True)
-    results["tie_order"] = tie_order
-    known = results["query_id"].unique() if query_ids is None else list(query_ids)
+    known = run_query_ids if query_ids is None else list(query_ids)
     return Run(results, np.asarray(known, dtype=object), name)
 
 
@@ -269,8 +253,6 @@ def _read_fields_fast(path: Path, names: list[str], types: dict[str, pa.DataType
 
     Rows map one to one to lines (nothing is skipped), so the index is the line number.
     """
-    if _has_comment_lines(path):
-        return None
     delimiter = "\t" if "\t" in _first_content_line(path) else " "
     try:
         table = pcsv.read_csv(
@@ -282,6 +264,9 @@ def _read_fields_fast(path: Path, names: list[str], types: dict[str, pa.DataType
             convert_options=pcsv.ConvertOptions(include_columns=list(types), column_types=types),
         )
     except (pa.ArrowInvalid, UnicodeDecodeError):
+        return None
+    # A comment line with the right number of fields parses, its query id starting with '#'.
+    if pc.any(pc.starts_with(table["query_id"], "#")).as_py():
         return None
     rows = table.to_pandas()
     rows.index += 1
@@ -391,14 +376,6 @@ def _first_undecodable_line(path: Path) -> int | None:
             except UnicodeDecodeError:
                 return line
     return None
-
-
-def _has_comment_lines(path: Path) -> bool:
-    """True when a line starts with ``#`` (scanned without reading the file into memory)."""
-    if path.stat().st_size == 0:
-        return False
-    with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-        return data[:1] == b"#" or data.find(b"\n#") >= 0
 
 
 def _integers(column: pd.Series, path: Path, field: str) -> pd.Series:

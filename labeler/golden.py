@@ -3,8 +3,9 @@
 The store keeps an append-only log of events; everything an annotator currently sees (the
 grade of each doc, whether a query is done) is *derived* from that log by :func:`derive_state`.
 :func:`golden_record` merges the annotators' states of one query into the golden-set JSONL
-record of DESIGN.md, and :func:`events_for_record` is its inverse (importing a golden set).
-Pure functions: no database here.
+record of DESIGN.md — or, where a reviewer adjudicated the query, takes the reviewer's
+:class:`Decision` as the golden label and keeps every annotator's label beside it — and
+:func:`events_for_record` is its inverse (importing a golden set). Pure functions: no database.
 """
 
 from __future__ import annotations
@@ -160,12 +161,36 @@ def derive_state(events: Sequence[Event], context: QueryContext) -> QueryState:
     )
 
 
-def merged_status(states: Iterable[QueryState]) -> tuple[str, bool]:
+@dataclass(frozen=True)
+class Decision:
+    """A reviewer's adjudication of a query: the golden label from then on.
+
+    ``judgments`` are the decided grades; ``adopted`` names the annotator whose labels were
+    accepted as they were (None when the reviewer set the grades). The latest decision on a
+    query counts; earlier ones stay in the log.
+    """
+
+    id: int
+    query_id: str
+    reviewer: str
+    judgments: dict[str, int]
+    answerable: bool
+    adopted: str | None = None
+    note: str = ""
+    created_at: str = ""
+
+
+def merged_status(
+    states: Iterable[QueryState], decision: Decision | None = None
+) -> tuple[str, bool]:
     """The query's golden status and answerability over all its annotators.
 
-    Done if anyone completed it (answerability from the latest completion), else in progress
-    if anyone started it, else skipped if anyone skipped it, else pending.
+    An adjudicated query is done, answerable as the reviewer decided. Otherwise: done if
+    anyone completed it (answerability from the latest completion), else in progress if
+    anyone started it, else skipped if anyone skipped it, else pending.
     """
+    if decision is not None:
+        return "done", decision.answerable
     states = list(states)
     done = [state for state in states if state.status == "done"]
     if done:
@@ -176,33 +201,49 @@ def merged_status(states: Iterable[QueryState]) -> tuple[str, bool]:
     return "pending", True
 
 
-def golden_record(query: Mapping, states: Mapping[str, QueryState], context: QueryContext) -> dict:
+def golden_record(
+    query: Mapping,
+    states: Mapping[str, QueryState],
+    context: QueryContext,
+    decision: Decision | None = None,
+) -> dict:
     """The golden-set JSONL record (DESIGN.md) of one query, merging its annotators' states.
 
     ``query`` holds query_id, query, slice and metadata. A doc's grade is the latest label
-    given by any annotator; unjudged docs are absent. ``judgments`` lists candidates in
-    display order, then docs attached from search. ``judged_depth`` is the number of judged
-    candidates (for a list judged top-down, the depth reached); ``first_relevant_rank`` the
-    display position of the first relevant candidate. ``status`` is done, skipped or pending
-    (a query started but not finished is pending). An annotator whose every action was
-    undone has left nothing and is not listed.
+    given by any annotator — or, when a reviewer adjudicated the query, the ``decision``'s
+    grade (the query is then done, answerable as decided). Unjudged docs are absent.
+    ``judgments`` lists candidates in display order, then docs attached from search.
+    ``judged_depth`` is the number of judged candidates (for a list judged top-down, the depth
+    reached); ``first_relevant_rank`` the display position of the first relevant candidate.
+    ``status`` is done, skipped or pending (a query started but not finished is pending). An
+    annotator whose every action was undone has left nothing and is not listed.
+
+    Nothing is lost in the merge: when annotators' labels differ, or a reviewer decided,
+    ``labels`` keeps each annotator's own label (see :func:`annotator_label`); an adjudicated
+    record also has ``adjudication`` (reviewer, adopted annotator, grades, answerability, note,
+    ``decided_at``). When every annotator gave the same label, it is the final one, and the
+    record has DESIGN.md's keys only.
     """
     states = {name: state for name, state in states.items() if state.contributed}
-    latest: dict[str, tuple[int, int]] = {}
-    for state in states.values():
-        for doc_id, grade in state.grades.items():
-            event_id = state.label_events[doc_id]
-            if doc_id not in latest or event_id > latest[doc_id][0]:
-                latest[doc_id] = (event_id, grade)
     positions = context.positions
-    order = sorted(latest, key=lambda d: (positions.get(d, len(positions) + 1), latest[d][0]))
-    judgments = {doc_id: latest[doc_id][1] for doc_id in order}
-    relevant = [
-        positions[d] for d, g in judgments.items() if d in positions and g >= context.threshold
-    ]
-    status, answerable = merged_status(states.values())
+    if decision is None:
+        latest: dict[str, tuple[int, int]] = {}
+        for state in states.values():
+            for doc_id, grade in state.grades.items():
+                event_id = state.label_events[doc_id]
+                if doc_id not in latest or event_id > latest[doc_id][0]:
+                    latest[doc_id] = (event_id, grade)
+        grades = {doc_id: grade for doc_id, (_, grade) in latest.items()}
+        order = {doc_id: event_id for doc_id, (event_id, _) in latest.items()}
+    else:
+        grades = dict(decision.judgments)
+        order = {doc_id: index for index, doc_id in enumerate(grades)}
+    judgments = _in_display_order(grades, positions, order)
+    status, answerable = merged_status(states.values(), decision)
     newest = max(states.values(), key=lambda state: state.last_event_id, default=None)
     updated = [state.updated_at for state in states.values() if state.updated_at]
+    if decision is not None:
+        updated.append(decision.created_at)
     record = {
         "query_id": query["query_id"],
         "query": query["query"],
@@ -210,7 +251,7 @@ def golden_record(query: Mapping, states: Mapping[str, QueryState], context: Que
         "status": EXPORTED_STATUS[status],
         "answerable": answerable,
         "judgments": judgments,
-        "first_relevant_rank": min(relevant) if relevant else None,
+        "first_relevant_rank": first_relevant_rank(judgments, positions, context.threshold),
         "judged_depth": sum(1 for doc_id in judgments if doc_id in positions),
         "mode": newest.mode if newest else context.default_mode,
         "annotators": sorted(states),
@@ -220,7 +261,56 @@ def golden_record(query: Mapping, states: Mapping[str, QueryState], context: Que
     }
     if query.get("metadata"):
         record["metadata"] = query["metadata"]
+    labels = {name: annotator_label(states[name], positions) for name in sorted(states)}
+    if decision is not None or len({_label_key(label) for label in labels.values()}) > 1:
+        record["labels"] = labels
+    if decision is not None:
+        record["adjudication"] = {
+            "reviewer": decision.reviewer,
+            "adopted": decision.adopted,
+            "judgments": judgments,
+            "answerable": decision.answerable,
+            "note": decision.note,
+            "decided_at": to_export_time(decision.created_at),
+        }
     return record
+
+
+def annotator_label(state: QueryState, positions: Mapping[str, int]) -> dict:
+    """One annotator's own label of a query, as the export keeps it beside the final one:
+    status, answerable, judgments (display order), first_relevant_rank, judged_depth, mode,
+    labelled_at."""
+    return {
+        "status": EXPORTED_STATUS[state.status],
+        "answerable": state.answerable,
+        "judgments": _in_display_order(state.grades, positions, state.label_events),
+        "first_relevant_rank": state.first_relevant_rank,
+        "judged_depth": state.judged_depth,
+        "mode": state.mode,
+        "labelled_at": to_export_time(state.updated_at) if state.updated_at else None,
+    }
+
+
+def first_relevant_rank(
+    judgments: Mapping[str, int], positions: Mapping[str, int], threshold: int
+) -> int | None:
+    """The display position of the first relevant candidate; None when no candidate is."""
+    relevant = [positions[d] for d, g in judgments.items() if d in positions and g >= threshold]
+    return min(relevant) if relevant else None
+
+
+def _in_display_order(
+    grades: Mapping[str, int], positions: Mapping[str, int], order: Mapping[str, int]
+) -> dict[str, int]:
+    """Candidates in display order, then other docs (attached from search) in ``order``."""
+    after_candidates = len(positions) + 1
+    ranked = sorted(grades, key=lambda d: (positions.get(d, after_candidates), order[d]))
+    return {doc_id: grades[doc_id] for doc_id in ranked}
+
+
+def _label_key(label: Mapping) -> tuple:
+    """What makes two annotators' labels the same: status, answerability and grades."""
+    return label["status"], label["answerable"], tuple(label["judgments"].items())
 
 
 def events_for_record(record: Mapping, threshold: int = 1) -> list[dict]:

@@ -34,7 +34,7 @@ from sqlite_utils import Migrations
 
 from eval.readers import InputError
 from labeler import golden
-from labeler.golden import Event, QueryContext, QueryState
+from labeler.golden import Decision, Event, QueryContext, QueryState
 from labeler.importing import Task, collect_documents, read_tasks, tasks_from_records
 from labeler.pooling import (
     PooledRun,
@@ -199,6 +199,32 @@ def create_eval_records(db: sqlite_utils.Database) -> None:
             metrics TEXT NOT NULL,                      -- JSON: {metric: mean}
             slices TEXT NOT NULL DEFAULT '{}'           -- JSON: {slice: {metric: mean}}
         );
+        """
+    )
+
+
+@migrations()
+def create_team_tables(db: sqlite_utils.Database) -> None:
+    """Version 3: login lockout counters, and reviewers' adjudications (an append-only log)."""
+    db.executescript(
+        """
+        ALTER TABLE annotators ADD COLUMN failed_logins INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE annotators ADD COLUMN locked_until TEXT;   -- log time; NULL = not locked
+        CREATE TABLE adjudications (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            query_id TEXT NOT NULL REFERENCES queries(query_id),
+            reviewer TEXT NOT NULL,
+            judgments TEXT NOT NULL,                   -- JSON {doc_id: grade}: the decision
+            answerable INTEGER NOT NULL,
+            adopted TEXT,                              -- annotator whose labels were accepted
+            note TEXT NOT NULL DEFAULT '',
+            created_at TEXT NOT NULL
+        );
+        CREATE INDEX adjudications_query ON adjudications(query_id, id);
+        CREATE TRIGGER adjudications_append_only_update BEFORE UPDATE ON adjudications
+            BEGIN SELECT RAISE(ABORT, 'adjudications are append-only'); END;
+        CREATE TRIGGER adjudications_append_only_delete BEFORE DELETE ON adjudications
+            BEGIN SELECT RAISE(ABORT, 'adjudications are append-only'); END;
         """
     )
 
@@ -718,6 +744,9 @@ class Store:
                     (query_id, annotator),
                 ).fetchall()
             )
+        decision = self._decisions([query_id]).get(query_id)
+        if decision is not None:  # a reviewer's decision is the golden label
+            return dict(decision.judgments)
         # Rows in event order: a later label overwrites an earlier one.
         return dict(
             self.conn.execute(
@@ -778,8 +807,9 @@ class Store:
             context = self._context(query_id)
             if annotator is None:
                 states = self._states([query_id]).get(query_id, {})
-                record = golden.golden_record(self.query(query_id), states, context)
-                status, answerable = golden.merged_status(states.values())
+                decision = self._decisions([query_id]).get(query_id)
+                record = golden.golden_record(self.query(query_id), states, context, decision)
+                status, answerable = golden.merged_status(states.values(), decision)
                 state = QueryState(
                     status=status,
                     answerable=answerable,
@@ -1112,7 +1142,8 @@ class Store:
                 (query_id,),
             )
         ]
-        status, answerable = golden.merged_status(states)
+        decision = self._decisions([query_id]).get(query_id)
+        status, answerable = golden.merged_status(states, decision)
         old_status, old_answerable = self.conn.execute(
             "SELECT status, answerable FROM queries WHERE query_id = ?", (query_id,)
         ).fetchone()
@@ -1178,7 +1209,13 @@ class Store:
         )
 
     def _all_query_ids_with_events(self) -> list[str]:
-        return [row[0] for row in self.conn.execute("SELECT DISTINCT query_id FROM events")]
+        """Every query with events or an adjudication: those with projections to derive."""
+        return [
+            row[0]
+            for row in self.conn.execute(
+                "SELECT query_id FROM events UNION SELECT query_id FROM adjudications"
+            )
+        ]
 
     def rebuild_projections(self) -> None:
         """Recompute every projection (labels, query states, counts, golden status) from the
@@ -1312,7 +1349,7 @@ class Store:
     def update_annotator(
         self, name: str, *, role: str | None = None, password_hash: str | None = None
     ) -> None:
-        """Change a user's role and/or password hash."""
+        """Change a user's role and/or password hash. A new password also lifts a login lock."""
         if role is not None and role not in ROLES:
             raise ValueError(f"role must be one of {ROLES}, got {role!r}")
         with self._writing() as conn:
@@ -1323,6 +1360,40 @@ class Store:
                 "password_hash = coalesce(?, password_hash) WHERE name = ?",
                 (role, password_hash, name),
             )
+            if password_hash is not None:
+                conn.execute(
+                    "UPDATE annotators SET failed_logins = 0, locked_until = NULL WHERE name = ?",
+                    (name,),
+                )
+
+    def record_login_failure(self, name: str, *, lock_after: int, locked_until: str) -> str | None:
+        """Count a failed login of a registered user (the count lives in the database, so it
+        holds across sessions and restarts). The ``lock_after``-th failure in a row locks the
+        account until ``locked_until`` (a log time) and starts the count again. Returns the
+        lock time when this failure locked the account, else None; unknown names: None."""
+        if lock_after < 1:
+            raise ValueError(f"lock_after must be at least 1, got {lock_after}")
+        with self._writing() as conn:
+            row = conn.execute(
+                "UPDATE annotators SET failed_logins = failed_logins + 1 WHERE name = ? "
+                "RETURNING failed_logins",
+                (name,),
+            ).fetchone()
+            if row is None or row[0] < lock_after:
+                return None
+            conn.execute(
+                "UPDATE annotators SET failed_logins = 0, locked_until = ? WHERE name = ?",
+                (locked_until, name),
+            )
+        return locked_until
+
+    def record_login_success(self, name: str) -> None:
+        """A successful login: the count of failures in a row starts again."""
+        with self._writing() as conn:
+            conn.execute(
+                "UPDATE annotators SET failed_logins = 0, locked_until = NULL WHERE name = ?",
+                (name,),
+            )
 
     def remove_annotator(self, name: str) -> None:
         """Remove a user's account. Their events stay in the log (nothing is ever lost)."""
@@ -1332,39 +1403,97 @@ class Store:
 
     def assign(self, annotator: str, query_ids: Sequence[str]) -> int:
         """Give queries to an annotator (appended to their queue; already assigned ones are
-        kept as they are). From then on :meth:`next_query` offers them only their assigned
-        queries. Returns how many were newly assigned."""
-        with self._writing() as conn:
-            for query_id in query_ids:
-                self._require_query(query_id)
-            start = conn.execute(
-                "SELECT coalesce(max(position), 0) FROM assignments WHERE annotator = ?",
-                (annotator,),
-            ).fetchone()[0]
-            added = 0
-            for query_id in dict.fromkeys(query_ids):
-                status = conn.execute(
-                    "SELECT status FROM query_state WHERE query_id = ? AND annotator = ?",
-                    (query_id, annotator),
-                ).fetchone()
-                cursor = conn.execute(
-                    "INSERT OR IGNORE INTO assignments (annotator, query_id, position, open, "
-                    "assigned_at) VALUES (?, ?, ?, ?, ?)",
-                    (
-                        annotator,
-                        query_id,
-                        start + added + 1,
-                        int(not status or status[0] not in ("done", "skipped")),
-                        golden.now(),
-                    ),
+        kept as they are: nobody gets the same query twice). From then on :meth:`next_query`
+        offers them only their assigned queries. Returns how many were newly assigned."""
+        return self.assign_plan({annotator: query_ids})[annotator]
+
+    def assign_plan(self, plan: Mapping[str, Sequence[str]]) -> dict[str, int]:
+        """Give each annotator their queries (see :meth:`assign`) in one transaction: the whole
+        plan or, on any error (an unknown query), nothing. Returns newly assigned per annotator."""
+        with self._writing():
+            for query_ids in plan.values():
+                for query_id in query_ids:
+                    self._require_query(query_id)
+            return {
+                annotator: self._assign(annotator, query_ids)
+                for annotator, query_ids in plan.items()
+            }
+
+    def _assign(self, annotator: str, query_ids: Sequence[str]) -> int:
+        if not isinstance(annotator, str) or not annotator:
+            raise ValueError("annotator must be a non-empty string")
+        conn = self.conn
+        start = conn.execute(
+            "SELECT coalesce(max(position), 0) FROM assignments WHERE annotator = ?",
+            (annotator,),
+        ).fetchone()[0]
+        added = 0
+        for query_id in dict.fromkeys(query_ids):
+            status = conn.execute(
+                "SELECT status FROM query_state WHERE query_id = ? AND annotator = ?",
+                (query_id, annotator),
+            ).fetchone()
+            cursor = conn.execute(
+                "INSERT OR IGNORE INTO assignments (annotator, query_id, position, open, "
+                "assigned_at) VALUES (?, ?, ?, ?, ?)",
+                (
+                    annotator,
+                    query_id,
+                    start + added + 1,
+                    int(not status or status[0] not in ("done", "skipped")),
+                    golden.now(),
+                ),
+            )
+            if cursor.rowcount:
+                added += 1
+                slice_name = self._value(
+                    "SELECT slice FROM queries WHERE query_id = ?", (query_id,)
                 )
-                if cursor.rowcount:
-                    added += 1
-                    slice_name = self._value(
-                        "SELECT slice FROM queries WHERE query_id = ?", (query_id,)
-                    )
-                    self._count(annotator, slice_name, "assigned", 1)
+                self._count(annotator, slice_name, "assigned", 1)
         return added
+
+    def assignment_counts(self) -> dict[str, dict[str, int]]:
+        """Per annotator with assignments: ``assigned`` queries and how many are still ``open``
+        (neither done nor skipped by them)."""
+        return {
+            row["annotator"]: {"assigned": row["assigned"], "open": row["open"]}
+            for row in self._rows(
+                "SELECT annotator, count(*) AS assigned, sum(open) AS open FROM assignments "
+                "GROUP BY annotator ORDER BY annotator"
+            )
+        }
+
+    def assignees(self) -> dict[str, list[str]]:
+        """Who each assigned query went to: query_id -> annotators (by name), in queue order."""
+        assigned: dict[str, list[str]] = {}
+        for row in self._rows(
+            "SELECT a.query_id, a.annotator FROM assignments a "
+            "JOIN queries q ON q.query_id = a.query_id ORDER BY q.position, a.annotator"
+        ):
+            assigned.setdefault(row["query_id"], []).append(row["annotator"])
+        return assigned
+
+    def dealable_queries(self, slices: Sequence[str] | None = None) -> list[dict]:
+        """Queries that can still be dealt out, in queue order: not done and assigned to nobody
+        (of these ``slices`` when given). Each is a dict: query_id, slice, and ``labelled_by``,
+        the annotators who already worked on it (it must not go to them again)."""
+        where, params = "", []
+        if slices is not None:
+            where, params = f"AND q.slice IN ({_marks(slices)})", list(slices)
+        with self._reading():
+            rows = self._rows(
+                "SELECT q.query_id, q.slice FROM queries q WHERE q.status != 'done' AND NOT "
+                "EXISTS (SELECT 1 FROM assignments a WHERE a.query_id = q.query_id) "
+                f"{where} ORDER BY q.position",
+                params,
+            )
+            labelled_by: dict[str, list[str]] = {}
+            for query_id, annotator in self.conn.execute(
+                "SELECT s.query_id, s.annotator FROM query_state s JOIN queries q "
+                "ON q.query_id = s.query_id WHERE q.status != 'done' ORDER BY s.annotator"
+            ):
+                labelled_by.setdefault(query_id, []).append(annotator)
+        return [{**row, "labelled_by": labelled_by.get(row["query_id"], [])} for row in rows]
 
     def assignments(self, annotator: str) -> list[str]:
         """The annotator's assigned query ids, in queue order."""
@@ -1375,6 +1504,123 @@ class Store:
                 (annotator,),
             )
         ]
+
+    # --- adjudication -----------------------------------------------------------------------------
+
+    def adjudicate(
+        self,
+        query_id: str,
+        reviewer: str,
+        judgments: Mapping[str, int],
+        answerable: bool,
+        *,
+        adopted: str | None = None,
+        note: str = "",
+    ) -> int:
+        """Record a reviewer's decision on a query; returns the decision id.
+
+        From then on the query's golden label is the decision — these grades, this
+        answerability, status done — whatever its annotators' labels say; their labels stay in
+        the log and in the export beside it. Decisions are an append-only log: deciding again
+        appends a new decision, which counts from then on. ``reviewer`` must be a registered
+        reviewer or admin; grades run 0..max_grade; each doc must be a candidate of the query
+        or a known document (one found by search); ``adopted`` names the annotator whose
+        labels the decision accepts as they were, if any.
+        """
+        if not isinstance(answerable, bool):
+            raise ValueError(f"answerable must be true or false, got {answerable!r}")
+        if not isinstance(note, str):
+            raise ValueError("a note must be a string")
+        for grade in judgments.values():
+            self._check_grade(grade)
+        with self._writing() as conn:
+            self._require_query(query_id)
+            role = self._value("SELECT role FROM annotators WHERE name = ?", (reviewer,))
+            if role not in ("reviewer", "admin"):
+                raise ValueError(f"{reviewer!r} is not a reviewer or admin: only they adjudicate")
+            for doc_id in judgments:
+                if not self._value("SELECT 1 FROM documents WHERE doc_id = ?", (doc_id,)):
+                    raise ValueError(f"unknown document {doc_id!r}")
+            cursor = conn.execute(
+                "INSERT INTO adjudications (query_id, reviewer, judgments, answerable, adopted, "
+                "note, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    query_id,
+                    reviewer,
+                    json.dumps(dict(judgments), ensure_ascii=False),
+                    int(answerable),
+                    adopted,
+                    note,
+                    golden.now(),
+                ),
+            )
+            self._refresh(query_id)
+        return int(cursor.lastrowid)
+
+    def decision(self, query_id: str) -> Decision | None:
+        """The decision that counts on a query (the latest), or None when none was made."""
+        with self._reading():
+            return self._decisions([query_id]).get(query_id)
+
+    def decisions(self) -> dict[str, Decision]:
+        """The decision that counts on every adjudicated query: query_id -> Decision."""
+        with self._reading():
+            ids = [
+                row[0] for row in self.conn.execute("SELECT DISTINCT query_id FROM adjudications")
+            ]
+            found: dict[str, Decision] = {}
+            for chunk in _chunks(ids):
+                found.update(self._decisions(chunk))
+        return found
+
+    def _decisions(self, query_ids: Sequence[str]) -> dict[str, Decision]:
+        rows = self._rows(
+            "SELECT id, query_id, reviewer, judgments, answerable, adopted, note, created_at "
+            f"FROM adjudications a WHERE query_id IN ({_marks(query_ids)}) AND id = "
+            "(SELECT max(id) FROM adjudications b WHERE b.query_id = a.query_id)",
+            query_ids,
+        )
+        return {
+            row["query_id"]: Decision(
+                **{**row, "judgments": json.loads(row["judgments"])},
+            )
+            for row in rows
+        }
+
+    def overlap_states(self) -> list[dict]:
+        """The doubly judged queries — done by two or more annotators — in queue order, for
+        agreement and adjudication. Each is a dict: query_id, query, slice, position,
+        ``positions`` (doc_id -> display position of each candidate) and ``states``
+        (annotator -> :class:`labeler.golden.QueryState`, only those who completed it)."""
+        with self._reading():
+            ids = [
+                row[0]
+                for row in self.conn.execute(
+                    "SELECT query_id FROM query_state WHERE status = 'done' "
+                    "GROUP BY query_id HAVING count(*) >= 2"
+                )
+            ]
+            overlap = []
+            for chunk in _chunks(ids):
+                states, positions = self._states(chunk), self._positions(chunk)
+                for query in self._rows(
+                    "SELECT query_id, query, slice, position FROM queries "
+                    f"WHERE query_id IN ({_marks(chunk)})",
+                    chunk,
+                ):
+                    done = {
+                        name: state
+                        for name, state in states[query["query_id"]].items()
+                        if state.status == "done"
+                    }
+                    overlap.append(
+                        {
+                            **query,
+                            "positions": positions.get(query["query_id"], {}),
+                            "states": done,
+                        }
+                    )
+        return sorted(overlap, key=lambda query: query["position"])
 
     # --- the log, for dashboards and audits -------------------------------------------------------
 
@@ -1456,6 +1702,7 @@ class Store:
                 ids = [query["query_id"] for query in queries]
                 positions = self._positions(ids)
                 states = self._states(ids)
+                decisions = self._decisions(ids)
                 for query in queries:
                     query["metadata"] = json.loads(query["metadata"])
                     context = QueryContext(
@@ -1464,7 +1711,12 @@ class Store:
                         settings["rel_threshold"],
                         settings["mode"],
                     )
-                    yield golden.golden_record(query, states.get(query["query_id"], {}), context)
+                    yield golden.golden_record(
+                        query,
+                        states.get(query["query_id"], {}),
+                        context,
+                        decisions.get(query["query_id"]),
+                    )
                 last_position = queries[-1]["position"]
 
     def _positions(self, query_ids: Sequence[str]) -> dict[str, dict[str, int]]:

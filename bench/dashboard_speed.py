@@ -1,0 +1,174 @@
+"""Dashboard speed: the live figures of a project with 100,000 labelled queries x 20 candidates.
+
+    python bench/dashboard_speed.py [--queries 100000] [--candidates 20]
+    python bench/dashboard_speed.py --db bench/out/dashboard.db    # build once, then reuse
+
+Builds the project through the store's API: the synthetic tasks of import_speed.py, then a
+seeded simulated team of four annotators labels every query in first-hit mode through
+``Store.judge`` and ``Store.mark`` (first relevant at a geometric rank, some misses, some
+unanswerable, a few skipped). Then it times what the dashboard computes (labeler.live):
+
+- cold: nothing cached: the run's top k and the golden set read from the database, the
+  report with bootstrap CIs, first-relevant ranks, coverage, throughput, cost, queries needed;
+- after a judgement: one more judgement arrives, so the golden set and every figure are
+  computed again; the run's top k (unchanged candidates) stays cached, as in the app;
+- the page: the dashboard page rendered by Streamlit's AppTest on the same project, first
+  with cold caches, then after one more judgement, then with nothing new (all cached).
+
+Prints the timings in seconds and writes bench/out/dashboard_speed.json. Target: the
+dashboard renders in under a second (DESIGN.md, Performance).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import streamlit as st
+from import_speed import write_tasks
+from streamlit.testing.v1 import AppTest
+
+from labeler import live
+from labeler.store import Store
+
+OUT = Path(__file__).resolve().parent / "out"
+REPO = Path(__file__).resolve().parents[1]
+ANNOTATORS = ("ana", "ben", "chen", "dara")
+DASHBOARD_APP = REPO / "tests" / "apps" / "dashboard_page.py"
+
+
+def build(path: Path, queries: int, candidates: int, seed: int = 0) -> dict[str, float]:
+    """Import the synthetic tasks and label every query; return the seconds of each step."""
+    with tempfile.TemporaryDirectory() as scratch:
+        tasks = Path(scratch) / "tasks.jsonl"
+        write_tasks(tasks, queries, candidates)
+        started = time.perf_counter()
+        with Store(path) as store:
+            store.import_tasks(tasks)
+            imported = time.perf_counter()
+            label_everything(store, queries, candidates, np.random.default_rng(seed))
+        labelled = time.perf_counter()
+    return {"import": imported - started, "labelling": labelled - imported}
+
+
+def label_everything(
+    store: Store, queries: int, candidates: int, rng: np.random.Generator
+) -> None:
+    """A simulated team labels each query top-down in first-hit mode, as the app would."""
+    outcome = rng.choice(
+        ["relevant", "miss", "unanswerable", "skip"], size=queries, p=[0.74, 0.10, 0.12, 0.04]
+    )
+    first_relevant = np.minimum(rng.geometric(0.45, size=queries), candidates)
+    non_relevant_before_verdict = rng.integers(2, 6, size=queries)
+    seconds = rng.lognormal(np.log(8.0), 0.6, size=(queries, candidates)).round(2)
+    for number in range(queries):
+        query_id, annotator = f"q{number}", ANNOTATORS[number % len(ANNOTATORS)]
+        kind = outcome[number]
+        judged = {
+            "relevant": first_relevant[number] - 1,
+            "skip": 0,
+        }.get(kind, non_relevant_before_verdict[number])
+        for rank in range(judged):
+            store.judge(query_id, f"d{number}-{rank}", 0, annotator, float(seconds[number, rank]))
+        if kind == "relevant":
+            doc_id = f"d{number}-{judged}"
+            store.judge(query_id, doc_id, 1, annotator, float(seconds[number, judged]))
+        else:
+            store.mark(query_id, kind, annotator, float(seconds[number, judged]))
+
+
+def timed(action) -> float:
+    """Seconds that ``action()`` took."""
+    started = time.perf_counter()
+    action()
+    return time.perf_counter() - started
+
+
+def one_more_judgement(store: Store) -> None:
+    """A late judgement on a done query: the golden set changes, the candidates do not."""
+    store.judge("q0", "d0-19", 0, "eve", seconds=5.0)
+
+
+def time_live(store: Store) -> dict[str, float]:
+    """labeler.live without Streamlit: cold, then after one more judgement."""
+    runs = live.RunCache()
+    cold = timed(lambda: live.dashboard(store, runs.get(store, None)))
+    one_more_judgement(store)
+    warm = timed(lambda: live.dashboard(store, runs.get(store, None)))
+    return {"cold": cold, "after_a_judgement": warm}
+
+
+def time_page(db: Path) -> dict[str, float]:
+    """The dashboard page in AppTest: cold caches, after a judgement, nothing new."""
+    os.environ["GOLDSET_DB"] = str(db)
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    timings = {}
+    for name in ("cold", "after_a_judgement", "nothing_new"):
+        if name == "after_a_judgement":
+            with Store(db) as store:
+                one_more_judgement(store)
+        page = AppTest.from_file(str(DASHBOARD_APP), default_timeout=600)
+        timings[name] = timed(page.run)
+        if page.exception:
+            raise RuntimeError(f"the dashboard page failed: {page.exception}")
+    return timings
+
+
+def main() -> None:
+    """Build (or reuse) the project, time the dashboard, print and save the figures."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--queries", type=int, default=100_000)
+    parser.add_argument("--candidates", type=int, default=20)
+    parser.add_argument("--repeat", type=int, default=3, help="Timings per figure (median).")
+    parser.add_argument("--db", type=Path, help="Keep the project here; reuse it if it exists.")
+    options = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as scratch:
+        db = options.db or Path(scratch) / "dashboard.db"
+        build_seconds = None
+        if not db.exists():
+            build_seconds = build(db, options.queries, options.candidates)
+            print(
+                f"built {options.queries:,} queries x {options.candidates}: import "
+                f"{build_seconds['import']:.0f} s, labelling {build_seconds['labelling']:.0f} s"
+            )
+        with Store(db) as store:
+            status = store.status()
+            live_runs = [time_live(store) for _ in range(options.repeat)]
+        page_runs = [time_page(db) for _ in range(options.repeat)]
+
+    done = sum(counts["done"] for counts in status["slices"].values())
+    print(
+        f"project: {status['queries']:,} queries ({done:,} done), "
+        f"{status['judgements']:,} judgements, {status['events']:,} events"
+    )
+    figures = {
+        f"{where} {name}": round(statistics.median(run[name] for run in runs), 3)
+        for where, runs in (("live", live_runs), ("page", page_runs))
+        for name in runs[0]
+    }
+    for name, seconds in figures.items():
+        print(f"{name:<28} {seconds:7.3f} s")
+    OUT.mkdir(exist_ok=True)
+    result = {
+        "queries": status["queries"],
+        "done": done,
+        "judgements": status["judgements"],
+        "build_seconds": build_seconds,
+        "seconds": figures,
+        "python": sys.version.split()[0],
+        "cpus": os.cpu_count(),
+    }
+    (OUT / "dashboard_speed.json").write_text(json.dumps(result, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
