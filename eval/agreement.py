@@ -105,7 +105,7 @@ def coincidences(counts: ArrayLike) -> np.ndarray:
     return pairs * weight[:, None, None]
 
 
-# --- statistics over (batches of) tables ------------------------------------------------------
+# --- statistics over (batches of) tables ----------------------------------------------------------
 
 
 def observed_agreement(table: ArrayLike) -> np.ndarray:
@@ -205,7 +205,7 @@ def krippendorff_alpha(
     return float(alpha_from_coincidences(matrix_of_unit, level, categories))
 
 
-# --- uncertainty --------------------------------------------------------------------------------
+# --- uncertainty ----------------------------------------------------------------------------------
 
 
 def estimate(

@@ -92,8 +92,9 @@ def _slice_fingerprints(strings: pa.Array) -> np.ndarray:
 
     Each string is read as little-endian 8-byte words. numpy cannot load a word at an
     unaligned byte offset, so each word is built from the two aligned words around it,
-    shifted together; bytes past the string's end are masked off. The words and the
-    length are mixed by multiply-xorshift steps (as in splitmix64).
+    shifted together; bytes past the string's end are masked off. The length and the
+    words (at least one, even for an empty string) are mixed by multiply-xorshift steps,
+    as in splitmix64.
     """
     wide = pa.types.is_large_string(strings.type) or pa.types.is_large_binary(strings.type)
     offset_type = np.int64 if wide else np.int32
@@ -120,13 +121,18 @@ def _slice_fingerprints(strings: pa.Array) -> np.ndarray:
     high_shift = np.uint64(63) - low_shift
     shortest = int(length.min(initial=0))
     hashes = length.astype(np.uint64) * SPREAD
-    for word in range(word_count):
+    for word in range(max(word_count, 1)):
         value = words[word:][aligned] >> low_shift
         value |= (words[word + 1 :][aligned] << high_shift) << np.uint64(1)
         if 8 * (word + 1) > shortest:
             value &= BYTE_MASKS[np.clip(length - 8 * word, 0, 8)]
-        hashes ^= value
-        hashes *= SPREAD
+        mixed = (hashes ^ value) * SPREAD
+        if word == 0 or 8 * word < shortest:
+            hashes = mixed
+        else:
+            # Only strings that reach this word mix it in: a string's fingerprint must not
+            # depend on the strings hashed alongside it.
+            hashes = np.where(length > 8 * word, mixed, hashes)
     hashes ^= hashes >> np.uint64(31)
     hashes *= FINISH
     hashes ^= hashes >> np.uint64(29)

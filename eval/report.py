@@ -55,16 +55,26 @@ def summarise(
     }
 
 
+def slice_groups(slices: pd.Series, query_ids: pd.Index) -> dict[str, pd.Index]:
+    """The ``query_ids`` of each slice (``slices`` maps query_id to slice name), sorted by
+    slice name; empty when no query has a slice.
+
+    Queries without a slice among sliced ones go to the slice ``"(none)"``.
+    """
+    if not slices.astype(bool).any():
+        return {}
+    names = slices.reindex(query_ids).replace("", NO_SLICE).to_numpy()
+    return dict(pd.Series(query_ids, index=query_ids).groupby(names, sort=True).groups)
+
+
 def slice_summaries(
     per_query: pd.DataFrame, slices: pd.Series, bootstrap: int = 1000, seed: int = 0
 ) -> dict[str, dict[str, object]]:
-    """``summarise`` for each slice of the golden set; empty when no query has a slice."""
-    if not slices.astype(bool).any():
-        return {}
-    names = slices.reindex(per_query.index).replace("", NO_SLICE)
+    """``summarise`` for each slice (``slices`` maps query_id to slice name); empty when no
+    query has a slice."""
     return {
-        name: {"queries": len(group), "metrics": summarise(group, bootstrap, seed)}
-        for name, group in per_query.groupby(names.to_numpy(), sort=True)
+        name: {"queries": len(ids), "metrics": summarise(per_query.loc[ids], bootstrap, seed)}
+        for name, ids in slice_groups(slices, per_query.index).items()
     }
 
 
@@ -241,16 +251,12 @@ def compare_runs(
         for role, run in (("baseline", baseline), ("candidate", candidate))
     }
     before, after = reports["baseline"]["per_query"], reports["candidate"]["per_query"]
-    slices = _slices(golden).reindex(before.index).replace("", NO_SLICE)
-    slice_groups = (
-        before.groupby(slices.to_numpy(), sort=True).groups if _slices(golden).any() else {}
-    )
     compared_slices = {
         name: {
-            "queries": len(index),
-            "metrics": paired_summary(before.loc[index], after.loc[index], bootstrap, seed),
+            "queries": len(ids),
+            "metrics": paired_summary(before.loc[ids], after.loc[ids], bootstrap, seed),
         }
-        for name, index in slice_groups.items()
+        for name, ids in slice_groups(_slices(golden), before.index).items()
     }
     compared = paired_summary(before, after, bootstrap, seed)
     verdict = gate.release_gate(

@@ -6,10 +6,23 @@ project database, default ``data/goldset.db``).
 
 import streamlit as st
 
+from labeler.team import has_role
 from labeler.views import context
 
 st.set_page_config(page_title="goldset", page_icon="🏅", layout="centered")
-context.require_annotator()  # the login form, when the project has users
+user = context.require_user()  # the login form, when the project has users
 
+# Pages by role, decided on the server at every run: a page left out of the navigation cannot
+# be run by this session, whatever URL the browser asks for. Each reviewer and admin page also
+# checks the role itself before reading anything.
 pages = [st.Page("views/label.py", title="Label", icon=":material/keyboard:", default=True)]
+if has_role(user["role"], "reviewer"):
+    pages += [
+        st.Page("views/dashboard.py", title="Dashboard", icon=":material/monitoring:"),
+        st.Page("views/compare.py", title="Compare runs", icon=":material/compare_arrows:"),
+        st.Page("views/planner.py", title="Cost planner", icon=":material/payments:"),
+        st.Page("views/review.py", title="Review", icon=":material/rule:"),
+    ]
+if has_role(user["role"], "admin"):
+    pages += [st.Page("views/admin.py", title="Admin", icon=":material/admin_panel_settings:")]
 st.navigation(pages).run()

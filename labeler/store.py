@@ -1582,7 +1582,11 @@ class Store:
         )
         return {
             row["query_id"]: Decision(
-                **{**row, "judgments": json.loads(row["judgments"])},
+                **{
+                    **row,
+                    "judgments": json.loads(row["judgments"]),
+                    "answerable": bool(row["answerable"]),
+                }
             )
             for row in rows
         }
@@ -1637,6 +1641,116 @@ class Store:
                 params=params,
             )
         return frame.astype({"undone": bool})
+
+    # --- dashboard aggregates ---------------------------------------------------------------------
+    # Read-only bulk reads for the live dashboard (labeler.live): each is one SQL statement over
+    # the projections, with no Python per query, so they stay fast at 100,000 labelled queries.
+
+    def dashboard_marks(self) -> dict[str, object]:
+        """Cheap marks that change whenever a dashboard figure can change: the last
+        ``events``, ``adjudications``, ``queries`` and ``records`` (run history), the pooled
+        ``runs`` and the ``settings``. Caches key on them."""
+        names = ("events", "adjudications", "queries", "records", "runs")
+        with self._reading():
+            marks = self.conn.execute(
+                "SELECT (SELECT max(id) FROM events), (SELECT max(id) FROM adjudications), "
+                "(SELECT max(position) FROM queries), (SELECT max(id) FROM eval_records), "
+                "(SELECT count(*) || ':' || total(depth) FROM runs)"
+            ).fetchone()
+            settings = tuple(sorted(self.settings().items()))
+        return {**dict(zip(names, marks, strict=True)), "settings": settings}
+
+    def golden_frames(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The golden set as the two frames of :class:`eval.readers.Golden`, read in bulk.
+
+        ``queries``: query_id, query, slice, status (done, skipped or pending), answerable and
+        mode, in queue order. ``judgments`` (in no particular order): query_id, doc_id, grade,
+        a doc's latest label by any annotator or, on an adjudicated query, the decision's.
+        The same labels as :meth:`golden_records` (the tests hold them equal), without
+        building a record per query. An annotator left with nothing (every action undone)
+        has status pending and no note: their mode does not count, as in the records.
+        """
+        with self._reading():
+            queries = pd.read_sql_query(
+                "SELECT q.query_id, q.query, q.slice, q.status, q.answerable, "
+                "coalesce(newest.mode, :mode) AS mode FROM queries q LEFT JOIN ("
+                "  SELECT query_id, mode, max(last_event_id) FROM query_state"
+                "  WHERE status != 'pending' OR note != '' GROUP BY query_id"
+                ") newest ON newest.query_id = q.query_id ORDER BY q.position",
+                self.conn,
+                params={"mode": self.settings()["mode"]},
+            )
+            judgments = pd.read_sql_query(
+                "SELECT query_id, doc_id, grade FROM labels l "
+                "WHERE event_id = (SELECT max(event_id) FROM labels m "
+                "WHERE m.query_id = l.query_id AND m.doc_id = l.doc_id) "
+                "AND query_id NOT IN (SELECT query_id FROM adjudications) "
+                "UNION ALL SELECT a.query_id, decided.key, decided.value "
+                "FROM adjudications a, json_each(a.judgments) decided "
+                "WHERE a.id = (SELECT max(id) FROM adjudications b WHERE b.query_id = a.query_id)",
+                self.conn,
+            )
+        queries["status"] = queries["status"].map(golden.EXPORTED_STATUS)
+        return (
+            queries.astype({"answerable": bool}),
+            judgments.astype({"query_id": str, "doc_id": str, "grade": "int64"}),
+        )
+
+    def top_ranked_frame(self, run: str | None, depth: int) -> pd.DataFrame:
+        """:meth:`candidate_run_frame` cut to each query's top ``depth``, read in bulk: all
+        that metrics with cutoffs below ``depth`` look at. DataFrame(query_id, doc_id, score)."""
+        if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+            raise ValueError(f"depth must be a positive integer, got {depth!r}")
+        with self._reading():
+            if run is None:
+                frame = pd.read_sql_query(
+                    "SELECT query_id, doc_id, imported_rank AS rank FROM candidates "
+                    "WHERE imported_rank <= :depth UNION ALL "
+                    "SELECT query_id, doc_id, position FROM candidates WHERE position <= :depth "
+                    "AND query_id NOT IN "
+                    "(SELECT query_id FROM candidates WHERE imported_rank IS NOT NULL)",
+                    self.conn,
+                    params={"depth": depth},
+                )
+                frame["score"] = 1.0 / frame.pop("rank")  # as candidate_run_frame scores them
+            else:
+                if not self._value("SELECT 1 FROM runs WHERE name = ?", (run,)):
+                    raise ValueError(f"no pooled run named {run!r}")
+                frame = pd.read_sql_query(
+                    "SELECT query_id, doc_id, score FROM pool_ranks WHERE run = ? AND rank <= ?",
+                    self.conn,
+                    params=(run, depth),
+                )
+        return frame.astype({"query_id": str, "doc_id": str, "score": "float64"})
+
+    def judgement_seconds(self) -> pd.DataFrame:
+        """Active seconds of every judgement in the log (judge and attach events, undone ones
+        too: the time was spent): DataFrame(annotator, seconds)."""
+        with self._reading():
+            return pd.read_sql_query(
+                "SELECT annotator, seconds FROM events WHERE action IN ('judge', 'attach')",
+                self.conn,
+            )
+
+    def completed_depths(self) -> pd.DataFrame:
+        """Judged depth of every completed pass, one per (query, annotator) done:
+        DataFrame(annotator, judged_depth)."""
+        with self._reading():
+            return pd.read_sql_query(
+                "SELECT annotator, judged_depth FROM query_state WHERE status = 'done'", self.conn
+            )
+
+    def judgements_per_hour(self, since: str = "") -> pd.DataFrame:
+        """Judgements (judge and attach events) per UTC hour and annotator, from the log time
+        ``since`` on: DataFrame(hour ``YYYY-MM-DDTHH``, annotator, judgements), oldest first."""
+        with self._reading():
+            return pd.read_sql_query(
+                "SELECT substr(created_at, 1, 13) AS hour, annotator, count(*) AS judgements "
+                "FROM events WHERE action IN ('judge', 'attach') AND created_at >= ? "
+                "GROUP BY hour, annotator ORDER BY hour, annotator",
+                self.conn,
+                params=(since,),
+            )
 
     # --- run history ------------------------------------------------------------------------------
 

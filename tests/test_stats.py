@@ -70,6 +70,16 @@ def test_bootstrap_ci_columns_share_the_resampled_queries():
         assert intervals[1] == pytest.approx(1 - intervals[0][::-1], abs=1e-12)
 
 
+def test_bootstrap_ci_of_many_queries_and_metrics_keeps_columns_in_step():
+    # 70,000 queries × 10 metrics are multiplied in pieces; the pieces must add up
+    values = np.random.default_rng(3).random((70_000, 10))
+    values[:, 9] = 1 - values[:, 0]
+    intervals = bootstrap_ci(values, n_resamples=20)
+    assert intervals[9] == pytest.approx(1 - intervals[0][::-1], abs=1e-12)
+    assert (intervals[:, 0] < values.mean(axis=0)).all()
+    assert (values.mean(axis=0) < intervals[:, 1]).all()
+
+
 def test_bootstrap_ci_same_seed_gives_same_numbers():
     values = reciprocal_ranks(1000, seed=4)
     first = bootstrap_ci(values, n_resamples=300, seed=7)

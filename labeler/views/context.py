@@ -7,10 +7,12 @@ ends): sessions never share a connection, so their transactions cannot interleav
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 import streamlit as st
 
-from labeler.auth import LOCAL_ANNOTATOR, check_login
+from labeler import render, team
+from labeler.auth import LOCAL_ANNOTATOR
 from labeler.judging import LabelSession
 from labeler.launch import DB_ENV
 from labeler.store import Store
@@ -30,31 +32,117 @@ def store() -> Store:
 def require_annotator() -> str:
     """Who is labelling: the local annotator when the project has no users, else the logged-in
     user. Without a login it shows the login form and stops the script."""
+    return require_user()["name"]
+
+
+def require_user() -> dict:
+    """Who is using the app, ``{"name", "role"}``; without a sign-in, the login form, then stop.
+
+    With no users in the project, the one local person (the app then listens on loopback
+    only) owns the project: role admin. Otherwise the user signed in with a password, or
+    through the identity provider (``st.login``) when secrets.toml configures ``[auth]``.
+    The role is read from the database on every run: a removed user is signed out at once,
+    a changed role applies at the next click.
+    """
     if not store().annotators():
-        return LOCAL_ANNOTATOR
-    name = st.session_state.get("annotator")
-    if name:
-        return name
+        return {"name": LOCAL_ANNOTATOR, "role": "admin"}
+    name = st.session_state.get("annotator") or _identity_provider_user()
+    user = store().annotator(name) if name else None
+    if user is not None:
+        st.session_state["annotator"] = user["name"]
+        return {"name": user["name"], "role": user["role"]}
+    _forget_user()
     _login_form()
     st.stop()
 
 
+def require_role(needed: str) -> dict:
+    """The signed-in user if their role may do what ``needed`` may, else an error, then stop.
+
+    Every reviewer and admin page calls it before anything else, on the server: hiding a page
+    from the navigation is not what protects it.
+    """
+    user = require_user()
+    if not team.has_role(user["role"], needed):
+        st.error(f"This page is for {needed}s; you are signed in as {user['role']}.")
+        st.stop()
+    return user
+
+
+def account_sidebar(user: dict) -> None:
+    """Who is signed in, and the log-out button (on the pages other than the label page)."""
+    with st.sidebar:
+        st.html(render.note(f"Signed in as {user['name']} ({user['role']})"))
+        if user["name"] != LOCAL_ANNOTATOR and st.button("Log out", key="account_logout"):
+            logout()
+            st.rerun()
+
+
+def identity_providers() -> list[str | None]:
+    """The OIDC providers that secrets.toml configures for ``st.login``: ``[None]`` for a
+    single ``[auth]`` provider, the names of ``[auth.NAME]`` sections, or [] (no ``[auth]``,
+    or no secrets.toml at all — reading secrets then raises, hence the guard)."""
+    try:
+        auth = st.secrets.get("auth")
+    except FileNotFoundError:
+        return []
+    if not auth:
+        return []
+    named = sorted(key for key, value in auth.items() if isinstance(value, Mapping))
+    return [None] if "client_id" in auth else named
+
+
+def _identity_provider_user() -> str | None:
+    """The e-mail of the user signed in through the identity provider, if any. ``st.user``
+    is read with ``get`` only: its attributes raise without ``[auth]``."""
+    if not identity_providers() or not st.user.get("is_logged_in"):
+        return None
+    return st.user.get("email")
+
+
 def _login_form() -> None:
     st.title("goldset")
+    _identity_provider_buttons()
     with st.form("login"):
         name = st.text_input("User name", autocomplete="username")
         password = st.text_input("Password", type="password", autocomplete="current-password")
         submitted = st.form_submit_button("Log in", type="primary")
     if submitted:
-        user = store().annotator(name)
-        if check_login(name, password, user["password_hash"] if user else None):
+        result = team.sign_in(store(), name, password)
+        if result.user is not None:
             st.session_state["annotator"] = name
             st.rerun()
-        st.error("Unknown user name or wrong password.")
+        st.error(result.message)
+
+
+def _identity_provider_buttons() -> None:
+    email = _identity_provider_user()
+    if email:  # signed in with the provider, but not a user of this project
+        st.warning(
+            f"{email} is not a user of this project: ask an admin to add you "
+            "(goldset user add EMAIL --no-password).",
+            icon=":material/person_off:",
+        )
+        st.button("Sign out", on_click=st.logout)
+        return
+    for provider in identity_providers():
+        st.button(
+            f"Sign in with {provider}" if provider else "Sign in with your identity provider",
+            key=f"login_{provider or 'default'}",
+            on_click=st.login,
+            args=(provider,) if provider else (),
+            type="primary",
+        )
 
 
 def logout() -> None:
-    """Forget who is logged in, and their label session."""
+    """Forget who is logged in, and their label session; end an identity-provider sign-in."""
+    _forget_user()
+    if identity_providers() and st.user.get("is_logged_in"):
+        st.logout()
+
+
+def _forget_user() -> None:
     for key in ("annotator", "label_session"):
         st.session_state.pop(key, None)
 

@@ -1,0 +1,247 @@
+"""The admin page: users and roles, dealing queries with overlap, import, pooling and export.
+
+Admins only: the page checks the role on the server before anything is read, and every action
+checks it again from the database (:func:`labeler.team.authorize`) before it writes, so a
+demoted admin's stale page cannot act. Data text (user names, slices, messages naming input
+files) reaches the page only through ``st.dataframe``, widget options or
+:mod:`labeler.render`, escaped.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from labeler import render, team
+from labeler.auth import hash_password, validate_user_name
+from labeler.store import ROLES, Store
+from labeler.views import context
+
+UNCHANGED = "(unchanged)"
+
+
+def act(store: Store, admin: str, action: Callable[[], str]) -> None:
+    """Run one admin action if ``admin`` still is one; keep its outcome for the next run."""
+    try:
+        team.authorize(store, admin, "admin")
+        st.session_state["admin_message"] = action()
+    except (ValueError, PermissionError) as error:  # InputError is a ValueError
+        st.session_state["admin_message"] = f"Not done: {error}"
+
+
+# --- users ----------------------------------------------------------------------------------------
+
+
+def users_section(store: Store, admin: str) -> None:
+    """The users, and forms to add, change and remove them."""
+    st.dataframe(pd.DataFrame(team.user_rows(store)), hide_index=True)
+    names = [user["name"] for user in store.annotators()]
+    with st.form("add_user", clear_on_submit=True):
+        st.markdown("**Add a user**")
+        name = st.text_input("User name")
+        role = st.selectbox("Role", ROLES)
+        password = st.text_input("Password", type="password")
+        no_password = st.checkbox("Signs in through the identity provider only (no password)")
+        if st.form_submit_button("Add user"):
+            act(store, admin, lambda: _add_user(store, name, role, password, no_password))
+            st.rerun()
+    with st.form("change_user", clear_on_submit=True):
+        st.markdown("**Change a user** (a new password also lifts a sign-in lock)")
+        name = st.selectbox("User", names, key="change_name")
+        role = st.selectbox("New role", [UNCHANGED, *ROLES])
+        password = st.text_input("New password", type="password")
+        if st.form_submit_button("Change user"):
+            act(store, admin, lambda: _change_user(store, admin, name, role, password))
+            st.rerun()
+    with st.form("remove_user"):
+        st.markdown("**Remove a user** (their labels stay in the project)")
+        name = st.selectbox("User", names, key="remove_name")
+        sure = st.checkbox("Yes, remove this account")
+        if st.form_submit_button("Remove user"):
+            act(store, admin, lambda: _remove_user(store, admin, name, sure))
+            st.rerun()
+
+
+def _add_user(store: Store, name: str, role: str, password: str, no_password: bool) -> str:
+    validate_user_name(name)
+    if not no_password and not password:
+        raise ValueError("give a password, or tick 'identity provider only'")
+    store.add_annotator(name, role, None if no_password else hash_password(password))
+    return f"Added {role} {name}."
+
+
+def _change_user(store: Store, admin: str, name: str | None, role: str, password: str) -> str:
+    if not name:
+        raise ValueError("choose a user")
+    if name == admin and role != UNCHANGED:
+        raise ValueError("you cannot change your own role (another admin can)")
+    new_role = None if role == UNCHANGED else role
+    store.update_annotator(
+        name, role=new_role, password_hash=hash_password(password) if password else None
+    )
+    return f"Changed {name}."
+
+
+def _remove_user(store: Store, admin: str, name: str | None, sure: bool) -> str:
+    if not name or not sure:
+        raise ValueError("choose a user and tick the box to confirm")
+    if name == admin:
+        raise ValueError("you cannot remove your own account (another admin can)")
+    store.remove_annotator(name)
+    return f"Removed {name}; their labels are kept."
+
+
+# --- assignments ----------------------------------------------------------------------------------
+
+
+def assignments_section(store: Store, admin: str) -> None:
+    """Who has how much work, and the form that deals the remaining queries with overlap."""
+    counts = store.assignment_counts()
+    rows = [
+        {"user": user["name"], "role": user["role"], **counts.get(user["name"], {})}
+        for user in store.annotators()
+    ]
+    st.dataframe(pd.DataFrame(rows), hide_index=True)
+    dealable = store.dealable_queries()
+    st.html(render.note(f"{len(dealable)} queries are not done and not yet dealt to anyone."))
+    users = [row["user"] for row in rows]
+    slices = sorted({query["slice"] for query in dealable})
+    with st.form("deal"):
+        annotators = st.multiselect(
+            "Deal to",
+            users,
+            default=[row["user"] for row in rows if row["role"] == "annotator"],
+        )
+        chosen_slices = st.multiselect(
+            "Only these slices (none chosen: all)",
+            slices,
+            format_func=lambda name: name or "(no slice)",
+        )
+        overlap = st.slider("Overlap: share judged by several annotators, blind", 0, 100, 10)
+        judges = st.number_input("Annotators per overlapping query", min_value=2, value=2)
+        seed = st.number_input("Seed of the overlap sample", value=0, step=1)
+        if st.form_submit_button("Deal queries"):
+            act(
+                store,
+                admin,
+                lambda: _deal(store, annotators, chosen_slices, overlap / 100, judges, seed),
+            )
+            st.rerun()
+
+
+def _deal(
+    store: Store, annotators: list[str], slices: list[str], overlap: float, judges: int, seed: int
+) -> str:
+    result = team.deal(
+        store,
+        annotators,
+        overlap=overlap,
+        judges=int(judges),
+        slices=slices or None,
+        seed=int(seed),
+    )
+    shares = ", ".join(f"{name} {len(ids)}" for name, ids in result.plan.items())
+    return f"Dealt {result.queries} queries ({len(result.overlapping)} overlapping): {shares}."
+
+
+# --- import, pool, export -------------------------------------------------------------------------
+
+
+def data_section(store: Store, admin: str) -> None:
+    """Import tasks, pool runs, export the golden set."""
+    st.markdown("**Import tasks** (JSONL or CSV; all-or-nothing)")
+    tasks = st.file_uploader("Tasks file", type=["jsonl", "json", "csv"], key="tasks_file")
+    if st.button("Import", disabled=tasks is None):
+        act(store, admin, lambda: _import(store, tasks))
+        st.rerun()
+    st.markdown(
+        "**Pool runs** (TREC runs over a BEIR corpus; without corpus and queries, the "
+        "project's own)"
+    )
+    corpus = st.file_uploader("corpus.jsonl", type=["jsonl"], key="pool_corpus")
+    queries = st.file_uploader("queries.jsonl", type=["jsonl"], key="pool_queries")
+    runs = st.file_uploader("Runs", accept_multiple_files=True, key="pool_runs")
+    depth = st.number_input("Depth", min_value=1, value=10)
+    if st.button("Pool", disabled=not runs):
+        act(store, admin, lambda: _pool(store, corpus, queries, runs, int(depth)))
+        st.rerun()
+    st.markdown("**Export the golden set**")
+    left, right = st.columns(2)
+    left.download_button(
+        "Golden set (JSONL)",
+        data=lambda: _export(store, admin, "golden.jsonl", store.write_jsonl),
+        file_name="golden.jsonl",
+        mime="application/jsonl",
+    )
+    right.download_button(
+        "TREC qrels",
+        data=lambda: _export(store, admin, "golden.qrels", store.write_qrels),
+        file_name="golden.qrels",
+        mime="text/plain",
+    )
+
+
+def _saved(uploaded, folder: Path) -> Path:
+    """An uploaded file written under its own name (errors then name the user's file)."""
+    path = folder / Path(uploaded.name).name
+    path.write_bytes(uploaded.getvalue())
+    return path
+
+
+def _import(store: Store, uploaded) -> str:
+    with tempfile.TemporaryDirectory() as folder:
+        counts = store.import_tasks(_saved(uploaded, Path(folder)))
+    return (
+        f"Imported {counts['queries_added']} queries ({counts['candidates_added']} candidates); "
+        f"{counts['queries_unchanged']} were already there."
+    )
+
+
+def _pool(store: Store, corpus, queries, runs, depth: int) -> str:
+    with tempfile.TemporaryDirectory() as folder:
+        saved = [_saved(run, Path(folder)) for run in runs]
+        counts = store.pool(
+            _saved(corpus, Path(folder)) if corpus else None,
+            _saved(queries, Path(folder)) if queries else None,
+            saved,
+            depth,
+        )
+    return (
+        f"Pooled {', '.join(counts['runs'])} at depth {depth}: {counts['candidates_added']} new "
+        f"candidates over {counts['queries_touched']} queries."
+    )
+
+
+def _export(store: Store, admin: str, name: str, write: Callable[[Path], int]) -> bytes:
+    """The export's bytes, written when the button is clicked (on a thread of its own)."""
+    team.authorize(store, admin, "admin")
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / name
+        write(path)
+        return path.read_bytes()
+
+
+def main() -> None:
+    """Render the admin page (admins only)."""
+    admin = context.require_role("admin")
+    context.account_sidebar(admin)
+    store = context.store()
+    st.title("Admin")
+    message = st.session_state.pop("admin_message", "")
+    if message:
+        with st.container(border=True):
+            st.html(render.note(message))
+    users, assignments, data = st.tabs(["Users", "Assignments", "Import, pool, export"])
+    with users:
+        users_section(store, admin["name"])
+    with assignments:
+        assignments_section(store, admin["name"])
+    with data:
+        data_section(store, admin["name"])
+
+
+main()

@@ -1,0 +1,220 @@
+"""The cost planner: what the golden set has cost, what finishing it will cost, and what a
+plan would cost before labelling starts.
+
+Measured figures (the same as ``goldset cost --db``) come from :func:`labeler.live.cost_summary`:
+median active seconds per judgement, mean judged depth, queries left. A plan compares
+first-hit labelling with full depth k and with the full pool of several systems, whose
+real size per query comes from the runs' overlap (:func:`eval.cost.pool_depth_per_query`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from labeler import live
+from labeler.store import Store
+from labeler.views import context
+
+CACHE = {"ttl": 600, "max_entries": 16, "show_spinner": False}
+ASSUMED_RANKS = "1, 3, none, 2"  # the field's worked example, until something is measured
+ASSUMED_SECONDS = 20.0  # the field's figure per judgement
+HOURS = st.column_config.NumberColumn("hours", format="%.2f")
+DOLLARS = st.column_config.NumberColumn("dollars", format="$%.2f")
+
+golden_at = st.cache_resource(ttl=CACHE["ttl"], max_entries=2, show_spinner=False)(live.golden_at)
+run_at = st.cache_resource(ttl=CACHE["ttl"], max_entries=4, show_spinner=False)(live.run_at)
+
+
+@st.cache_data(**CACHE)
+def measured(_store: Store, state: live.ProjectState, rate: float) -> live.CostSummary:
+    """The measured cost at this state of the project."""
+    return live.cost_summary(_store, rate)
+
+
+@st.cache_data(**CACHE)
+def measured_ranks(state: live.ProjectState) -> tuple[np.ndarray, float | None]:
+    """First relevant ranks of the candidate lists on the labelled queries, and the share of
+    done queries that are answerable (None before any is done)."""
+    golden = golden_at(state)
+    done = golden.queries[golden.queries["status"] == "done"]
+    share = float(done["answerable"].mean()) if len(done) else None
+    return live.measured_first_relevant(golden, run_at(state.candidates(), None)), share
+
+
+@st.cache_data(**CACHE)
+def pool_frames(
+    _store: Store, state: live.ProjectState, pooled: tuple[str, ...], uploads: tuple
+) -> dict[str, pd.DataFrame]:
+    """The results of the chosen pooled runs and uploaded run files, by run name."""
+    return live.runs_to_pool(_store, pooled, uploads)
+
+
+def money(value: float | None) -> str:
+    """Dollars, or a dash when not known yet."""
+    return "–" if value is None or math.isnan(value) else f"${value:,.2f}"
+
+
+def hours(value: float | None) -> str:
+    """Hours, or a dash when not known yet."""
+    return "–" if value is None or math.isnan(value) else f"{value:,.2f} h"
+
+
+def measured_section(summary: live.CostSummary) -> None:
+    """Spent, remaining and total, the measured figures behind them, and per annotator."""
+    st.subheader("Measured so far")
+    figures = summary.cost
+    for column, (label, price) in zip(
+        st.columns(3),
+        (("spent", figures.spent), ("remaining", figures.remaining), ("total", figures.total)),
+        strict=True,
+    ):
+        column.metric(label, money(price.dollars))
+        column.caption(hours(price.hours))
+    seconds, depth = figures.seconds_per_judgement, figures.judgements_per_query
+    st.markdown(
+        f"Median **{_figure(seconds, '.1f')} s** per judgement · mean judged depth "
+        f"**{_figure(depth, '.2f')}** per query · **{summary.annotators_per_query:.2f}** "
+        f"annotators per query · **{summary.queries_remaining:,}** queries left · "
+        f"at \\${summary.rate:g}/h"
+    )
+    st.dataframe(
+        summary.per_annotator,
+        hide_index=True,
+        column_config={
+            "seconds_per_judgement": st.column_config.NumberColumn(
+                "median s / judgement", format="%.1f"
+            ),
+            "judgements_per_query": st.column_config.NumberColumn(
+                "mean judged depth", format="%.2f"
+            ),
+            "hours": HOURS,
+            "dollars": DOLLARS,
+        },
+    )
+
+
+def plan_inputs(store: Store, summary: live.CostSummary, ranks: np.ndarray, share: float | None):
+    """The plan's inputs, defaulting to what was measured (or the field's figures)."""
+    measured_seconds = summary.cost.seconds_per_judgement
+    left, right = st.columns(2)
+    queries = left.number_input("Queries to label", 1, 10_000_000, store.status()["queries"] or 400)
+    k = right.number_input("Depth k", 1, 1000, live.CUTOFF)
+    seconds = left.number_input(
+        "Seconds per judgement",
+        0.1,
+        3600.0,
+        float(measured_seconds) if _finite(measured_seconds) else ASSUMED_SECONDS,
+    )
+    annotators = right.number_input(
+        "Annotators per query", 1.0, 10.0, float(summary.annotators_per_query), 0.1
+    )
+    answerable = left.number_input(
+        "Answerable share", 0.0, 1.0, share if share is not None else 0.85, 0.05
+    )
+    if len(ranks):
+        right.caption(f"First relevant ranks: measured on {len(ranks):,} labelled queries.")
+        sample = ranks
+    else:
+        text = right.text_input(
+            "Assumed first relevant ranks (none = not in the top k)", ASSUMED_RANKS
+        )
+        sample = parse_ranks(text)
+    return int(queries), int(k), sample, float(seconds), float(annotators), float(answerable)
+
+
+def parse_ranks(text: str) -> np.ndarray:
+    """``"1, 3, none, 2"`` as ranks (none is NaN); shows an error and uses the default on a
+    bad entry."""
+    try:
+        return np.array([math.nan if p.strip() == "none" else float(p) for p in text.split(",")])
+    except ValueError:
+        st.error(f"Ranks are numbers or none, separated by commas: using {ASSUMED_RANKS}.")
+        return parse_ranks(ASSUMED_RANKS)
+
+
+def pool_section(store: Store, state: live.ProjectState, k: int) -> float | None:
+    """The real pool size per query of the chosen runs at depth k, beside k × systems."""
+    st.subheader("Pooling several systems")
+    pooled = [name for name in live.project_runs(store) if name is not None]
+    chosen = st.multiselect("Pooled runs of the project", pooled, default=pooled)
+    files = st.file_uploader(
+        "Or run files (TREC or JSONL)", accept_multiple_files=True, key="plan_runs"
+    )
+    uploads = tuple((file.name, file.getvalue()) for file in files or [])
+    if len(chosen) + len(uploads) == 0:
+        st.caption("Choose or upload the runs to pool to see their real overlap.")
+        return None
+    try:
+        frames = pool_frames(store, state, tuple(chosen), uploads)
+        sizes = live.pool_sizes(frames, sorted({max(1, k // 2), k, 2 * k}))
+    except ValueError as error:
+        st.error(str(error))
+        return None
+    st.dataframe(
+        sizes,
+        hide_index=True,
+        column_config={
+            "depth_x_systems": "depth × systems",
+            "pooled_per_query": st.column_config.NumberColumn(
+                "docs per query (real)", format="%.1f"
+            ),
+            "overlap_saving": st.column_config.NumberColumn("saved by overlap", format="percent"),
+        },
+    )
+    if chosen:
+        st.caption("Pooled runs hold only their pooled top docs: deeper pools are cut there.")
+    return float(sizes.loc[sizes["depth"] == k, "pooled_per_query"].iloc[0])
+
+
+def plan_section(store: Store, state: live.ProjectState, summary: live.CostSummary) -> None:
+    """What labelling would cost: first hit vs full depth k vs the full pool."""
+    st.subheader("Plan")
+    ranks, share = measured_ranks(state)
+    queries, k, sample, seconds, annotators, answerable = plan_inputs(store, summary, ranks, share)
+    pool_depth = pool_section(store, state, k)
+    table = live.plans(
+        queries,
+        k,
+        sample,
+        seconds,
+        summary.rate,
+        annotators_per_query=annotators,
+        answerable_share=answerable,
+        pool_depth=pool_depth,
+    )
+    st.dataframe(
+        table,
+        hide_index=True,
+        column_config={
+            "docs_per_query": st.column_config.NumberColumn("docs judged per query", format="%.2f"),
+            "hours": HOURS,
+            "dollars": DOLLARS,
+        },
+    )
+
+
+def main() -> None:
+    """Render the cost planner page."""
+    store = context.store()
+    st.title("Cost planner")
+    with st.sidebar:
+        rate = st.number_input("Hourly rate ($)", 0.0, 10_000.0, live.DEFAULT_RATE, 5.0)
+    state = live.ProjectState.of(store)
+    summary = measured(store, state, rate)
+    measured_section(summary)
+    plan_section(store, state, summary)
+
+
+def _figure(value: float, spec: str) -> str:
+    return format(value, spec) if _finite(value) else "–"
+
+
+def _finite(value: float) -> bool:
+    return isinstance(value, int | float) and math.isfinite(value)
+
+
+main()

@@ -1,0 +1,195 @@
+"""The review page: agreement between annotators, and the adjudication queue.
+
+Reviewers and admins only: the role is checked on the server before anything is read, and
+again (from the database) by every decision. Data text — queries, titles, doc ids, user
+names — reaches the page only through ``st.dataframe`` or :mod:`labeler.render`, escaped;
+never through a markdown label.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from labeler import render, team
+from labeler.judging import grade_name
+from labeler.store import Store
+from labeler.views import context
+
+QUEUE_SHOWN = 20  # disagreements opened for deciding at once; the table lists them all
+BOOTSTRAP_RESAMPLES = 1000
+NOT_JUDGED = -1  # the decision form's "leave unjudged" option
+
+
+@st.cache_data(ttl=60, max_entries=16, show_spinner="Computing agreement…")
+def _agreement(path: str, marks: tuple) -> dict:
+    """The agreement report, recomputed only when a label or decision changed (``marks``)."""
+    return team.agreement_report(context.store(), n_resamples=BOOTSTRAP_RESAMPLES)
+
+
+def agreement_section(store: Store) -> None:
+    """The four agreement figures overall, then per annotator pair and per slice."""
+    st.subheader("Agreement")
+    report = _agreement(str(store.path), store.dashboard_marks())
+    if not report["queries"]:
+        st.info("No query has been completed by two annotators yet: deal some with overlap.")
+        return
+    st.caption(
+        f"{report['queries']} doubly judged queries · 95% bootstrap CIs over queries · "
+        "n = items behind each figure · n/a = undefined (no items, or one category only)"
+    )
+    columns = st.columns(len(team.FIGURE_NAMES))
+    for column, (key, label) in zip(columns, team.FIGURE_NAMES.items(), strict=True):
+        figure = report["overall"][key]
+        value = "n/a" if figure["value"] is None else f"{figure['value']:.3f}"
+        column.metric(label, value, help=team.figure_text(figure), border=True)
+    st.dataframe(pd.DataFrame(team.figure_table(report)), hide_index=True)
+
+
+def queue_section(store: Store, reviewer: dict) -> None:
+    """The disagreements, most consequential first, each with the means to decide it."""
+    show_decided = st.toggle("Show decided queries too", key="show_decided")
+    queue = team.adjudication_queue(store, include_decided=show_decided)
+    waiting = sum(item["decision"] is None for item in queue)
+    st.subheader(f"Adjudication queue · {waiting} waiting")
+    if not queue:
+        st.success("No disagreement waiting.")
+        return
+    st.caption(
+        "Ordered by the effect on MRR@10: the gap between the annotators' reciprocal ranks "
+        "(ΔMRR@10 = that gap over the scored queries), then by the docs graded differently."
+    )
+    st.dataframe(pd.DataFrame([_queue_row(item) for item in queue]), hide_index=True)
+    for number, item in enumerate(queue[:QUEUE_SHOWN], start=1):
+        state = "decided" if item["decision"] else "waiting"
+        with st.expander(f"{number} · RR@10 gap {item['rr_gap']:.2f} · {state}"):
+            disagreement(store, reviewer, item)
+
+
+def _queue_row(item: dict) -> dict:
+    labels = "; ".join(f"{name}: {_outcome(label)}" for name, label in item["labels"].items())
+    return {
+        "query_id": item["query_id"],
+        "query": item["query"],
+        "slice": item["slice"],
+        "differs on": ", ".join(kind.replace("_", " ") for kind in item["kinds"]),
+        "RR@10 gap": round(item["rr_gap"], 3),
+        "ΔMRR@10": round(item["mrr_effect"], 4),
+        "labels": labels,
+        "decided by": item["decision"].reviewer if item["decision"] else "",
+    }
+
+
+def _outcome(label: dict) -> str:
+    if label["first_relevant_rank"]:
+        return f"first relevant #{label['first_relevant_rank']}"
+    return "miss" if label["answerable"] else "unanswerable"
+
+
+def disagreement(store: Store, reviewer: dict, item: dict) -> None:
+    """One query: each annotator's label side by side, accept one, or decide grade by grade."""
+    query_id = item["query_id"]
+    st.html(render.query_heading(item["query"], query_id, item["slice"]))
+    docs = _judged_docs(store, item)
+    st.dataframe(pd.DataFrame(docs), hide_index=True)
+    if item["decision"] is not None:
+        decision = item["decision"]
+        adopted = f", accepting {decision.adopted}'s label" if decision.adopted else ""
+        st.html(render.note(f"Decided by {decision.reviewer}{adopted}. {decision.note}"))
+    columns = st.columns(len(item["labels"]))
+    for column, (name, label) in zip(columns, item["labels"].items(), strict=True):
+        column.html(render.note(f"{name}: {_outcome(label)}"))
+        column.button(
+            "Accept this label",
+            key=f"adopt_{query_id}_{name}",
+            on_click=_adopt,
+            args=(store, query_id, reviewer["name"], name),
+        )
+    _decision_form(store, reviewer, item, docs)
+
+
+def _judged_docs(store: Store, item: dict) -> list[dict]:
+    """Every doc an annotator judged: rank (None = attached from search), title, doc_id,
+    and one column of grades per annotator."""
+    labels = item["labels"]
+    judged = {doc_id for label in labels.values() for doc_id in label["judgments"]}
+    candidates = {c["doc_id"]: c for c in store.candidates(item["query_id"])}
+    in_display_order = sorted(
+        judged, key=lambda d: (d not in candidates, candidates.get(d, {}).get("position", 0), d)
+    )
+    rows = []
+    for doc_id in in_display_order:
+        doc = candidates.get(doc_id) or {**store.document(doc_id), "position": None}
+        row = {"rank": doc["position"], "title": doc["title"], "doc_id": doc_id}
+        row.update({name: label["judgments"].get(doc_id) for name, label in labels.items()})
+        rows.append(row)
+    return rows
+
+
+def _decision_form(store: Store, reviewer: dict, item: dict, docs: list[dict]) -> None:
+    """Set the golden grades doc by doc (default: where the annotators agree, their grade)."""
+    query_id, names = item["query_id"], list(item["labels"])
+    options = [NOT_JUDGED, *range(store.settings()["max_grade"] + 1)]
+    with st.form(f"decide_{query_id}"):
+        grades = {}
+        for index, doc in enumerate(docs):
+            given = {doc[name] for name in names if doc[name] is not None}
+            default = given.pop() if len(given) == 1 else NOT_JUDGED
+            where = f"#{doc['rank']}" if doc["rank"] else "attached doc"
+            grades[doc["doc_id"]] = st.selectbox(
+                f"Grade of {where} (row {index + 1})",
+                options,
+                index=options.index(default),
+                format_func=lambda grade: "unjudged" if grade == NOT_JUDGED else grade_name(grade),
+                key=f"grade_{query_id}_{index}",
+            )
+        unanswerable = st.checkbox(
+            "Unanswerable: the corpus holds no answer",
+            value=all(not label["answerable"] for label in item["labels"].values()),
+            key=f"unanswerable_{query_id}",
+        )
+        note = st.text_input("Note (why)", key=f"note_{query_id}")
+        submitted = st.form_submit_button("Decide with these grades")
+    if submitted:
+        decided = {doc_id: grade for doc_id, grade in grades.items() if grade != NOT_JUDGED}
+        _record(
+            lambda: store.adjudicate(
+                query_id, reviewer["name"], decided, not unanswerable, note=note
+            ),
+            f"{query_id}: decided.",
+        )
+        st.rerun()
+
+
+def _adopt(store: Store, query_id: str, reviewer: str, annotator: str) -> None:
+    _record(
+        lambda: team.adopt(store, query_id, reviewer, annotator),
+        f"{query_id}: decided for {annotator}'s label.",
+    )
+
+
+def _record(decide, done: str) -> None:
+    """Run a decision; keep what happened to show at the top of the next run."""
+    try:
+        decide()
+    except (ValueError, PermissionError) as error:
+        st.session_state["review_message"] = f"Not decided: {error}"
+    else:
+        st.session_state["review_message"] = done
+
+
+def main() -> None:
+    """Render the review page (reviewers and admins)."""
+    reviewer = context.require_role("reviewer")
+    context.account_sidebar(reviewer)
+    store = context.store()
+    st.title("Review")
+    message = st.session_state.pop("review_message", "")
+    if message:
+        with st.container(border=True):
+            st.html(render.note(message))
+    agreement_section(store)
+    queue_section(store, reviewer)
+
+
+main()

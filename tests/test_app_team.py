@@ -1,0 +1,238 @@
+"""Roles enforced by the app's server, and the review and admin pages, driven with AppTest.
+
+Security first: an unauthenticated session gets the login form only; an annotator's session
+has no reviewer or admin page to switch to, those pages refuse an annotator when run
+directly, and their actions check the role in the database when they fire.
+"""
+
+from __future__ import annotations
+
+import pytest
+import streamlit as st
+from helpers.team import PASSWORD, PLANTED_KAPPA, PLANTED_QUEUE, plant, team_project
+from streamlit.testing.v1 import AppTest
+
+from labeler.store import Store
+from labeler.team import LOCK_AFTER_FAILURES
+
+APP = "../labeler/app.py"
+REVIEW = "views/review.py"
+ADMIN = "views/admin.py"
+OIDC = {
+    "auth": {
+        "redirect_uri": "http://127.0.0.1:8501/oauth2callback",
+        "cookie_secret": "not-a-secret",
+        "client_id": "goldset",
+        "client_secret": "not-a-secret",
+        "server_metadata_url": "https://idp.invalid/.well-known/openid-configuration",
+    }
+}
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """The planted team project (see tests/helpers/team.py), opened by the app."""
+    path = team_project(tmp_path / "team.db")
+    with Store(path) as store:
+        plant(store)
+    monkeypatch.setenv("GOLDSET_DB", str(path))
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    yield path
+    st.cache_resource.clear()
+    st.cache_data.clear()
+
+
+def session(user: str | None = None, page: str | None = None) -> AppTest:
+    """A browser session on the app, already signed in as ``user`` if given, on ``page``."""
+    at = AppTest.from_file(APP, default_timeout=30)
+    if user:
+        at.session_state["annotator"] = user
+    at.run()
+    if page:
+        at.switch_page(page).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def log_in(at: AppTest, name: str, password: str) -> AppTest:
+    at.text_input[0].input(name)
+    at.text_input[1].input(password)
+    return next(button for button in at.button if button.label == "Log in").click().run()
+
+
+def texts(at: AppTest) -> str:
+    """Everything the page says, in one string."""
+    parts = [
+        element.value
+        for kind in ("title", "subheader", "error", "warning")
+        for element in at.get(kind)
+    ]
+    parts += [html.proto.body for html in at.get("html")]
+    return "\n".join(str(part) for part in parts)
+
+
+# --- who may see what -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("page", [None, "views/label.py", REVIEW, ADMIN])
+def test_unauthenticated_session_sees_only_the_login_form(project, page):
+    at = session(page=page)  # whichever page the browser asks for
+    assert [field.label for field in at.text_input] == ["User name", "Password"]
+    assert [button.label for button in at.button] == ["Log in"]
+    assert "question" not in texts(at) and not at.dataframe and not at.metric
+
+
+def test_annotator_gets_the_label_page_and_no_reviewer_or_admin_page(project):
+    at = log_in(session(), "ana", PASSWORD)
+    assert "Labelling as ana" in texts(at)
+    for page in (REVIEW, ADMIN, "views/dashboard.py"):
+        with pytest.raises(ValueError, match="Could not find a navigation page"):
+            at.switch_page(page)
+
+
+def test_reviewer_gets_review_but_not_admin(project):
+    at = session("rita", REVIEW)
+    assert "Adjudication queue" in texts(at)
+    with pytest.raises(ValueError, match="Could not find a navigation page"):
+        at.switch_page(ADMIN)
+
+
+@pytest.mark.parametrize(("page", "role"), [(REVIEW, "reviewers"), (ADMIN, "admins")])
+def test_reviewer_and_admin_pages_refuse_an_annotator_on_their_own(project, page, role):
+    # The page run directly, bypassing the navigation: it checks the role itself.
+    at = AppTest.from_file(f"../labeler/{page}", default_timeout=30)
+    at.session_state["annotator"] = "ana"
+    at.run()
+    assert [error.value for error in at.error] == [
+        f"This page is for {role}; you are signed in as annotator."
+    ]
+    assert not at.dataframe and not at.button and not at.get("form")
+
+
+def test_a_removed_user_is_signed_out_at_the_next_click(project):
+    at = session("ana")
+    with Store(project) as store:
+        store.remove_annotator("ana")
+    at.run()
+    assert [field.label for field in at.text_input] == ["User name", "Password"]
+
+
+def test_a_demoted_reviewers_stale_page_cannot_decide(project):
+    at = session("rita", REVIEW)
+    with Store(project) as store:
+        store.update_annotator("rita", role="annotator")
+    at.button(key="adopt_q5_bob").click().run()  # the callback fires before the page reruns
+    with Store(project) as store:
+        assert store.decisions() == {}
+
+
+# --- sign-in --------------------------------------------------------------------------------------
+
+
+def test_wrong_passwords_lock_the_account_from_the_login_form(project):
+    at = session()
+    for _ in range(LOCK_AFTER_FAILURES):
+        log_in(at, "ana", "wrong")
+    assert "locked until" in at.error[0].value
+    log_in(at, "ana", PASSWORD)
+    assert "locked until" in at.error[0].value and "Labelling as" not in texts(at)
+
+
+def test_identity_provider_sign_in_is_offered_when_secrets_configure_it(project):
+    at = AppTest.from_file(APP, default_timeout=30)
+    at.secrets.update(OIDC)
+    at.user.update({"is_logged_in": False})
+    at.run()
+    assert [button.label for button in at.button][:1] == ["Sign in with your identity provider"]
+    assert [field.label for field in at.text_input] == ["User name", "Password"]
+
+
+def test_identity_provider_user_who_is_registered_is_signed_in_with_their_role(project):
+    with Store(project) as store:
+        store.add_annotator("rev@example.com", role="reviewer")
+    at = AppTest.from_file(APP, default_timeout=30)
+    at.secrets.update(OIDC)
+    at.user.update({"is_logged_in": True, "email": "rev@example.com"})
+    at.run().switch_page(REVIEW).run()
+    assert "Adjudication queue" in texts(at)
+
+
+def test_identity_provider_user_who_is_not_registered_is_told_and_kept_out(project):
+    at = AppTest.from_file(APP, default_timeout=30)
+    at.secrets.update(OIDC)
+    at.user.update({"is_logged_in": True, "email": "stranger@example.com"})
+    at.run()
+    assert "stranger@example.com is not a user of this project" in at.warning[0].value
+    assert "Labelling as" not in texts(at)
+
+
+# --- the review page ------------------------------------------------------------------------------
+
+
+def test_review_page_shows_the_planted_agreement_and_queue(project):
+    at = session("rita", REVIEW)
+    kappa = at.metric[0]
+    assert kappa.label == "kappa (relevant or not)" and kappa.value == f"{PLANTED_KAPPA:.3f}"
+    assert at.dataframe[1].value["query_id"].tolist() == PLANTED_QUEUE
+    assert "Adjudication queue · 3 waiting" in texts(at)
+
+
+def test_reviewer_accepts_one_annotators_label(project):
+    at = session("rita", REVIEW)
+    at.button(key="adopt_q5_bob").click().run()
+    assert "q5: decided for bob&#x27;s label." in texts(at)  # escaped: data never markup
+    assert at.dataframe[1].value["query_id"].tolist() == ["q2", "q3"]
+    with Store(project) as store:
+        assert store.decision("q5").adopted == "bob" and store.labels("q5") == {"q5-d1": 1}
+
+
+def test_reviewer_decides_grade_by_grade(project):
+    at = session("rita", REVIEW)
+    at.checkbox(key="unanswerable_q3").check()
+    at.text_input(key="note_q3").input("nothing in the corpus")
+    next(
+        b for b in at.button if b.label == "Decide with these grades" and "q3" in str(b.form_id)
+    ).click().run()
+    with Store(project) as store:
+        decision = store.decision("q3")
+    assert (decision.answerable, decision.adopted, decision.note) == (
+        False,
+        None,
+        "nothing in the corpus",
+    )
+    assert decision.judgments == {f"q3-d{rank}": 0 for rank in range(1, 5)}  # where they agreed
+
+
+# --- the admin page -------------------------------------------------------------------------------
+
+
+def test_admin_adds_a_user_and_deals_the_rest_with_overlap(project):
+    with Store(project) as store:
+        store.import_records(
+            [
+                {"query_id": f"n{i}", "query": f"new {i}", "candidates": [{"doc_id": f"n{i}-d"}]}
+                for i in range(10)
+            ]
+        )
+    at = session("alan", ADMIN)
+    form = [field for field in at.text_input if field.label == "User name"][0]
+    form.input("cy")
+    [field for field in at.text_input if field.label == "Password"][0].input("pw")
+    next(b for b in at.button if b.label == "Add user").click().run()
+    assert "Added annotator cy." in texts(at)
+    at.slider[0].set_value(20)
+    next(b for b in at.button if b.label == "Deal queries").click().run()
+    assert "Dealt 10 queries (2 overlapping)" in texts(at)
+    with Store(project) as store:
+        assert set(store.assignment_counts()) == {"ana", "bob", "cy"}
+
+
+def test_admin_cannot_remove_or_demote_themselves(project):
+    at = session("alan", ADMIN)
+    at.selectbox(key="remove_name").select("alan")
+    next(c for c in at.checkbox if c.label == "Yes, remove this account").check()
+    next(b for b in at.button if b.label == "Remove user").click().run()
+    assert "you cannot remove your own account" in texts(at)
+    with Store(project) as store:
+        assert store.annotator("alan")["role"] == "admin"
