@@ -18,7 +18,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from eval.columns import arrow_strings, lookup, match_pairs, run_starts
+from eval.columns import arrow_strings, lookup, match_pairs, runs_of_equals, take_distinct
 from eval.readers import Golden, Run
 
 DEFAULT_METRICS = (
@@ -205,9 +205,7 @@ def rank_run(
     """
     query_ids = golden.scored_query_ids()
     results = run.results
-    # Adding 0.0 turns -0.0 into 0.0: trec_eval compares scores with <, so they tie.
-    score = results["score"].to_numpy(dtype=np.float64) + 0.0
-    doc_ids = arrow_strings(results["doc_id"])
+    score = results["score"].to_numpy(dtype=np.float64)
     runs = _query_runs(arrow_strings(results["query_id"]), query_ids, score, not keep_order)
     if abstain_below is not None:
         runs = runs.select(_best_scores(runs) >= abstain_below)
@@ -215,16 +213,21 @@ def rank_run(
     retrieved[runs.query] = runs.length if depth is None else np.minimum(runs.length, depth)
     limit = min((cutoff for cutoff in (depth, keep_ranks) if cutoff is not None), default=None)
     positions, query_index = _top_positions(runs, limit, with_ties=not keep_order)
+    # Adding 0.0 turns -0.0 into 0.0, which it equals (and ties with, as in trec_eval).
+    score = runs.score[positions] + 0.0
     rows = positions if runs.order is None else runs.order[positions]
-    score = runs.score[positions]
+    # One gather from the run's doc ids: everything after works on the few rows kept.
+    doc_ids = take_distinct(arrow_strings(results["doc_id"]), rows)
+    # Breaking ties moves docs only within equal (query, score): query_index, score stay.
+    order = np.arange(len(rows))
     if not keep_order:
-        rows = rows[_doc_order_within_ties(rows, query_index, score, doc_ids)]
+        order = _doc_order_within_ties(query_index, score, doc_ids)
     rank = _rank_within_groups(query_index, len(query_ids))
     if limit is not None:
         top = rank <= limit
-        rows, query_index, score, rank = rows[top], query_index[top], score[top], rank[top]
+        order, query_index, score, rank = order[top], query_index[top], score[top], rank[top]
     judgments = _judgments_of(golden, query_ids)
-    grade, judged = _lookup_grades(judgments, query_index, doc_ids.take(pa.array(rows)))
+    grade, judged = _lookup_grades(judgments, query_index, doc_ids.take(pa.array(order)))
     return Ranking(
         query_ids=query_ids,
         query_index=query_index,
@@ -267,16 +270,16 @@ def _query_runs(
     query_column: pa.ChunkedArray, query_ids: np.ndarray, score: np.ndarray, by_score: bool
 ) -> _QueryRuns:
     """Group the run's rows by scored query, ranked by score when ``by_score``."""
-    starts = run_starts(query_column)
-    run_query = lookup(query_column.take(pa.array(starts)), query_ids)
+    starts, run_values = runs_of_equals(query_column)
+    run_query = lookup(run_values, query_ids)
     in_order = not by_score or _descending_within(score, starts)
     lengths = np.diff(starts, append=len(score))
     scored = run_query >= 0
     starts, lengths, run_query = starts[scored], lengths[scored], run_query[scored]
-    if in_order and len(np.unique(run_query)) == len(run_query):
+    by_query = np.argsort(run_query, kind="stable")
+    if in_order and np.all(np.diff(run_query[by_query]) > 0):
         # Run files are usually written query by query, best first: then no row moves,
         # and only the top rows of each query are ever gathered.
-        by_query = np.argsort(run_query)
         return _QueryRuns(None, score, starts[by_query], lengths[by_query], run_query[by_query])
     row_query = np.repeat(run_query, lengths)
     rows = _ranges(starts, lengths)
@@ -298,7 +301,7 @@ def _query_runs(
 def _descending_within(score: np.ndarray, starts: np.ndarray) -> bool:
     """Whether the scores never rise from one row to the next inside a run of rows (the
     runs begin at ``starts``)."""
-    rises = np.diff(score) > 0
+    rises = score[1:] > score[:-1]
     rises[starts[1:] - 1] = False  # from the last row of a run to the first of the next
     return not rises.any()
 
@@ -351,7 +354,7 @@ def _extend_over_ties(runs: _QueryRuns, length: np.ndarray) -> np.ndarray:
 
 
 def _doc_order_within_ties(
-    rows: np.ndarray, query_index: np.ndarray, score: np.ndarray, doc_ids: pa.ChunkedArray
+    query_index: np.ndarray, score: np.ndarray, doc_ids: pa.ChunkedArray
 ) -> np.ndarray:
     """The order that sorts each run of equal (query, score) rows by doc_id descending,
     trec_eval's tie-break, leaving every other row in place.
@@ -361,9 +364,9 @@ def _doc_order_within_ties(
     new_group = np.r_[True, (np.diff(query_index) != 0) | (np.diff(score) != 0)]
     group = np.cumsum(new_group) - 1
     tied = np.flatnonzero(np.bincount(group)[group] > 1) if len(group) else group
-    order = np.arange(len(rows))
+    order = np.arange(len(query_index))
     if len(tied):
-        keys = pa.table({"group": group[tied], "doc": doc_ids.take(pa.array(rows[tied]))})
+        keys = pa.table({"group": group[tied], "doc": doc_ids.take(pa.array(tied))})
         by_doc = pc.sort_indices(keys, sort_keys=[("group", "ascending"), ("doc", "descending")])
         order[tied] = tied[by_doc.to_numpy()]
     return order

@@ -13,17 +13,14 @@ Two exact shortcuts keep resampling fast without a Python loop per query:
   draw over the distinct rows instead of n index draws; otherwise n indices are drawn and
   counted. Both give the same distribution.
 - Resamples are drawn in chunks of about ``CHUNK_ELEMENTS`` counts, so memory stays bounded
-  whatever the number of resamples, from ``STREAMS`` generators spawned from the seed and
-  filled in parallel threads. The split depends only on the input's shape, never on the
-  machine, which keeps the numbers reproducible.
+  whatever the number of resamples. The chunk size depends only on the input's shape, so
+  the random stream, hence every number, is the same on any machine.
 """
 
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from statistics import NormalDist
@@ -37,12 +34,6 @@ PRODUCT_COLUMNS = 8  # metric columns per matrix product (see _product)
 # A multinomial draw per distinct row costs about 20 index draws (measured): compress the rows
 # only when there are at least 20 times fewer distinct rows than queries.
 DISTINCT_ROW_ADVANTAGE = 20
-# Jobs of at least PARALLEL_WEIGHTS weights (tens of milliseconds) are split over STREAMS
-# random streams spawned from the seed and filled by WORKERS threads; any thread count gives
-# the same numbers. Smaller jobs draw from the seed's generator directly (no thread overhead).
-PARALLEL_WEIGHTS = 1 << 22
-STREAMS = 16
-WORKERS = min(STREAMS, os.cpu_count() or 1)
 TIE_TOLERANCE = 1e-9  # relative: resampled statistics this close count as equal (float noise)
 
 
@@ -247,26 +238,14 @@ def _weighted_sums(
 ) -> np.ndarray:
     """``draw_count`` random weightings of ``rows`` summed: (draw_count, columns).
 
-    ``draw(generator, size)`` returns ``size`` weight vectors, one weight per row, and is
-    called in chunks of about ``CHUNK_ELEMENTS`` weights. Large jobs are split over
-    ``STREAMS`` generators spawned from ``rng`` and filled by parallel threads (numpy releases
-    the GIL while drawing, counting and multiplying). The split depends only on the sizes,
-    never on the machine, so the numbers are always the same.
+    ``draw(rng, size)`` returns ``size`` weight vectors, one weight per row; it is called in
+    chunks of about ``CHUNK_ELEMENTS`` weights, whose size depends only on the shapes.
     """
     sums = np.empty((draw_count, rows.shape[1]))
     rows_per_chunk = max(1, CHUNK_ELEMENTS // max(len(rows), 1))
-
-    def fill(stream: np.random.Generator, start: int, stop: int) -> None:
-        for chunk_start in range(start, stop, rows_per_chunk):
-            size = min(rows_per_chunk, stop - chunk_start)
-            _product(draw(stream, size), rows, out=sums[chunk_start : chunk_start + size])
-
-    if draw_count * len(rows) < PARALLEL_WEIGHTS:
-        fill(rng, 0, draw_count)
-    else:
-        bounds = np.linspace(0, draw_count, STREAMS + 1).astype(int)
-        with ThreadPoolExecutor(WORKERS) as pool:
-            list(pool.map(fill, rng.spawn(STREAMS), bounds[:-1], bounds[1:]))
+    for start in range(0, draw_count, rows_per_chunk):
+        size = min(rows_per_chunk, draw_count - start)
+        _product(draw(rng, size), rows, out=sums[start : start + size])
     return sums
 
 

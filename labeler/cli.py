@@ -355,18 +355,34 @@ def _percent(value: float | None) -> str:
     show_default=True,
     help="Annotators per query (1.2 = a fifth of the queries labelled twice).",
 )
+@click.option(
+    "--db",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Measure a project's cost instead: spent, remaining and total.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def cost_command(queries, docs_per_query, seconds, rate, annotators, as_json):
-    """Hours and dollars to label a golden set.
+def cost_command(queries, docs_per_query, seconds, rate, annotators, db, as_json):
+    """Hours and dollars to label a golden set: planned, or measured in a project.
 
     \b
     Example:
         goldset cost --queries 400 --docs-per-query 4 --seconds 20 --rate 60
         400 queries × 4 docs × 20 s × 1 annotator = 32,000 s = 8.89 h = $533.33 at $60/h
+        goldset cost --db project.db --rate 60 --json
 
     The line rounds to cents and hundredths of an hour; --json prints the unrounded figures,
     {"seconds": ..., "hours": ..., "dollars": ...}, for scripts to round as they need.
+
+    With --db the figures are measured: the median active seconds per judgement, the mean
+    judged depth of a completed query, the queries not done yet and the measured overlap
+    (annotators per query) give the hours and dollars spent, remaining and in total, as on
+    the app's cost page (--rate defaults to $60/h there). The JSON has spent, remaining and
+    total (each with seconds, hours and dollars), seconds_per_judgement,
+    judgements_per_query, rate, queries_remaining, annotators_per_query and per annotator.
     """
+    if db:
+        _measured_cost(db, queries, docs_per_query, seconds, rate, as_json)
+        return
     given = {
         "--queries": queries,
         "--docs-per-query": docs_per_query,
@@ -392,6 +408,40 @@ def _cost_text(
         f"{estimate.seconds:,.0f} s = {estimate.hours:.2f} h = ${estimate.dollars:,.2f} "
         f"at ${rate:g}/h"
     )
+
+
+def _measured_cost(db, queries, docs_per_query, seconds, rate, as_json) -> None:
+    """``goldset cost --db``: the project's measured cost (see labeler.live.cost_summary)."""
+    from labeler import live
+
+    planned = {"--queries": queries, "--docs-per-query": docs_per_query, "--seconds": seconds}
+    given = [name for name, value in planned.items() if value is not None]
+    if given:
+        raise click.UsageError(f"--db measures the cost: leave out {', '.join(given)}")
+    with _open_store(db) as store:
+        summary = live.cost_summary(store, live.DEFAULT_RATE if rate is None else rate)
+    if as_json:
+        click.echo(json.dumps(summary.as_dict(), indent=2))
+        return
+    figures = summary.cost
+    if not figures.judgements_per_query >= 0:  # NaN: no query completed yet
+        click.echo(f"nothing measured yet: no query is done; {summary.queries_remaining:,} left")
+        return
+    lines = [
+        f"measured: {figures.seconds_per_judgement:.1f} s per judgement (median), "
+        f"{figures.judgements_per_query:.2f} judgements per query (mean judged depth), "
+        f"{summary.annotators_per_query:.2f} annotators per query",
+        *(
+            f"{name:<9} {price.hours:8.2f} h  ${price.dollars:,.2f}"
+            for name, price in (
+                ("spent", figures.spent),
+                ("remaining", figures.remaining),
+                ("total", figures.total),
+            )
+        ),
+        f"{summary.queries_remaining:,} queries left, at ${summary.rate:g}/h",
+    ]
+    click.echo("\n".join(lines))
 
 
 # --- the project database: import, pool, export, status ------------------------------------

@@ -18,6 +18,8 @@ import hashlib
 import json
 import math
 import tempfile
+import threading
+import time
 import urllib.parse
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -51,6 +53,9 @@ APART_GAP = 0.05  # ...or the gap between them changed by more than this
 HISTORY_MISS_RISE_POINTS = 2.0  # run history: flag a miss-rate rise of more than 2 points
 HISTORY_MRR_DROP = 0.05  # run history: flag an MRR@10 drop (overall or a slice) beyond this
 
+REFRESH_SECONDS = 5  # the dashboard reruns this often, showing the newest figures
+PACE = 4.0  # after a computation of t seconds, figures wait PACE x t before the next one
+QUICK = 0.5  # seconds: computations quicker than this are made while the page waits
 TARGET_HALF_WIDTH = 0.05  # the MRR@10 CI half-width that "how many more queries" aims at
 DEFAULT_RATE = 60.0  # dollars per annotator hour, the field's figure, until the user sets one
 LABEL_LINK = "./?query="  # the label page (the app's default page) opening one query
@@ -100,7 +105,7 @@ def project_run(store: Store, run: str | None = None) -> Run:
 
 def project_runs(store: Store) -> list[str | None]:
     """The runs a project holds: ``None`` (its candidate lists), then the pooled runs."""
-    return [None, *(run["name"] for run in store.status()["runs"])]
+    return [None, *store.pooled_run_names()]
 
 
 def golden_at(state: ProjectState) -> Golden:
@@ -135,7 +140,7 @@ def report_table(report: Mapping) -> pd.DataFrame:
         for metric, entry in metrics.items():
             if metric != JUDGED:
                 rows.append(_figure_row(slice_name, metric, entry, queries, judged))
-    return pd.DataFrame(rows, columns=[*_FIGURE_COLUMNS, JUDGED])
+    return pd.DataFrame(rows, columns=[*_FIGURE_COLUMNS, JUDGED]).astype({JUDGED: float})
 
 
 def unanswerable_shares(golden: Golden, bootstrap: int = BOOTSTRAP, seed: int = SEED) -> dict:
@@ -157,10 +162,10 @@ def first_relevant_ranks(per_query: pd.DataFrame, golden: Golden) -> pd.DataFram
 
     The rank is read off eval's per-query MRR@10 (rank = 1 / reciprocal rank).
     """
-    reciprocal = per_query[f"mrr@{CUTOFF}"].to_numpy()
-    found = reciprocal > 0
-    ranks = np.full(len(reciprocal), "none", dtype=object)
-    ranks[found] = np.rint(1 / reciprocal[found]).astype(int).astype(str)
+    first = _first_relevant(per_query)
+    ranks = np.full(len(first), "none", dtype=object)
+    found = ~np.isnan(first)
+    ranks[found] = first[found].astype(int).astype(str)
     slices = golden.queries.set_index("query_id")["slice"].reindex(per_query.index)
     labelled = pd.DataFrame({"rank": ranks, "slice": slices.replace("", NO_SLICE).to_numpy()})
     groups = [(ALL, labelled)] + (list(labelled.groupby("slice")) if slices.any() else [])
@@ -419,7 +424,9 @@ class CostSummary:
             "rate": self.rate,
             "queries_remaining": self.queries_remaining,
             "annotators_per_query": self.annotators_per_query,
-            "annotators": json.loads(self.per_annotator.to_json(orient="records")),
+            "annotators": json.loads(
+                self.per_annotator.to_json(orient="records", double_precision=15)
+            ),
         }
 
 
@@ -482,7 +489,7 @@ def plans(
         queries, k, first_relevant, seconds_per_judgement, rate, **options
     )
     rows = [
-        ("first hit, top " + str(k), compared.first_hit_depth, compared.first_hit),
+        (f"first hit, top {k}", compared.first_hit_depth, compared.first_hit),
         (f"full, top {k}", compared.full_depth, compared.full),
     ]
     if pool_depth is not None:
@@ -503,13 +510,16 @@ def plans(
 
 
 def measured_first_relevant(golden: Golden, run: Run) -> np.ndarray:
-    """The run's first relevant rank on each answerable done query, from eval's per-query
-    MRR@10 (NaN when none is in the top 10): what first-hit labelling has cost per query."""
-    metric = f"mrr@{CUTOFF}"
-    report = build_report(golden, run, [metric], bootstrap=0, worst=0)
-    reciprocal = report["per_query"][metric].to_numpy()
-    with np.errstate(divide="ignore"):
-        return np.where(reciprocal > 0, np.rint(1 / reciprocal), np.nan)
+    """The run's first relevant rank on each answerable done query (NaN when none is in the
+    top 10), from eval's per-query MRR@10: what first-hit labelling has cost per query."""
+    report = build_report(golden, run, [f"mrr@{CUTOFF}"], bootstrap=0, worst=0)
+    return _first_relevant(report["per_query"])
+
+
+def answerable_share(golden: Golden) -> float | None:
+    """The share of done queries that are answerable; None before any query is done."""
+    done = golden.queries[golden.queries["status"] == "done"]
+    return float(done["answerable"].mean()) if len(done) else None
 
 
 def runs_to_pool(
@@ -536,6 +546,103 @@ def pool_sizes(runs: Mapping[str, pd.DataFrame], depths: Sequence[int]) -> pd.Da
     return pd.DataFrame(
         rows, columns=["depth", "systems", "depth_x_systems", "pooled_per_query", "overlap_saving"]
     )
+
+
+# --- keeping the dashboard fresh --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Dashboard:
+    """What the dashboard shows at one state of the project."""
+
+    snapshot: Snapshot
+    coverage: pd.DataFrame
+    throughput: pd.DataFrame
+    status: dict
+
+
+class Refresher:
+    """The newest figures of a project, computed again only when the project changed.
+
+    ``compute(state)`` makes the figures of a :class:`ProjectState`. :meth:`get` returns the
+    figures already made while the state is unchanged, and also while a changed state comes
+    less than ``pace`` × t seconds after the end of the last computation (of t seconds): slow
+    figures take at most a share of a core, however often they are asked for. Otherwise it
+    computes them again: right away when the last computation took under ``quick`` seconds
+    (the caller gets the new figures), else in a background thread while the previous
+    figures are served, so that a page showing them never waits for a slow computation.
+    One computation at a time; safe to share between threads.
+    """
+
+    def __init__(self, compute, *, pace: float = PACE, quick: float = QUICK, clock=time.monotonic):
+        self._compute, self._pace, self._quick, self._clock = compute, pace, quick, clock
+        self._latest: tuple | None = None  # (state, figures, seconds taken, next due time)
+        self._computing = threading.Lock()
+        self._error: BaseException | None = None
+
+    def get(self, state: ProjectState):
+        """The figures for ``state``, or the previous ones (see the class docstring)."""
+        error, self._error = self._error, None
+        if error is not None:  # the last background computation failed: say so once
+            raise error
+        latest = self._latest
+        if latest is not None and (latest[0] == state or self._clock() < latest[3]):
+            return latest[1]
+        if latest is not None and latest[2] >= self._quick:
+            if self._computing.acquire(blocking=False):
+                threading.Thread(target=self._in_background, args=(state,), daemon=True).start()
+            return latest[1]
+        with self._computing:
+            if self._latest is latest:  # nobody computed them meanwhile
+                self._update(state)
+        return self._latest[1]
+
+    def _update(self, state: ProjectState) -> None:
+        started = self._clock()
+        figures = self._compute(state)
+        finished = self._clock()
+        took = finished - started
+        self._latest = (state, figures, took, finished + self._pace * took)
+
+    def _in_background(self, state: ProjectState) -> None:
+        try:
+            self._update(state)
+        except Exception as error:  # kept for the next get(), which raises it
+            self._error = error
+        finally:
+            self._computing.release()
+
+
+def dashboard_refresher(
+    path: str,
+    run: str | None,
+    target: float = TARGET_HALF_WIDTH,
+    rate: float = DEFAULT_RATE,
+    pace: float = PACE,
+) -> Refresher:
+    """A :class:`Refresher` of the :class:`Dashboard` of ``run`` in the project at ``path``.
+
+    It keeps the run's top k while the candidates do not change (only imports and pooling
+    change them), so a new label costs the golden set, eval's report and the counts only.
+    """
+    held: dict[ProjectState, Run] = {}
+
+    def compute(state: ProjectState) -> Dashboard:
+        with Store(path) as store:
+            candidates = state.candidates()
+            if candidates not in held:
+                held.clear()
+                held[candidates] = project_run(store, run)
+            figures = snapshot(
+                golden_set(store),
+                held[candidates],
+                cost_summary(store, rate),
+                store.eval_history(),
+                target=target,
+            )
+            return Dashboard(figures, coverage(store), throughput(store), store.status())
+
+    return Refresher(compute, pace=pace)
 
 
 # --- comparing runs -------------------------------------------------------------------------
@@ -795,7 +902,14 @@ def _share_rows(shares: Mapping[str, Mapping]) -> pd.DataFrame:
     rows = [
         _figure_row(name, UNANSWERABLE, entry, entry["queries"]) for name, entry in shares.items()
     ]
-    return pd.DataFrame(rows, columns=[*_FIGURE_COLUMNS, JUDGED])
+    return pd.DataFrame(rows, columns=[*_FIGURE_COLUMNS, JUDGED]).astype({JUDGED: float})
+
+
+def _first_relevant(per_query: pd.DataFrame) -> np.ndarray:
+    """Each query's first relevant rank, 1 / its MRR@10 (NaN when none is in the top 10)."""
+    reciprocal = per_query[f"mrr@{CUTOFF}"].to_numpy(dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        return np.where(reciprocal > 0, np.rint(1 / reciprocal), np.nan)
 
 
 def _finite(value: object) -> bool:

@@ -1660,6 +1660,10 @@ class Store:
             settings = tuple(sorted(self.settings().items()))
         return {**dict(zip(names, marks, strict=True)), "settings": settings}
 
+    def pooled_run_names(self) -> list[str]:
+        """The names of the pooled runs, sorted (a cheap read, unlike :meth:`status`)."""
+        return [row["name"] for row in self._rows("SELECT name FROM runs ORDER BY name")]
+
     def golden_frames(self) -> tuple[pd.DataFrame, pd.DataFrame]:
         """The golden set as the two frames of :class:`eval.readers.Golden`, read in bulk.
 

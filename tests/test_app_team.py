@@ -12,6 +12,7 @@ import streamlit as st
 from helpers.team import PASSWORD, PLANTED_KAPPA, PLANTED_QUEUE, plant, team_project
 from streamlit.testing.v1 import AppTest
 
+from labeler.auth import hash_password
 from labeler.store import Store
 from labeler.team import LOCK_AFTER_FAILURES
 
@@ -31,10 +32,12 @@ OIDC = {
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
-    """The planted team project (see tests/helpers/team.py), opened by the app."""
-    path = team_project(tmp_path / "team.db")
+    """The planted team project (see tests/helpers/team.py), opened by the app. Only ana
+    has a password (hashing is deliberately slow); the others are signed in directly."""
+    path = team_project(tmp_path / "team.db", with_passwords=False)
     with Store(path) as store:
         plant(store)
+        store.update_annotator("ana", password_hash=hash_password(PASSWORD))
     monkeypatch.setenv("GOLDSET_DB", str(path))
     st.cache_resource.clear()
     st.cache_data.clear()
@@ -146,6 +149,20 @@ def test_identity_provider_sign_in_is_offered_when_secrets_configure_it(project)
     at.run()
     assert [button.label for button in at.button][:1] == ["Sign in with your identity provider"]
     assert [field.label for field in at.text_input] == ["User name", "Password"]
+
+
+def test_each_named_identity_provider_gets_its_button(project):
+    shared = {key: OIDC["auth"][key] for key in ("redirect_uri", "cookie_secret")}
+    provider = {key: OIDC["auth"][key] for key in ("client_id", "client_secret")}
+    at = AppTest.from_file(APP, default_timeout=30)
+    at.secrets.update({"auth": {**shared, "google": provider, "okta": provider}})
+    at.user.update({"is_logged_in": False})
+    at.run()
+    assert [button.label for button in at.button] == [
+        "Sign in with google",
+        "Sign in with okta",
+        "Log in",
+    ]
 
 
 def test_identity_provider_user_who_is_registered_is_signed_in_with_their_role(project):

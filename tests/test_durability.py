@@ -65,4 +65,6 @@ def test_reopening_a_project_applies_its_schema_once(tmp_path):
         Store(tmp_path / "project.db").close()
     with Store(tmp_path / "project.db") as store:
         applied = store.conn.execute("SELECT name FROM _sqlite_migrations").fetchall()
-        assert applied == [("create_schema",)]
+        assert sorted(name for (name,) in applied) == sorted(
+            ["create_schema", "create_eval_records", "create_team_tables"]
+        )

@@ -9,7 +9,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from eval import stats
 from eval.stats import bootstrap_ci, paired_bootstrap, queries_needed, randomization_test
 
 # First relevant rank 1..10 or none (index 10): a realistic RR@10 distribution.
@@ -180,13 +179,6 @@ def test_p_values_match_the_normal_test_on_large_samples(p_value_of):
     assert p_value_of(np.zeros(4000), deltas) == pytest.approx(
         2 * (1 - NormalDist().cdf(abs(z))), abs=0.02
     )
-
-
-def test_large_resampling_jobs_give_the_same_numbers_on_any_number_of_cores(monkeypatch):
-    values = np.random.default_rng(24).random((5000, 2))  # 5000 × 1000 weights: in parallel
-    parallel = bootstrap_ci(values, n_resamples=1000, seed=3)
-    monkeypatch.setattr(stats, "WORKERS", 1)
-    assert bootstrap_ci(values, n_resamples=1000, seed=3).tolist() == parallel.tolist()
 
 
 @pytest.mark.parametrize("fixed_share", [0.0, 0.01, 0.02, 0.03, 0.04, 0.05, 0.06])

@@ -28,9 +28,9 @@ def act(store: Store, admin: str, action: Callable[[], str]) -> None:
     """Run one admin action if ``admin`` still is one; keep its outcome for the next run."""
     try:
         team.authorize(store, admin, "admin")
-        st.session_state["admin_message"] = action()
+        context.report(action())
     except (ValueError, PermissionError) as error:  # InputError is a ValueError
-        st.session_state["admin_message"] = f"Not done: {error}"
+        context.report(f"Not done: {error}")
 
 
 # --- users ----------------------------------------------------------------------------------------
@@ -100,21 +100,18 @@ def _remove_user(store: Store, admin: str, name: str | None, sure: bool) -> str:
 
 def assignments_section(store: Store, admin: str) -> None:
     """Who has how much work, and the form that deals the remaining queries with overlap."""
-    counts = store.assignment_counts()
-    rows = [
-        {"user": user["name"], "role": user["role"], **counts.get(user["name"], {})}
-        for user in store.annotators()
-    ]
-    st.dataframe(pd.DataFrame(rows), hide_index=True)
+    rows = team.user_rows(store)
+    columns = ["name", "role", "assigned", "open"]
+    st.dataframe(pd.DataFrame(rows, columns=columns), hide_index=True)
     dealable = store.dealable_queries()
     st.html(render.note(f"{len(dealable)} queries are not done and not yet dealt to anyone."))
-    users = [row["user"] for row in rows]
+    users = [row["name"] for row in rows]
     slices = sorted({query["slice"] for query in dealable})
     with st.form("deal"):
         annotators = st.multiselect(
             "Deal to",
             users,
-            default=[row["user"] for row in rows if row["role"] == "annotator"],
+            default=[row["name"] for row in rows if row["role"] == "annotator"],
         )
         chosen_slices = st.multiselect(
             "Only these slices (none chosen: all)",
@@ -227,14 +224,8 @@ def _export(store: Store, admin: str, name: str, write: Callable[[Path], int]) -
 
 def main() -> None:
     """Render the admin page (admins only)."""
-    admin = context.require_role("admin")
-    context.account_sidebar(admin)
+    admin = context.open_page("admin", "Admin")
     store = context.store()
-    st.title("Admin")
-    message = st.session_state.pop("admin_message", "")
-    if message:
-        with st.container(border=True):
-            st.html(render.note(message))
     users, assignments, data = st.tabs(["Users", "Assignments", "Import, pool, export"])
     with users:
         users_section(store, admin["name"])

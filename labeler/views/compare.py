@@ -10,8 +10,9 @@ run's unjudged top k as work ("label the holes"), and keep results in the run hi
   per metric and slice, one line per golden-set version: figures of different versions are
   never joined, and the flags say where they changed.
 
-Admin-ish actions (label the holes, recording) are separate functions, so a role check can
-gate them. Data text (run names, slices, messages naming them) is shown only as text.
+Reviewers and admins only; the actions that change the project (label the holes, recording)
+are admins' and check the role in the database again when they fire. Data text (run names,
+slices, messages naming them) is shown only as text.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import pandas as pd
 import streamlit as st
 
 from eval.readers import Run
-from labeler import live
+from labeler import live, team
 from labeler.store import Store
 from labeler.views import context
 
@@ -40,6 +41,11 @@ FIGURES = {
 golden_at = st.cache_resource(ttl=CACHE["ttl"], max_entries=2, show_spinner=False)(live.golden_at)
 run_at = st.cache_resource(ttl=CACHE["ttl"], max_entries=4, show_spinner=False)(live.run_at)
 uploaded_run = st.cache_data(**CACHE)(live.read_uploaded_run)
+
+
+def rows_height(frame: pd.DataFrame, most: int = 25) -> int:
+    """A dataframe's height in pixels showing up to ``most`` rows without scrolling."""
+    return 38 + 35 * min(max(len(frame), 1), most)
 
 
 def project_run_name(run: str | None) -> str:
@@ -108,7 +114,7 @@ def evaluate_section(state: live.ProjectState, runs: list[Run], uploads: dict) -
     """Each run's figures, overall and per slice, with judged@10 beside every one."""
     st.subheader("Evaluation on the current golden set")
     table, reports = evaluation(state, runs, tuple(run_key(run, uploads) for run in runs))
-    st.dataframe(table, hide_index=True, column_config=FIGURES)
+    st.dataframe(table, hide_index=True, column_config=FIGURES, height=rows_height(table))
     st.caption(
         "judged@10: the share of each run's top 10 that is judged. Unjudged documents count "
         "as not relevant, so a low judged@10 understates the run: label its holes."
@@ -135,9 +141,11 @@ def paired_section(state: live.ProjectState, runs: list[Run], uploads: dict) -> 
         st.error("Release gate: failed.", icon=":material/block:")
     for line in [*verdict["reasons"], *(f"warning: {w}" for w in verdict["warnings"])]:
         st.text(line)
+    deltas = live.paired_table(result)
     st.dataframe(
-        live.paired_table(result),
+        deltas,
         hide_index=True,
+        height=rows_height(deltas),
         column_config={
             "baseline": NUMBER,
             "candidate": NUMBER,
@@ -149,8 +157,9 @@ def paired_section(state: live.ProjectState, runs: list[Run], uploads: dict) -> 
     )
 
 
-def label_the_holes(store: Store, uploads: dict[str, tuple], reports: dict) -> None:
-    """Add an uploaded run's unjudged top k as new work, so that it is measured fairly."""
+def label_the_holes(store: Store, user: dict, uploads: dict[str, tuple], reports: dict) -> None:
+    """Admins: add an uploaded run's unjudged top k as new work, so that it is measured
+    fairly. The role is checked again in the database when the button is pressed."""
     st.subheader("Label the holes")
     if not uploads:
         st.caption("Upload a run to add its unjudged top documents as work for the annotators.")
@@ -163,8 +172,9 @@ def label_the_holes(store: Store, uploads: dict[str, tuple], reports: dict) -> N
         st.caption(f"judged@10 of this run: {judged:.1%} of its top 10 is judged.")
     if st.button("Label the holes", icon=":material/playlist_add:"):
         try:
+            team.authorize(store, user["name"], "admin")
             counts = live.label_the_holes(store, *uploads[name], int(depth))
-        except ValueError as error:
+        except (PermissionError, ValueError) as error:
             show_error("Could not add the run's documents:", error)
             return
         st.success(
@@ -173,8 +183,11 @@ def label_the_holes(store: Store, uploads: dict[str, tuple], reports: dict) -> N
         )
 
 
-def record_section(store: Store, state: live.ProjectState, runs: list[Run], uploads: dict):
-    """Keep a run's figures in the run history with tags, as ``goldset eval --record``."""
+def record_section(
+    store: Store, user: dict, state: live.ProjectState, runs: list[Run], uploads: dict
+) -> None:
+    """Admins: keep a run's figures in the run history with tags, as ``goldset eval
+    --record``. The role is checked again in the database when the button is pressed."""
     st.subheader("Record in the run history")
     names = [run.name for run in runs]
     left, right = st.columns([1, 2])
@@ -182,9 +195,10 @@ def record_section(store: Store, state: live.ProjectState, runs: list[Run], uplo
     text = right.text_input("Tags", placeholder="model=e5, chunking=512", key="record_tags")
     if st.button("Record", icon=":material/history:"):
         try:
+            team.authorize(store, user["name"], "admin")
             tags = live.parse_tags(text)
-        except ValueError as error:
-            show_error("Tags are KEY=VALUE, separated by commas:", error)
+        except (PermissionError, ValueError) as error:
+            show_error("Not recorded:", error)
             return
         run = runs[names.index(name)]
         upload = uploads.get(name)
@@ -207,8 +221,8 @@ def history_chart(table: pd.DataFrame) -> alt.Chart:
             detail="golden_version:N",
             tooltip=["record", "recorded_at", "run", "tags", "golden_version", "slice", "value"],
         )
-        .properties(height=140)
-        .facet(row=alt.Row("metric:N", title=None))
+        .properties(width=300, height=150)
+        .facet(facet=alt.Facet("metric:N", title=None, sort=list(TREND_METRICS)), columns=2)
         .resolve_scale(y="independent")
     )
 
@@ -224,15 +238,19 @@ def history_section(store: Store) -> None:
         )
         return
     runs = sorted({record["run"] for record in records})
-    shown = st.multiselect("Runs in the history", runs, default=runs, key="history_runs")
+    shown = st.multiselect("Runs in the history", runs, default=runs)  # new runs: all shown
     records = [record for record in records if record["run"] in shown]
     table = live.history_table(records)
     if not table.empty:
-        st.altair_chart(history_chart(table), width="stretch")
+        st.altair_chart(history_chart(table))
     flags = live.history_flags(records)
     if flags:
         st.warning(f"{len(flags)} change(s) between consecutive records:", icon=":material/flag:")
-        st.dataframe(pd.DataFrame(flags), hide_index=True)
+        st.dataframe(
+            pd.DataFrame(flags),
+            hide_index=True,
+            column_config={"message": st.column_config.TextColumn(width="large")},
+        )
     versions = {record["golden_version"] for record in records}
     if len(versions) > 1:
         st.caption(
@@ -243,17 +261,19 @@ def history_section(store: Store) -> None:
 
 
 def main() -> None:
-    """Render the compare page."""
+    """Render the compare page (reviewers and admins; the actions for admins)."""
+    st.set_page_config(layout="wide")
+    user = context.open_page("reviewer", "Compare runs")
     store = context.store()
-    st.title("Compare runs")
     state = live.ProjectState.of(store)
     runs, uploads = chosen_runs(store, state)
     if runs:
         reports = evaluate_section(state, runs, uploads)
         if len(runs) >= 2:
             paired_section(state, runs, uploads)
-        label_the_holes(store, uploads, reports)
-        record_section(store, state, runs, uploads)
+        if team.has_role(user["role"], "admin"):
+            label_the_holes(store, user, uploads, reports)
+            record_section(store, user, state, runs, uploads)
     else:
         st.caption("Upload run files or choose runs held in the project to evaluate them.")
     history_section(store)

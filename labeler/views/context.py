@@ -69,13 +69,27 @@ def require_role(needed: str) -> dict:
     return user
 
 
-def account_sidebar(user: dict) -> None:
-    """Who is signed in, and the log-out button (on the pages other than the label page)."""
+def open_page(needed: str, title: str) -> dict:
+    """Start a reviewer or admin page: check the role (:func:`require_role`), show who is
+    signed in with a log-out button, the title, and the outcome of the last action (see
+    :func:`report`). Returns the user."""
+    user = require_role(needed)
     with st.sidebar:
         st.html(render.note(f"Signed in as {user['name']} ({user['role']})"))
         if user["name"] != LOCAL_ANNOTATOR and st.button("Log out", key="account_logout"):
             logout()
             st.rerun()
+    st.title(title)
+    message = st.session_state.pop("action_outcome", "")
+    if message:
+        with st.container(border=True):
+            st.html(render.note(message))  # it may quote data (ids, names): escaped
+    return user
+
+
+def report(outcome: str) -> None:
+    """Keep what an action did (or why not) to show at the top of the page's next run."""
+    st.session_state["action_outcome"] = outcome
 
 
 def identity_providers() -> list[str | None]:

@@ -1,16 +1,12 @@
 """The dashboard: what the golden set already says, with its uncertainty, while it is made.
 
-The figures refresh by themselves: a fragment reruns every ``REFRESH_SECONDS`` and shows the
-newest figures, computed by :mod:`labeler.live` (eval on the store's golden set) and shared
-by every session. Two rules keep each rerun fast at any size:
-
-- :func:`latest` serves its entry while it is at most one refresh old and, once older,
-  serves it one more time while a new one is computed in the background (Streamlit's
-  ``refresh_mode="background"``): a rerun never waits for eval on a large project;
-- the figures are computed again only when the store's dashboard marks changed (one cheap
-  SQL statement) and, after a computation of t seconds, not before PACE × t seconds have
-  passed: on a small project the figures follow every refresh, on a large one the server
-  spends at most a fraction of a core on them, however many sessions watch.
+The figures refresh by themselves: a fragment reruns every ``live.REFRESH_SECONDS`` and
+reads the store's dashboard marks (one cheap SQL statement). The figures, computed by
+:mod:`labeler.live` (eval on the store's golden set), are kept by a
+:class:`labeler.live.Refresher` shared by every session: they are computed again only when
+the marks changed — at once on a small project, so a new label shows at the next refresh;
+in the background on a large one (the page shows the previous figures meanwhile and never
+waits for eval), and then no more often than the computation's pace allows.
 
 Data text (queries, slices, ids) reaches the page only inside dataframe cells and chart
 labels, which show it as text.
@@ -19,20 +15,16 @@ labels, which show it as text.
 from __future__ import annotations
 
 import math
-import time
 from datetime import UTC, datetime
 
 import altair as alt
 import pandas as pd
 import streamlit as st
 
-from labeler import live
+from labeler import live, team
 from labeler.store import Store
 from labeler.views import context
 
-REFRESH_SECONDS = 5
-PACE = 4  # after a computation of t seconds, the next one waits at least PACE × t
-CACHE_SECONDS = 600
 FIGURE_LABELS = {
     "mrr@10": "MRR@10",
     "hit@1": "hit@1",
@@ -56,44 +48,12 @@ FIGURE_COLUMNS = {
     ),
 }
 
-golden_at = st.cache_resource(ttl=CACHE_SECONDS, max_entries=2, show_spinner=False)(live.golden_at)
-run_at = st.cache_resource(ttl=CACHE_SECONDS, max_entries=4, show_spinner=False)(live.run_at)
+refresher = st.cache_resource(max_entries=16, show_spinner=False)(live.dashboard_refresher)
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)
-def last_computed(path: str, run: str | None, target: float, rate: float) -> dict:
-    """The figures last computed for these settings, the project state they are of, and when
-    they may be computed again: one dict shared by every session."""
-    return {}
-
-
-@st.cache_data(ttl=REFRESH_SECONDS, max_entries=16, show_spinner=False, refresh_mode="background")
-def latest(
-    path: str, run: str | None, target: float, rate: float
-) -> tuple[live.Snapshot, pd.DataFrame, pd.DataFrame, dict]:
-    """The project's newest figures: the run's snapshot, coverage per slice, judgements per
-    hour and the project status (see the module docstring for how fresh they are)."""
-    last = last_computed(path, run, target, rate)
-    with Store(path) as store:
-        state = live.ProjectState.of(store)
-        if last and (last["state"] == state or time.monotonic() < last["due"]):
-            return last["figures"]
-        started = time.monotonic()
-        figures = (
-            live.snapshot(
-                golden_at(state),
-                run_at(state.candidates(), run),
-                live.cost_summary(store, rate),
-                store.eval_history(),
-                target=target,
-            ),
-            live.coverage(store),
-            live.throughput(store),
-            store.status(),
-        )
-    finished = time.monotonic()
-    last.update(state=state, figures=figures, due=finished + PACE * (finished - started))
-    return figures
+def rows_height(frame: pd.DataFrame, most: int = 25) -> int:
+    """A dataframe's height in pixels showing up to ``most`` rows without scrolling."""
+    return 38 + 35 * min(max(len(frame), 1), most)
 
 
 def run_name(run: str | None) -> str:
@@ -126,7 +86,7 @@ def headline(table: pd.DataFrame) -> None:
         row = overall.loc[metric]
         column.metric(FIGURE_LABELS[metric], number(row["value"], metric))
         ci = f"{number(row['ci_low'], metric)} – {number(row['ci_high'], metric)}"
-        column.caption(f"95% CI {ci} · n = {row['queries']}")
+        column.caption(f"95% CI {ci}  \nn = {row['queries']}")
 
 
 def rank_chart(first_relevant: pd.DataFrame) -> alt.Chart:
@@ -136,7 +96,12 @@ def rank_chart(first_relevant: pd.DataFrame) -> alt.Chart:
         alt.Chart(first_relevant)
         .mark_bar()
         .encode(
-            x=alt.X("rank:N", sort=order, title="first relevant rank (none = not in the top 10)"),
+            x=alt.X(
+                "rank:N",
+                sort=order,
+                title="first relevant rank (none = not in the top 10)",
+                axis=alt.Axis(labelAngle=0),
+            ),
             y=alt.Y("share:Q", axis=alt.Axis(format="%"), title="answerable queries"),
             color=alt.Color("slice:N", title="slice"),
             xOffset="slice:N",
@@ -183,22 +148,24 @@ def needed_text(needed: live.QueriesNeeded, rate: float) -> str:
     return text + "."
 
 
-@st.fragment(run_every=REFRESH_SECONDS)
-def live_figures(path: str, run: str | None, target: float, rate: float) -> None:
+@st.fragment(run_every=live.REFRESH_SECONDS)
+def live_figures(store: Store, run: str | None, target: float, rate: float) -> None:
     """Everything that changes while annotators work."""
-    snap, coverage, per_hour, status = latest(path, run, target, rate)
-    report = snap.report
+    figures = refresher(str(store.path), run, target, rate).get(live.ProjectState.of(store))
+    snap, report = figures.snapshot, figures.snapshot.report
     st.caption(
         f"{run_name(run)} · golden set {report['golden_version']} · "
         f"{report['queries']['answerable']} answerable and {report['queries']['unanswerable']} "
         f"unanswerable queries done · shown {datetime.now(UTC):%H:%M:%S} UTC, refreshed every "
-        f"{REFRESH_SECONDS} s"
+        f"{live.REFRESH_SECONDS} s"
     )
     for alert in snap.alerts:
         st.warning(alert.message, icon=":material/warning:")
     headline(snap.table)
     st.subheader("Per slice")
-    st.dataframe(snap.table, hide_index=True, column_config=FIGURE_COLUMNS)
+    st.dataframe(
+        snap.table, hide_index=True, column_config=FIGURE_COLUMNS, height=rows_height(snap.table)
+    )
     st.subheader("First relevant rank")
     st.altair_chart(rank_chart(snap.first_relevant), width="stretch")
     st.subheader("Worst queries, misses first")
@@ -216,10 +183,11 @@ def live_figures(path: str, run: str | None, target: float, rate: float) -> None
     st.markdown(needed_text(snap.needed, rate))
     st.subheader("Coverage")
     st.dataframe(
-        coverage,
+        figures.coverage,
         hide_index=True,
         column_config={"done_share": st.column_config.ProgressColumn("done", format="percent")},
     )
+    per_hour, status = figures.throughput, figures.status
     this_hour = per_hour[per_hour["hour"] == per_hour["hour"].max()]["judgements"].sum()
     st.caption(
         f"{status['judgements']:,} judgements by {len(status['annotators'])} annotators · "
@@ -230,36 +198,46 @@ def live_figures(path: str, run: str | None, target: float, rate: float) -> None
         st.caption(" ".join(report["notes"]))
 
 
-def downloads(store: Store, run: str | None, target: float, rate: float) -> None:
-    """The golden set (JSONL, TREC qrels) and the shown run's metrics report (JSON, CSV),
-    each built when clicked. Kept apart so that a role check can gate it."""
+def downloads(store: Store, user: dict, run: str | None, target: float, rate: float) -> None:
+    """Admins: the golden set (JSONL, TREC qrels) and the shown run's metrics report (JSON,
+    CSV), each built when clicked, after the role is checked again in the database."""
+
+    def built(make):
+        def build():
+            team.authorize(store, user["name"], "admin")
+            return make()
+
+        return build
 
     def report() -> dict:
-        return latest(str(store.path), run, target, rate)[0].report
+        state = live.ProjectState.of(store)
+        return refresher(str(store.path), run, target, rate).get(state).snapshot.report
 
     st.subheader("Downloads")
-    first, second, third, fourth = st.columns(4)
-    first.download_button(
-        "Golden set (JSONL)", lambda: live.golden_jsonl(store), "golden.jsonl", "application/jsonl"
+    files = (
+        (
+            "Golden set (JSONL)",
+            lambda: live.golden_jsonl(store),
+            "golden.jsonl",
+            "application/jsonl",
+        ),
+        ("TREC qrels", lambda: live.golden_qrels(store), "qrels.txt", "text/plain"),
+        ("Report (JSON)", lambda: live.report_json(report()), "report.json", "application/json"),
+        ("Report (CSV)", lambda: live.report_csv(report()), "report.csv", "text/csv"),
     )
-    second.download_button(
-        "TREC qrels", lambda: live.golden_qrels(store), "qrels.txt", "text/plain"
-    )
-    third.download_button(
-        "Report (JSON)", lambda: live.report_json(report()), "report.json", "application/json"
-    )
-    fourth.download_button(
-        "Report (CSV)", lambda: live.report_csv(report()), "report.csv", "text/csv"
-    )
+    for column, (label, make, file_name, mime) in zip(st.columns(len(files)), files, strict=True):
+        column.download_button(label, built(make), file_name, mime)
 
 
 def main() -> None:
-    """Render the dashboard page."""
+    """Render the dashboard page (reviewers and admins; downloads for admins)."""
+    st.set_page_config(layout="wide")
+    user = context.open_page("reviewer", "Dashboard")
     store = context.store()
-    st.title("Dashboard")
     run, target, rate = controls(store)
-    live_figures(str(store.path), run, target, rate)
-    downloads(store, run, target, rate)
+    live_figures(store, run, target, rate)
+    if team.has_role(user["role"], "admin"):
+        downloads(store, user, run, target, rate)
 
 
 main()

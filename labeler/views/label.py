@@ -14,7 +14,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from labeler import keys, render
+from labeler import keys, render, team
 from labeler.auth import LOCAL_ANNOTATOR
 from labeler.judging import KEY_HELP, MODES, LabelSession, QueryView, grade_name
 from labeler.views import context
@@ -210,10 +210,30 @@ def judging_panel(session: LabelSession) -> None:
     notes(session, view)
 
 
+def open_linked_query(session: LabelSession, role: str) -> None:
+    """Open the query named in the URL (``?query=q17``, the dashboard's worst-query links),
+    then drop it from the URL so that a reload resumes as usual. Reviewers and admins only:
+    an annotator keeps to their own queue."""
+    query_id = st.query_params.get("query")
+    if query_id is None:
+        return
+    del st.query_params["query"]
+    if not team.has_role(role, "reviewer"):
+        return
+    try:
+        session.store.query(query_id)
+    except ValueError:
+        session.message = f"No query {query_id} in this project."
+        return
+    session.query_id, session.message = query_id, ""
+
+
 def main() -> None:
     """Render the label page."""
-    annotator = context.require_annotator()
+    user = context.require_user()
+    annotator = user["name"]
     session = context.label_session(annotator)
+    open_linked_query(session, user["role"])
     st.html(render.stylesheet())
     sidebar(session, annotator)
     with st.expander("Guidelines", icon=":material/menu_book:"):

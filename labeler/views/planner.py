@@ -40,9 +40,8 @@ def measured_ranks(state: live.ProjectState) -> tuple[np.ndarray, float | None]:
     """First relevant ranks of the candidate lists on the labelled queries, and the share of
     done queries that are answerable (None before any is done)."""
     golden = golden_at(state)
-    done = golden.queries[golden.queries["status"] == "done"]
-    share = float(done["answerable"].mean()) if len(done) else None
-    return live.measured_first_relevant(golden, run_at(state.candidates(), None)), share
+    ranks = live.measured_first_relevant(golden, run_at(state.candidates(), None))
+    return ranks, live.answerable_share(golden)
 
 
 @st.cache_data(**CACHE)
@@ -198,9 +197,9 @@ def plan_section(store: Store, state: live.ProjectState, summary: live.CostSumma
 
 
 def main() -> None:
-    """Render the cost planner page."""
+    """Render the cost planner page (reviewers and admins)."""
+    context.open_page("reviewer", "Cost planner")
     store = context.store()
-    st.title("Cost planner")
     with st.sidebar:
         rate = st.number_input("Hourly rate ($)", 0.0, 10_000.0, live.DEFAULT_RATE, 5.0)
     state = live.ProjectState.of(store)

@@ -91,7 +91,9 @@ def disagreement(store: Store, reviewer: dict, item: dict) -> None:
     query_id = item["query_id"]
     st.html(render.query_heading(item["query"], query_id, item["slice"]))
     docs = _judged_docs(store, item)
-    st.dataframe(pd.DataFrame(docs), hide_index=True)
+    names = list(item["labels"])
+    shown = [{**doc, **{name: _grade_text(doc[name]) for name in names}} for doc in docs]
+    st.dataframe(pd.DataFrame(shown), hide_index=True)
     if item["decision"] is not None:
         decision = item["decision"]
         adopted = f", accepting {decision.adopted}'s label" if decision.adopted else ""
@@ -106,6 +108,10 @@ def disagreement(store: Store, reviewer: dict, item: dict) -> None:
             args=(store, query_id, reviewer["name"], name),
         )
     _decision_form(store, reviewer, item, docs)
+
+
+def _grade_text(grade: int | None) -> str:
+    return "—" if grade is None else f"{grade} · {grade_name(grade)}"
 
 
 def _judged_docs(store: Store, item: dict) -> list[dict]:
@@ -173,21 +179,15 @@ def _record(decide, done: str) -> None:
     try:
         decide()
     except (ValueError, PermissionError) as error:
-        st.session_state["review_message"] = f"Not decided: {error}"
+        context.report(f"Not decided: {error}")
     else:
-        st.session_state["review_message"] = done
+        context.report(done)
 
 
 def main() -> None:
     """Render the review page (reviewers and admins)."""
-    reviewer = context.require_role("reviewer")
-    context.account_sidebar(reviewer)
+    reviewer = context.open_page("reviewer", "Review")
     store = context.store()
-    st.title("Review")
-    message = st.session_state.pop("review_message", "")
-    if message:
-        with st.container(border=True):
-            st.html(render.note(message))
     agreement_section(store)
     queue_section(store, reviewer)
 

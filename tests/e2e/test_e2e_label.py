@@ -192,7 +192,11 @@ def test_hostile_text_shows_as_text_runs_nothing_and_calls_nowhere(
     page.keyboard.type("00", delay=50)
     expect(page.get_by_text("No candidate is relevant")).to_be_visible()
     page.keyboard.press("/")
+    search = page.get_by_label("Search the corpus")
+    expect(search).to_be_focused()  # "/" focuses the box; typing before that would be lost
+    wait_idle(page)
     page.keyboard.type("alert")
+    expect(search).to_have_value("alert")
     page.keyboard.press("Enter")
     expect(page.locator(".gs-card", has_text="found")).to_contain_text(HOSTILE)
     wait_idle(page)

@@ -1,0 +1,160 @@
+"""The compare page (AppTest) on the labelled demo project (see test_live.py): uploaded runs
+evaluated with judged@10 beside every figure, a paired comparison equal to ``goldset compare``,
+"label the holes" and recording into the run history."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+from click.testing import CliRunner
+from streamlit.testing.v1 import AppTest
+from test_live import label, labelled_demo, open_page, opened_by_the_app, table_with
+
+from labeler.auth import hash_password
+from labeler.cli import cli
+from labeler.store import Store
+
+COMPARE = "../labeler/views/compare.py"
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """The labelled demo project, opened by the app, and run files written from its
+    candidate lists: ``baseline`` (the lists as they are) and ``candidate`` (q01's answer
+    pushed to rank 2, q02's lifted from rank 3 to rank 1)."""
+    path = tmp_path / "demo.db"
+    with labelled_demo(path) as store:
+        ranked = {q: [c["doc_id"] for c in store.candidates(q)] for q in ("q01", "q02", "q03")}
+    ranked_again = dict(ranked)
+    ranked_again["q01"] = [ranked["q01"][1], ranked["q01"][0], *ranked["q01"][2:]]
+    ranked_again["q02"] = [ranked["q02"][2], *ranked["q02"][:2], *ranked["q02"][3:]]
+    files = {"baseline": trec(ranked, "baseline"), "candidate": trec(ranked_again, "candidate")}
+    with opened_by_the_app(path, monkeypatch):
+        yield path, files
+
+
+def trec(rankings: dict[str, list[str]], name: str) -> bytes:
+    """A TREC run giving each query's docs in the listed order."""
+    lines = [
+        f"{query_id} Q0 {doc_id} {rank} {100 - rank} {name}"
+        for query_id, docs in rankings.items()
+        for rank, doc_id in enumerate(docs, start=1)
+    ]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def upload(files: dict[str, bytes], user: str | None = None) -> AppTest:
+    """A session on the compare page with these run files uploaded."""
+    at = open_page(COMPARE, user)
+    at.file_uploader[0].set_value([(f"{n}.trec", data, "text/plain") for n, data in files.items()])
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def click(at: AppTest, label: str) -> AppTest:
+    next(button for button in at.button if button.label == label).click().run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_runs_are_evaluated_with_judged_at_10_beside_every_figure(project):
+    db, files = project
+    table = table_with(upload(files), "judged@10")
+    assert set(table["run"]) == {"baseline", "candidate"}
+    mrr = table[(table["slice"] == "all") & (table["metric"] == "mrr@10")].set_index("run")
+    # q04 is not in the runs: it scores 0, as in trec_eval -c.
+    assert mrr.loc["baseline", "value"] == pytest.approx((1 + 1 / 3 + 0 + 0) / 4)
+    assert mrr.loc["candidate", "value"] == pytest.approx((1 / 2 + 1 + 0 + 0) / 4)
+    assert table["judged@10"].notna().all()
+
+
+def test_paired_comparison_equals_goldset_compare_with_the_gate_verdict(project, tmp_path):
+    db, files = project
+    for name, data in files.items():
+        (tmp_path / f"{name}.trec").write_bytes(data)
+    args = ["compare", "--db", str(db), "--json"]
+    args += ["--baseline", str(tmp_path / "baseline.trec")]
+    args += ["--candidate", str(tmp_path / "candidate.trec")]
+    result = CliRunner().invoke(cli, args)
+    expected = json.loads(result.output)
+
+    at = upload(files)
+    shown = table_with(at, "delta").set_index(["slice", "metric"])
+    for metric, entry in expected["metrics"].items():
+        row = shown.loc[("all", metric)]
+        assert [row["delta"], row["ci_low"], row["ci_high"], row["p_value"]] == [
+            entry["delta"],
+            *entry["ci95"],
+            entry["p_value"],
+        ]
+    tail = expected["slices"]["tail"]["metrics"]["mrr@10"]
+    assert shown.loc[("tail", "mrr@10"), "delta"] == tail["delta"]
+    assert expected["gate"]["passed"] is False  # q01 fell from rank 1 to 2: MRR@10 is not down
+    assert at.error[0].value.startswith("Release gate: failed")
+    assert [text.value for text in at.text] == expected["gate"]["reasons"] + [
+        f"warning: {warning}" for warning in expected["gate"]["warnings"]
+    ]
+
+
+def test_label_the_holes_adds_exactly_the_unjudged_top_k_docs(project):
+    db, _ = project
+    with Store(db) as store:
+        judged = {q: store.labels(q) for q in ("q01", "q02")}
+        candidates = {q: {c["doc_id"] for c in store.candidates(q)} for q in ("q01", "q02")}
+        others = [c["doc_id"] for c in store.candidates("q40") + store.candidates("q41")]
+    fresh, unjudged = {}, set()
+    for query_id, grades in judged.items():
+        newcomers = [doc for doc in others if doc not in candidates[query_id]]
+        fresh[query_id] = [*grades, *newcomers][:12]  # its judged docs first, then new ones
+        unjudged |= {(query_id, doc) for doc in fresh[query_id][:10] if doc not in grades}
+
+    at = upload({"fresh": trec(fresh, "fresh")})
+    at.number_input(key="holes_depth").set_value(10)
+    click(at, "Label the holes")
+
+    with Store(db) as store:
+        added = {
+            (query_id, candidate["doc_id"])
+            for query_id in fresh
+            for candidate in store.candidates(query_id)
+            if candidate["doc_id"] not in candidates[query_id]
+        }
+        assert added == unjudged and len(added) == 9 + 7  # q01 had 1 judged, q02 3
+        assert {q: store.labels(q) for q in fresh} == judged  # judgements are reused
+        assert store.query_state("q02")["status"] == "done"  # its pooled run found rank 1
+    assert "Added 16 documents over 2 queries" in at.success[0].value
+
+
+def test_recording_keeps_the_run_in_the_history_which_flags_a_new_golden_version(project):
+    db, files = project
+    at = upload(files)
+    at.text_input(key="record_tags").input("model=bm25, chunking=512")
+    click(at, "Record")
+    assert at.success[0].value == "Recorded as #1."
+
+    with Store(db) as store:
+        label(store, "q08", 1)  # the golden set grows: a new version
+    at = upload(files)
+    at.text_input(key="record_tags").input("model=bm25, chunking=512")
+    click(at, "Record")
+
+    with Store(db) as store:
+        history = store.eval_history()
+    assert [record["tags"] for record in history] == [{"model": "bm25", "chunking": "512"}] * 2
+    assert history[0]["run_sha256"] == hashlib.sha256(files["baseline"]).hexdigest()
+    assert history[0]["golden_version"] != history[1]["golden_version"]
+    flags = table_with(at, "kind")
+    assert flags["kind"].tolist() == ["golden_changed"]
+    assert "not compared" in flags["message"].iloc[0]
+
+
+def test_the_actions_are_for_admins(project):
+    db, files = project
+    with Store(db) as store:
+        store.add_annotator("rita", role="reviewer", password_hash=hash_password("pw"))
+    at = upload(files, user="rita")
+    assert table_with(at, "delta") is not None  # a reviewer compares...
+    assert not [button for button in at.button if button.label in ("Label the holes", "Record")]

@@ -1,0 +1,93 @@
+"""The dashboard page, run by AppTest on the demo project with the MRR worked example labelled
+(see ``labelled_demo`` in test_live.py): its figures are ``goldset eval --db``'s."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from streamlit.testing.v1 import AppTest
+from test_live import demo_opened_by_the_app, open_page, table_with
+
+from labeler.auth import hash_password
+from labeler.cli import cli
+from labeler.store import Store
+
+APP = "../labeler/app.py"
+DASHBOARD = "../labeler/views/dashboard.py"
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """The labelled demo project, opened by the app."""
+    yield from demo_opened_by_the_app(tmp_path, monkeypatch)
+
+
+def goldset_eval(db) -> dict:
+    result = CliRunner().invoke(cli, ["eval", "--db", str(db), "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def test_dashboard_figures_equal_goldset_eval_db(project):
+    at = open_page(DASHBOARD)
+    assert not at.exception, at.exception
+    shown = table_with(at, "ci_low").set_index(["slice", "metric"])
+    report = goldset_eval(project)
+
+    expected = {("all", metric): entry for metric, entry in report["metrics"].items()}
+    for name, entry in report["slices"].items():
+        expected.update({(name, metric): value for metric, value in entry["metrics"].items()})
+    for metric in ("mrr@10", "hit@1", "hit@10", "miss@10"):
+        for slice_name in ("all", "head", "tail"):
+            row, entry = shown.loc[(slice_name, metric)], expected[(slice_name, metric)]
+            assert [row["value"], row["ci_low"], row["ci_high"]] == [entry["mean"], *entry["ci95"]]
+            assert row["judged@10"] == expected[(slice_name, "judged@10")]["mean"]
+    counts = report["queries"]
+    share = counts["unanswerable"] / (counts["answerable"] + counts["unanswerable"])
+    assert shown.loc[("all", "unanswerable"), "value"] == pytest.approx(share)
+    tiles = {metric.label: metric.value for metric in at.metric}
+    assert tiles["MRR@10"] == f"{report['metrics']['mrr@10']['mean']:.3f}" == "0.458"
+    assert tiles["miss rate"] == "25.0%"
+
+
+def test_dashboard_alerts_on_misses_and_the_unanswerable_share(project):
+    alerts = [warning.value for warning in open_page(DASHBOARD).warning]
+    assert any("first-stage recall problem" in alert for alert in alerts)
+    assert any("Unanswerable share 33.3% (2 of 6 done queries)" in alert for alert in alerts)
+
+
+def test_worst_queries_link_to_the_label_page_which_opens_that_query(project):
+    worst = table_with(open_page(DASHBOARD), "link")
+    assert worst["link"].iloc[0] == "./?query=q03"  # the miss comes first
+
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["query"] = "q03"
+    at.run()
+    heading = next(h.proto.body for h in at.get("html") if "gs-query-text" in h.proto.body)
+    assert "deprecated v1 auth client" in heading
+    assert "query" not in at.query_params  # a reload resumes as usual
+
+
+def test_coverage_and_how_many_more_queries_are_shown(project):
+    at = open_page(DASHBOARD)
+    coverage = table_with(at, "done_share").set_index("slice")
+    assert coverage.loc["all", ["queries", "done", "skipped"]].tolist() == [50, 6, 1]
+    needed = next(
+        text.value for text in at.markdown if "answerable queries are needed" in text.value
+    )
+    assert "±0.050" in needed and "queries to label" in needed
+
+
+def test_dashboard_is_for_reviewers_and_downloads_for_admins(project):
+    with Store(project) as store:
+        for name, role in (("ana", "annotator"), ("rita", "reviewer"), ("alan", "admin")):
+            store.add_annotator(name, role=role, password_hash=hash_password("pw"))
+    annotator = open_page(DASHBOARD, user="ana")
+    assert annotator.error and not annotator.dataframe
+    reviewer = open_page(DASHBOARD, user="rita")
+    assert reviewer.dataframe and not reviewer.get("download_button")
+    admin = open_page(DASHBOARD, user="alan")
+    labels = [button.proto.label for button in admin.get("download_button")]
+    assert labels == ["Golden set (JSONL)", "TREC qrels", "Report (JSON)", "Report (CSV)"]

@@ -1,0 +1,113 @@
+"""The cost planner: the page (AppTest) and ``goldset cost --db`` give the same measured
+figures; a plan compares first-hit labelling, full depth k and the runs' real pool."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+from streamlit.testing.v1 import AppTest
+from test_live import demo_opened_by_the_app, open_page, opened_by_the_app, table_with
+
+from eval.cost import expected_first_hit_depth, pool_depth_per_query
+from eval.readers import read_run
+from labeler.cli import cli
+from labeler.store import Store
+
+PLANNER = "../labeler/views/planner.py"
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """The labelled demo project (see test_live.py), opened by the app."""
+    yield from demo_opened_by_the_app(tmp_path, monkeypatch)
+
+
+@pytest.fixture
+def pooled(tmp_path, monkeypatch):
+    """A project of three queries pooled from two runs that share some of their top docs;
+    nothing labelled yet. Returns the database and the two run files."""
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"_id": f"d{n}", "text": "t"}) + "\n" for n in range(30)))
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text("".join(json.dumps({"_id": f"q{n}", "text": "q"}) + "\n" for n in range(3)))
+    runs = []
+    for name, offset in (("bm25", 0), ("dense", 4)):  # dense's top 10 shares 6 docs with bm25
+        path = tmp_path / f"{name}.trec"
+        lines = [
+            f"q{q} Q0 d{offset + rank + q} {rank} {20 - rank} {name}"
+            for q in range(3)
+            for rank in range(12)
+        ]
+        path.write_text("\n".join(lines) + "\n")
+        runs.append(path)
+    with Store(tmp_path / "pooled.db") as store:
+        store.pool(corpus, queries, runs, 10)
+    with opened_by_the_app(tmp_path / "pooled.db", monkeypatch) as db:
+        yield db, runs
+
+
+def goldset(*args: str) -> str:
+    result = CliRunner().invoke(cli, list(args))
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def open_planner(rate: float | None = None) -> AppTest:
+    at = open_page(PLANNER)
+    if rate is not None:
+        at.sidebar.number_input[0].set_value(rate).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_cost_page_figures_equal_goldset_cost_db(project):
+    measured = json.loads(goldset("cost", "--db", str(project), "--rate", "50", "--json"))
+    at = open_planner(rate=50)
+    tiles = {metric.label: metric.value for metric in at.metric}
+    for name in ("spent", "remaining", "total"):
+        assert tiles[name] == f"${measured[name]['dollars']:,.2f}"
+    hours = [caption.value for caption in at.caption if caption.value.endswith(" h")]
+    assert hours == [
+        f"{measured[name]['hours']:,.2f} h" for name in ("spent", "remaining", "total")
+    ]
+    shown = table_with(at, "annotator")
+    pd.testing.assert_frame_equal(
+        shown, pd.DataFrame(measured["annotators"]), check_dtype=False, check_exact=False
+    )
+    text = next(markdown.value for markdown in at.markdown if "per judgement" in markdown.value)
+    assert f"**{measured['seconds_per_judgement']:.1f} s** per judgement" in text
+    assert f"**{measured['judgements_per_query']:.2f}** per query" in text
+
+
+def test_goldset_cost_db_measures_spent_remaining_and_total(project):
+    measured = json.loads(goldset("cost", "--db", str(project), "--json"))
+    assert measured["rate"] == 60 and measured["queries_remaining"] == 44
+    assert measured["seconds_per_judgement"] == 4.0
+    assert measured["total"]["seconds"] == pytest.approx(
+        measured["spent"]["seconds"] + measured["remaining"]["seconds"]
+    )
+    text = goldset("cost", "--db", str(project), "--rate", "60")
+    assert "4.0 s per judgement (median)" in text
+    assert f"spent         {measured['spent']['hours']:.2f} h" in text
+    mixed = CliRunner().invoke(cli, ["cost", "--db", str(project), "--seconds", "20"])
+    assert mixed.exit_code == 2 and "leave out --seconds" in mixed.output
+
+
+def test_plan_compares_first_hit_full_depth_and_the_real_pool(pooled):
+    db, runs = pooled
+    at = open_planner()
+    sizes, plan = table_with(at, "pooled_per_query"), table_with(at, "plan")
+
+    real = pool_depth_per_query([read_run(run).results for run in runs], 10)
+    assert sizes.set_index("depth").loc[10, ["depth_x_systems", "pooled_per_query"]].tolist() == [
+        20,
+        real,
+    ]
+    assert real == 14  # 10 + the 4 docs of dense's top 10 that bm25's lacks
+    # Nothing labelled yet: the assumed ranks "1, 3, none, 2", 85 % answerable.
+    first_hit = expected_first_hit_depth([1, 3, float("nan"), 2], 10, answerable_share=0.85)
+    assert plan["docs_per_query"].tolist() == [pytest.approx(first_hit), 10, real]
+    assert plan["hours"].iloc[2] == pytest.approx(3 * real * 20 / 3600)  # 3 queries at 20 s

@@ -1,0 +1,497 @@
+"""Live figures (labeler.live): the store turned into eval inputs, and the dashboard's,
+cost planner's and run comparison's figures computed by eval from them.
+
+The app tests (test_app_dashboard, test_app_planner, test_app_compare) import their shared
+helpers from here: ``labelled_demo`` (the demo set with the MRR worked example labelled),
+``opened_by_the_app``, ``demo_opened_by_the_app``, ``open_page`` and ``table_with``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import pytrec_eval
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+from test_pool_cranfield import label_pool, run_at_depth
+
+from eval import cost
+from eval.readers import Golden, golden_from_records, read_golden, run_from_frame
+from eval.report import build_report, golden_version
+from labeler import live
+from labeler.store import DEMO_TASKS, Store
+
+# The MRR worked example (first relevant at ranks 1, 3, none, 2) on the demo's first four
+# queries, then two unanswerable queries and one skipped.
+WORKED_EXAMPLE = {"q01": 1, "q02": 3, "q03": None, "q04": 2}
+UNANSWERABLE = ("q05", "q06")
+SKIPPED = "q07"
+
+
+def label(store: Store, query_id: str, first_relevant: int | None, annotator: str = "ana"):
+    """Judge top-down, 4 s a judgement, up to the first relevant rank; None: all ten not
+    relevant, then a miss."""
+    candidates = store.candidates(query_id)
+    for candidate in candidates[: (first_relevant or len(candidates) + 1) - 1]:
+        store.judge(query_id, candidate["doc_id"], 0, annotator, seconds=4.0)
+    if first_relevant is None:
+        store.mark(query_id, "miss", annotator, seconds=2.0)
+    else:
+        store.judge(query_id, candidates[first_relevant - 1]["doc_id"], 1, annotator, seconds=6.0)
+
+
+def labelled_demo(path) -> Store:
+    """The demo project with the worked example, two unanswerable queries and a skip."""
+    store = Store(path)
+    store.import_tasks(DEMO_TASKS)
+    for query_id, rank in WORKED_EXAMPLE.items():
+        label(store, query_id, rank)
+    for query_id in UNANSWERABLE:
+        label(store, query_id, 1, annotator="ben")
+        store.undo("ben")
+        store.mark(query_id, "unanswerable", "ben", seconds=3.0)
+    store.mark(SKIPPED, "skip", "ana", seconds=1.0)
+    return store
+
+
+@contextmanager
+def opened_by_the_app(path: Path, monkeypatch) -> Iterator[Path]:
+    """Make the project at ``path`` the one the app opens (``GOLDSET_DB``), with Streamlit's
+    caches, which every AppTest session shares, cleared before and after."""
+    monkeypatch.setenv("GOLDSET_DB", str(path))
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    try:
+        yield path
+    finally:
+        st.cache_data.clear()
+        st.cache_resource.clear()
+
+
+def demo_opened_by_the_app(folder: Path, monkeypatch) -> Iterator[Path]:
+    """The labelled demo project in ``folder``, opened by the app: for a fixture to yield
+    from."""
+    labelled_demo(folder / "demo.db").close()
+    with opened_by_the_app(folder / "demo.db", monkeypatch) as path:
+        yield path
+
+
+def open_page(script: str, user: str | None = None) -> AppTest:
+    """A browser session on a page, signed in as ``user`` when the project has users."""
+    at = AppTest.from_file(script, default_timeout=60)
+    if user:
+        at.session_state["annotator"] = user
+    return at.run()
+
+
+def table_with(at: AppTest, column: str) -> pd.DataFrame:
+    """The page's dataframe that has ``column``."""
+    return next(frame.value for frame in at.dataframe if column in frame.value.columns)
+
+
+@pytest.fixture
+def demo(tmp_path) -> Store:
+    with labelled_demo(tmp_path / "demo.db") as store:
+        yield store
+
+
+@pytest.fixture(scope="module")
+def cranfield(tmp_path_factory, cranfield_dir):
+    """The Cranfield pool (bm25 and tfidf-title, depth 10) labelled in first-hit mode by a
+    simulated annotator answering from the qrels; and the qrels as pytrec_eval takes them."""
+    judgments = read_golden(cranfield_dir / "qrels.tsv").judgments
+    qrels: dict[str, dict[str, int]] = {}
+    for query_id, doc_id, grade in judgments.itertuples(index=False):
+        qrels.setdefault(query_id, {})[doc_id] = int(grade)
+    path = tmp_path_factory.mktemp("cranfield") / "first_hit.db"
+    label_pool(path, cranfield_dir, qrels, "first_hit")
+    with Store(path) as store:
+        yield store, qrels
+
+
+# --- the store as eval inputs ---------------------------------------------------------------
+
+
+def test_golden_set_holds_the_labels_of_the_golden_records(tmp_path):
+    store = Store(tmp_path / "team.db")
+    store.import_records(
+        {
+            "query_id": f"q{n}",
+            "query": f"question {n}",
+            "slice": "head" if n < 4 else "tail",
+            "candidates": [{"doc_id": f"q{n}-d{rank}", "text": "t"} for rank in (1, 2, 3)],
+        }
+        for n in range(1, 8)
+    )
+    store.add_annotator("rita", role="reviewer")
+    label(store, "q1", 2)  # ana: relevant at rank 2...
+    store.judge("q1", "q1-d1", 1, "ben", mode="full")  # ...ben: rank 1, a disagreement
+    store.adjudicate("q1", "rita", {"q1-d1": 0, "q1-d2": 1}, True)  # settled by a reviewer
+    store.mark("q2", "unanswerable", "ana")
+    store.judge("q3", "q3-d1", 0, "ana")
+    store.attach("q3", "q1-d3", 1, "ana")  # the answer the system missed, found by search
+    store.mark("q4", "skip", "ana")
+    store.judge("q5", "q5-d1", 0, "ben")
+    store.undo("ben")  # ben leaves nothing on q5
+    store.set_note("q6", "ana", "ambiguous")  # a note only: still pending
+    store.judge("q7", "q7-d2", 2, "ana", mode="full")  # in progress
+
+    ours = live.golden_set(store)
+    records = golden_from_records(store.golden_records())
+
+    pd.testing.assert_frame_equal(ours.queries, records.queries)
+    by_doc = ["query_id", "doc_id"]
+    pd.testing.assert_frame_equal(
+        ours.judgments.sort_values(by_doc, ignore_index=True),
+        records.judgments.sort_values(by_doc, ignore_index=True),
+    )
+    assert golden_version(ours) == golden_version(records)
+    assert set(ours.queries["status"]) == {"done", "skipped", "pending"}
+
+
+def test_project_run_gives_the_report_of_the_whole_candidate_lists(tmp_path):
+    store = Store(tmp_path / "deep.db")
+    store.import_records(
+        {
+            "query_id": f"q{n}",
+            "query": f"question {n}",
+            "candidates": [{"doc_id": f"q{n}-d{rank}", "text": "t"} for rank in range(1, 16)],
+        }
+        for n in range(1, 5)
+    )
+    for query_id, rank in (("q1", 2), ("q2", 11), ("q3", 13)):  # two below the cutoff
+        label(store, query_id, rank)
+    golden = live.golden_set(store)
+    top, whole = live.project_run(store), run_from_frame(store.candidate_run_frame(), "candidates")
+    ours, theirs = (build_report(golden, run, bootstrap=200) for run in (top, whole))
+    pd.testing.assert_frame_equal(ours.pop("per_query"), theirs.pop("per_query"))
+    assert ours == theirs
+    assert (len(top.results), len(whole.results)) == (4 * 11, 4 * 15)
+
+
+def test_dashboard_mrr_of_a_pooled_run_equals_pytrec_evals_on_the_cranfield_pool(
+    cranfield, cranfield_dir
+):
+    store, qrels = cranfield
+    snap = live.snapshot(live.golden_set(store), live.project_run(store, "bm25"))
+    oracle = pytrec_eval.RelevanceEvaluator(qrels, {"recip_rank", "success.1,10"})
+    expected = oracle.evaluate(run_at_depth(cranfield_dir / "runs" / "bm25.trec"))
+    overall = snap.table[snap.table["slice"] == live.ALL].set_index("metric")["value"]
+    assert overall["mrr@10"] == pytest.approx(
+        np.mean([v["recip_rank"] for v in expected.values()]), abs=1e-12
+    )
+    assert overall["hit@1"] == pytest.approx(np.mean([v["success_1"] for v in expected.values()]))
+    assert overall["hit@10"] == pytest.approx(np.mean([v["success_10"] for v in expected.values()]))
+    assert snap.report["queries"]["answerable"] == len(expected) == 225
+
+
+def test_queries_needed_predicts_the_ci_half_width_reached_with_that_many_queries(cranfield):
+    store, _ = cranfield
+    golden, run = live.golden_set(store), live.project_run(store, "bm25")
+    target = 0.07
+    needed = live.snapshot(golden, run, target=target).needed
+    assert needed.half_width < target and needed.more == 0  # 225 queries are more than enough
+
+    query_ids = golden.queries["query_id"].to_numpy()
+    rng = np.random.default_rng(7)
+    realised = [
+        half_width(live.snapshot(sample(golden, rng.choice(query_ids, needed.needed, False)), run))
+        for _ in range(10)
+    ]
+    assert 50 < needed.needed < 150
+    assert np.mean(realised) == pytest.approx(target, rel=0.1)
+
+
+def sample(golden: Golden, query_ids) -> Golden:
+    """The golden set restricted to some queries."""
+    keep = set(query_ids)
+    return Golden(
+        golden.queries[golden.queries["query_id"].isin(keep)].reset_index(drop=True),
+        golden.judgments[golden.judgments["query_id"].isin(keep)].reset_index(drop=True),
+    )
+
+
+def half_width(snap: live.Snapshot) -> float:
+    low, high = snap.report["metrics"]["mrr@10"]["ci95"]
+    return (high - low) / 2
+
+
+# --- the dashboard's figures ----------------------------------------------------------------
+
+
+def test_dashboard_table_gives_the_worked_example_with_cis_and_the_unanswerable_share(demo):
+    snap = live.snapshot(live.golden_set(demo), live.project_run(demo))
+    overall = snap.table[snap.table["slice"] == live.ALL].set_index("metric")
+    assert list(overall.index) == ["mrr@10", "hit@1", "hit@10", "miss@10", "unanswerable"]
+    assert overall.loc["mrr@10", "value"] == pytest.approx(0.458, abs=5e-4)
+    assert overall.loc["hit@1", "value"] == overall.loc["miss@10", "value"] == 0.25
+    assert overall.loc["unanswerable", "value"] == pytest.approx(2 / 6)
+    assert overall.loc["unanswerable", "queries"] == 6  # done queries, answerable or not
+    assert (overall["ci_low"] <= overall["value"]).all()
+    assert (overall["value"] <= overall["ci_high"]).all()
+    assert set(snap.table["slice"]) == {"all", "head", "tail"}
+
+
+def test_first_relevant_ranks_count_each_rank_and_none_per_slice(demo):
+    snap = live.snapshot(live.golden_set(demo), live.project_run(demo))
+    ranks = snap.first_relevant.set_index(["slice", "rank"])["queries"]
+    assert [ranks["all", rank] for rank in ("1", "2", "3", "4", "none")] == [1, 1, 1, 0, 1]
+    assert ranks["tail", "3"] == ranks["tail", "none"] == 1  # q02 and q03 are tail queries
+    assert ranks.groupby(level="slice").sum().to_dict() == {"all": 4, "head": 2, "tail": 2}
+
+
+def test_worst_queries_come_misses_first_with_a_link_to_the_label_page(demo):
+    snap = live.snapshot(live.golden_set(demo), live.project_run(demo))
+    assert list(snap.worst["query_id"]) == ["q03", "q02", "q04", "q01"]
+    assert snap.worst["first_relevant_rank"].iloc[0] == "none"
+    assert snap.worst["link"].iloc[0] == "./?query=q03"
+    assert live.label_link("a b&c/<x>") == "./?query=a%20b%26c%2F%3Cx%3E"
+
+
+def test_miss_rate_above_15_percent_alerts_a_first_stage_recall_problem(demo):
+    snap = live.snapshot(live.golden_set(demo), live.project_run(demo))
+    rules = {alert.rule: alert.message for alert in snap.alerts}
+    assert "first-stage recall problem" in rules["miss_rate"]
+    assert "25.0%" in rules["miss_rate"]
+    assert "outside 10%–20%" in rules["unanswerable_share"]  # 2 of 6 is 33 %
+
+
+def test_figures_within_the_operating_rules_raise_no_alert(demo):
+    label(demo, "q03", None, annotator="ben")  # nothing changes q03: still a miss...
+    for query_id in ("q08", "q09", "q10", "q11", "q12", "q13", "q14", "q15"):
+        label(demo, query_id, 1)  # ...but eight hits bring misses to 1 in 12 (8 %)
+    snap = live.snapshot(live.golden_set(demo), live.project_run(demo))
+    assert snap.report["metrics"]["miss@10"]["mean"] == pytest.approx(1 / 12)
+    assert [alert.rule for alert in snap.alerts] == []  # unanswerable: 2 of 14 = 14 %
+
+
+def test_mrr_and_hit1_moving_apart_between_recorded_runs_alerts(demo):
+    golden = live.golden_set(demo)
+    report = build_report(golden, live.project_run(demo), bootstrap=0)
+    demo.record_eval(report, "sha-1", {"model": "a"})
+    moved = {**report, "metrics": {**report["metrics"]}}
+    moved["metrics"]["mrr@10"] = {"mean": report["metrics"]["mrr@10"]["mean"] + 0.03}
+    moved["metrics"]["hit@1"] = {"mean": report["metrics"]["hit@1"]["mean"] - 0.05}
+    demo.record_eval(moved, "sha-2", {"model": "b"})
+    snap = live.snapshot(golden, live.project_run(demo), history=demo.eval_history())
+    apart = [alert.message for alert in snap.alerts if alert.rule == "moving_apart"]
+    assert apart and "+0.030" in apart[0] and "-0.050" in apart[0]
+
+
+def test_coverage_counts_done_pending_and_skipped_per_slice(demo):
+    frame = live.coverage(demo).set_index("slice")
+    assert frame.loc["all", ["queries", "done", "answerable", "unanswerable"]].tolist() == [
+        50,
+        6,
+        4,
+        2,
+    ]
+    assert frame.loc["all", "skipped"] == 1
+    assert frame.loc["all", "pending"] == 50 - 6 - 1
+    assert frame.loc["head", "queries"] + frame.loc["tail", "queries"] == 50
+
+
+def test_throughput_counts_judgements_per_hour_with_idle_hours_as_zero(demo):
+    now = datetime.now(UTC)
+    frame = live.throughput(demo, hours=3, now=now + timedelta(hours=1))
+    per_hour = frame.groupby("hour")["judgements"].sum()
+    judgements = len(demo.judgement_seconds())
+    assert len(per_hour) == 3 and per_hour.iloc[-1] == 0 and per_hour.sum() == judgements
+    assert set(frame["annotator"]) == {"ana", "ben"}
+
+
+# --- keeping the figures fresh -----------------------------------------------------------
+
+
+def state(events: int) -> live.ProjectState:
+    return live.ProjectState("project.db", (("events", events),))
+
+
+class SlowFigures:
+    """A computation that takes ``seconds`` on a fake clock (or raises ``error``)."""
+
+    def __init__(self, seconds: float):
+        self.now, self.seconds, self.calls, self.error = 0.0, seconds, [], None
+
+    def clock(self) -> float:
+        return self.now
+
+    def __call__(self, project: live.ProjectState) -> str:
+        self.calls.append(project)
+        self.now += self.seconds
+        if self.error:
+            raise self.error
+        return f"figures at {dict(project.marks)['events']}"
+
+
+def eventually(check, seconds: float = 10.0) -> bool:
+    """Whether ``check()`` becomes true within ``seconds`` (a background thread is at work)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def test_refresher_computes_again_only_when_the_project_changed():
+    figures = SlowFigures(seconds=0.1)
+    refresher = live.Refresher(figures, clock=figures.clock)
+    assert refresher.get(state(1)) == refresher.get(state(1)) == "figures at 1"
+    assert len(figures.calls) == 1
+    figures.now += 1  # past the pace (4 x 0.1 s)
+    assert refresher.get(state(2)) == "figures at 2"  # quick: computed at once
+
+
+def test_refresher_serves_slow_figures_while_it_computes_new_ones_at_a_pace():
+    figures = SlowFigures(seconds=2.0)
+    refresher = live.Refresher(figures, pace=4, clock=figures.clock)
+    assert refresher.get(state(1)) == "figures at 1"  # nothing to serve yet: computed
+    figures.now += 7  # a 2 s computation, a 4 x 2 s pace: not due for one more second
+    assert refresher.get(state(2)) == "figures at 1" and len(figures.calls) == 1
+    figures.now += 1
+    assert refresher.get(state(2)) == "figures at 1"  # served while the new ones are made
+    assert eventually(lambda: refresher.get(state(2)) == "figures at 2")
+    assert len(figures.calls) == 2
+
+
+def test_refresher_reports_a_failed_background_computation_once():
+    figures = SlowFigures(seconds=2.0)
+    refresher = live.Refresher(figures, pace=0, clock=figures.clock)
+    refresher.get(state(1))
+    figures.error = ValueError("the database is gone")
+    assert refresher.get(state(2)) == "figures at 1"  # the computation fails in the background
+
+    def raised() -> bool:
+        try:
+            refresher.get(state(2))
+        except ValueError as error:
+            return "gone" in str(error)
+        return False
+
+    assert eventually(raised)
+
+
+# --- cost ----------------------------------------------------------------------------------
+
+
+def test_cost_summary_prices_the_remaining_queries_at_the_measured_pace(demo):
+    summary = live.cost_summary(demo, rate=60)
+    events = demo.events_frame()
+    judgements = events[events["action"].isin(["judge", "attach"])]
+    assert summary.cost.seconds_per_judgement == judgements["seconds"].median() == 4.0
+    assert summary.cost.spent.seconds == judgements["seconds"].sum()
+    depths = [1, 3, 10, 2, 0, 0]  # q01..q04, then the two unanswerable ones (undone judgement)
+    assert summary.cost.judgements_per_query == pytest.approx(np.mean(depths))
+    assert summary.queries_remaining == 50 - 6
+    expected = cost.labelling_cost(44, np.mean(depths), 4.0, 60)
+    assert summary.cost.remaining.dollars == pytest.approx(expected.dollars)
+    ben = summary.per_annotator.set_index("annotator").loc["ben"]
+    assert (ben["judgements"], ben["queries_done"]) == (2, 2)  # the undone judgements count
+    assert set(summary.as_dict()) >= {"spent", "remaining", "total", "seconds_per_judgement"}
+
+
+def test_pool_sizes_come_from_the_runs_real_overlap():
+    def run(*docs):
+        return pd.DataFrame(
+            {"query_id": "q", "doc_id": list(docs), "score": [3.0, 2.0, 1.0][: len(docs)]}
+        )
+
+    sizes = live.pool_sizes({"a": run("x", "y", "z"), "b": run("x", "w", "z")}, [1, 2, 3])
+    assert sizes["depth_x_systems"].tolist() == [2, 4, 6]
+    assert sizes["pooled_per_query"].tolist() == [1, 3, 4]  # x is shared, then z
+
+
+def test_plans_compare_first_hit_full_depth_and_the_pool():
+    table = live.plans(400, 10, [1, 3, np.nan, 2], 20, 60, pool_depth=14.5).set_index("plan")
+    assert table["docs_per_query"].tolist() == [4.0, 10.0, 14.5]
+    assert table["dollars"].iloc[0] == pytest.approx(533.33, abs=0.01)  # the field's example
+
+
+# --- comparing runs and the run history ---------------------------------------------------
+
+
+def test_evaluated_runs_carry_judged_at_10_beside_every_figure(demo):
+    golden = live.golden_set(demo)
+    table, reports = live.evaluate_runs(golden, [live.project_run(demo)], bootstrap=100)
+    assert set(table["metric"]) == {"mrr@10", "hit@1", "hit@10", "miss@10", "recall@10",
+                                    "precision@10", "ndcg@10"}  # fmt: skip
+    judged = reports["candidates"]["metrics"]["judged@10"]["mean"]
+    assert (table.loc[table["slice"] == "all", "judged@10"] == judged).all()
+
+
+def history_record(record_id, version, mrr, hit, miss, tail_mrr):
+    """A run-history record as Store.eval_history gives it."""
+    metrics = {"mrr@10": mrr, "hit@1": hit, "miss@10": miss}
+    return {
+        "id": record_id,
+        "recorded_at": f"2026-11-{record_id:02d}",
+        "run": "dense",
+        "golden_version": version,
+        "tags": {"model": f"m{record_id}"},
+        "metrics": metrics,
+        "slices": {"tail": {**metrics, "mrr@10": tail_mrr}},
+    }
+
+
+def test_history_flags_a_miss_rise_over_two_points_and_a_slice_drop_over_005():
+    records = [
+        history_record(1, "v1", 0.60, 0.50, 0.100, 0.50),
+        history_record(2, "v1", 0.61, 0.51, 0.125, 0.50),  # misses +2.5 points
+        history_record(3, "v1", 0.62, 0.52, 0.125, 0.44),  # tail MRR -0.06
+        history_record(4, "v1", 0.62, 0.52, 0.140, 0.44),  # misses +1.5 points: fine
+    ]
+    flags = live.history_flags(records)
+    regressions = [(f.record, f.previous) for f in flags if f.kind == "regression"]
+    assert regressions == [(2, 1), (3, 2)]
+    assert "miss@10 rose by 2.50 points" in flags[0].message
+    assert any("slice 'tail'" in f.message and f.record == 3 for f in flags)
+
+
+def test_history_never_compares_records_of_different_golden_versions():
+    records = [
+        history_record(1, "v1", 0.60, 0.50, 0.10, 0.50),
+        history_record(2, "v2", 0.40, 0.30, 0.30, 0.20),  # worse, but on other labels
+    ]
+    flags = live.history_flags(records)
+    assert [(f.kind, f.record, f.previous) for f in flags] == [("golden_changed", 2, 1)]
+    assert "v2" in flags[0].message and "v1" in flags[0].message
+    table = live.history_table(records)
+    assert set(table["golden_version"]) == {"v1", "v2"}
+
+
+def test_moving_apart_needs_opposite_moves_or_a_changing_gap():
+    before = {"mrr@10": 0.60, "hit@1": 0.50}
+    assert live.moving_apart(before, {"mrr@10": 0.62, "hit@1": 0.52}) is None
+    assert live.moving_apart(before, {"mrr@10": 0.62, "hit@1": 0.48}) is not None
+    assert live.moving_apart(before, {"mrr@10": 0.61, "hit@1": 0.44}) is not None  # gap +0.07
+
+
+def test_parse_tags_names_the_part_that_is_not_key_value():
+    assert live.parse_tags("model=e5, chunking=512") == {"model": "e5", "chunking": "512"}
+    with pytest.raises(ValueError, match="'chunking'"):
+        live.parse_tags("model=e5, chunking")
+
+
+# --- downloads ----------------------------------------------------------------------------
+
+
+def test_downloads_equal_the_exports_and_the_report(demo, tmp_path):
+    demo.write_jsonl(tmp_path / "golden.jsonl")
+    demo.write_qrels(tmp_path / "qrels.txt")
+    assert live.golden_jsonl(demo) == (tmp_path / "golden.jsonl").read_bytes()
+    assert live.golden_qrels(demo) == (tmp_path / "qrels.txt").read_bytes()
+    report = build_report(live.golden_set(demo), live.project_run(demo), bootstrap=50)
+    assert "per_query" not in json.loads(live.report_json(report))
+    csv = pd.read_csv(pd.io.common.StringIO(live.report_csv(report)))
+    assert csv.loc[(csv["slice"] == "all") & (csv["metric"] == "mrr@10"), "value"].item() == (
+        pytest.approx(report["metrics"]["mrr@10"]["mean"])
+    )
