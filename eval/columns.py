@@ -97,14 +97,14 @@ def fingerprints(column: Strings) -> np.ndarray:
     Different strings almost never share one, but they may: confirm matches on the strings.
     """
     chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
-    hashes = np.empty(len(column), dtype=np.uint64)
-    done = 0
-    for chunk in chunks:
-        for start in range(0, len(chunk), SLICE_ROWS):
-            piece = chunk.slice(start, SLICE_ROWS)
-            hashes[done : done + len(piece)] = _slice_fingerprints(piece)
-            done += len(piece)
-    return hashes
+    # Kept apart until the end: filling one big array slice by slice makes the allocator
+    # hand the slices' temporaries back to the kernel and fault them in again, each time.
+    parts = [
+        _slice_fingerprints(chunk.slice(start, SLICE_ROWS))
+        for chunk in chunks
+        for start in range(0, len(chunk), SLICE_ROWS)
+    ]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint64)
 
 
 def _slice_fingerprints(strings: pa.Array) -> np.ndarray:
@@ -124,7 +124,7 @@ def _slice_fingerprints(strings: pa.Array) -> np.ndarray:
         dtype=offset_type,
         count=len(strings) + 1,
         offset=strings.offset * np.dtype(offset_type).itemsize,
-    ).astype(np.int64)
+    ).astype(np.int64, copy=False)
     first, end = int(offsets[0]), int(offsets[-1])
     length = np.diff(offsets)
     word_count = (int(length.max(initial=0)) + 7) // 8
@@ -136,11 +136,11 @@ def _slice_fingerprints(strings: pa.Array) -> np.ndarray:
         )
     start = offsets[:-1] - first
     aligned = start >> 3
-    low_shift = ((start & 7) << 3).astype(np.uint64)
+    low_shift = ((start << 3) & 56).view(np.uint64)
     # Shifting by 64 is undefined, so the high part moves by (63 - shift) and then by 1.
     high_shift = np.uint64(63) - low_shift
     shortest = int(length.min(initial=0))
-    hashes = length.astype(np.uint64) * SPREAD
+    hashes = length.view(np.uint64) * SPREAD
     for word in range(max(word_count, 1)):
         value = words[word:][aligned] >> low_shift
         value |= (words[word + 1 :][aligned] << high_shift) << np.uint64(1)
@@ -168,12 +168,8 @@ def pair_keys(groups: np.ndarray, values: Strings) -> np.ndarray:
     when the strings are compared).
     """
     keys = fingerprints(values)
-    # Slice by slice and in place: fresh memory for a temporary of every row costs more
-    # (the kernel zeroes it) than the arithmetic.
-    for start in range(0, len(keys), SLICE_ROWS):
-        piece = slice(start, start + SLICE_ROWS)
-        keys[piece] >>= np.uint64(32)
-        keys[piece] |= groups[piece].astype(np.uint64) << np.uint64(32)
+    keys >>= np.uint64(32)
+    keys |= (groups.astype(np.int64, copy=False) << 32).view(np.uint64)
     return keys
 
 
