@@ -5,7 +5,7 @@ slow. Two cheaper tools do most of the work here:
 
 - Run files have few distinct query ids, and a query's rows usually stand together.
   Comparing each row with the next one (a vectorised string compare) finds those runs of
-  equal values, so only one value per run needs hashing (:func:`factorize_runs`).
+  equal values, so only one value per run needs hashing (:func:`runs_of_equals`).
 - Doc ids are many and distinct. :func:`fingerprints` hashes each one to 64 bits straight
   from Arrow's buffers with numpy, so finding repeats or matching ids becomes sorting and
   searching integers. Equal strings always share a fingerprint, so nothing equal is ever
@@ -81,13 +81,16 @@ def take_distinct(column: Strings, rows: np.ndarray) -> Strings:
 
     Arrow's take from a chunked array first joins all its chunks: a copy of the whole
     column, to gather a few of its rows. A filter works chunk by chunk; it keeps the rows
-    in column order, and a small take then puts them in the order asked.
+    in column order, and a small take then puts them in the order asked (when they were
+    not asked in that order). The result is one contiguous array.
     """
     if not isinstance(column, pa.ChunkedArray) or column.num_chunks == 1:
         return column.take(pa.array(rows))
     wanted = np.zeros(len(column), dtype=bool)
     wanted[rows] = True
     in_column_order = column.filter(pa.array(wanted))
+    if np.all(rows[1:] > rows[:-1]):
+        return in_column_order.combine_chunks()
     return in_column_order.take(pa.array(np.searchsorted(np.sort(rows), rows)))
 
 
@@ -169,7 +172,11 @@ def pair_keys(groups: np.ndarray, values: Strings) -> np.ndarray:
     """
     keys = fingerprints(values)
     keys >>= np.uint64(32)
-    keys |= (groups.astype(np.int64, copy=False) << 32).view(np.uint64)
+    # Slice by slice: a temporary as long as the column would be fresh memory, which the
+    # kernel must zero first (slower than the shift itself).
+    for start in range(0, len(keys), SLICE_ROWS):
+        piece = slice(start, start + SLICE_ROWS)
+        keys[piece] |= groups[piece].astype(np.uint64) << np.uint64(32)
     return keys
 
 
@@ -186,14 +193,14 @@ def first_repeat(groups: np.ndarray, values: Strings) -> int | None:
     if len(shared) == 0:
         return None
     suspects = np.flatnonzero(np.isin(pair_keys(groups, values), shared))
-    pairs = pd.DataFrame(
-        {
-            "group": groups[suspects],
-            "value": values.take(pa.array(suspects)).to_numpy(zero_copy_only=False),
-        }
-    )
-    repeated = pairs.duplicated(keep="first").to_numpy()
-    return int(suspects[np.argmax(repeated)]) if repeated.any() else None
+    # Sorted by group and string, a repeated pair stands right after its earlier rows
+    # (Arrow's sort is stable, so they stay in row order): each row equal to the one
+    # before it is a repeat, and the first repeat is the smallest such row.
+    pairs = pa.table({"group": groups[suspects], "value": values.take(pa.array(suspects))})
+    by_pair = pc.sort_indices(pairs, sort_keys=[("group", "ascending"), ("value", "ascending")])
+    pairs = pairs.take(by_pair)
+    repeats = (np.diff(pairs["group"].to_numpy()) == 0) & equal_to_next(pairs["value"])[:-1]
+    return int(suspects[by_pair.to_numpy()][1:][repeats].min()) if repeats.any() else None
 
 
 def match_pairs(
@@ -226,7 +233,9 @@ def match_pairs(
     return found
 
 
-def _equal_strings(left: Strings, left_rows: np.ndarray, right: Strings, right_rows: np.ndarray):
+def _equal_strings(
+    left: Strings, left_rows: np.ndarray, right: Strings, right_rows: np.ndarray
+) -> np.ndarray:
     """Whether ``left[left_rows[i]] == right[right_rows[i]]``, for each i."""
     if len(left_rows) == 0:
         return np.zeros(0, dtype=bool)

@@ -1,10 +1,15 @@
 """Per-query retrieval metrics, trec_eval-conformant, computed for all queries at once.
 
-A run is first turned into a :class:`Ranking`: every retrieved row of every scored query,
+A run is first turned into a :class:`Ranking`: the retrieved rows of every scored query,
 sorted the way trec_eval sorts (query, then score descending, then doc_id descending in
 byte order), with its rank and its judged grade. Each metric is then one small function
 over those flat arrays; ``np.bincount`` over the query index does the per-query sums,
 so there is no Python loop per query.
+
+Ranking ten million rows stays cheap because little work touches every row: runs are
+usually written query by query, best first, so most often no row moves at all; only the
+top rows that the metrics look at (and the rows tied with the last of them) have their
+doc ids compared or joined with the judgements.
 """
 
 from __future__ import annotations
@@ -212,22 +217,14 @@ def rank_run(
     retrieved = np.zeros(len(query_ids), dtype=np.int64)
     retrieved[runs.query] = runs.length if depth is None else np.minimum(runs.length, depth)
     limit = min((cutoff for cutoff in (depth, keep_ranks) if cutoff is not None), default=None)
-    positions, query_index = _top_positions(runs, limit, with_ties=not keep_order)
-    # Adding 0.0 turns -0.0 into 0.0, which it equals (and ties with, as in trec_eval).
-    score = runs.score[positions] + 0.0
-    rows = positions if runs.order is None else runs.order[positions]
-    # One gather from the run's doc ids: everything after works on the few rows kept.
-    doc_ids = take_distinct(arrow_strings(results["doc_id"]), rows)
-    # Breaking ties moves docs only within equal (query, score): query_index, score stay.
-    order = np.arange(len(rows))
-    if not keep_order:
-        order = _doc_order_within_ties(query_index, score, doc_ids)
+    query_index, score, doc_ids = _ranked_rows(results["doc_id"], runs, limit, keep_order)
     rank = _rank_within_groups(query_index, len(query_ids))
     if limit is not None:
         top = rank <= limit
-        order, query_index, score, rank = order[top], query_index[top], score[top], rank[top]
+        query_index, score, rank = query_index[top], score[top], rank[top]
+        doc_ids = doc_ids.filter(pa.array(top))
     judgments = _judgments_of(golden, query_ids)
-    grade, judged = _lookup_grades(judgments, query_index, doc_ids.take(pa.array(order)))
+    grade, judged = _lookup_grades(judgments, query_index, doc_ids)
     return Ranking(
         query_ids=query_ids,
         query_index=query_index,
@@ -267,7 +264,10 @@ class _QueryRuns:
 
 
 def _query_runs(
-    query_column: pa.ChunkedArray, query_ids: np.ndarray, score: np.ndarray, by_score: bool
+    query_column: pa.ChunkedArray | pa.Array,
+    query_ids: np.ndarray,
+    score: np.ndarray,
+    by_score: bool,
 ) -> _QueryRuns:
     """Group the run's rows by scored query, ranked by score when ``by_score``."""
     starts, run_values = runs_of_equals(query_column)
@@ -335,15 +335,32 @@ def _top_positions(
     return _ranges(runs.start, length), np.repeat(runs.query, length)
 
 
+def _ranked_rows(
+    doc_column: pd.Series, runs: _QueryRuns, limit: int | None, keep_order: bool
+) -> tuple[np.ndarray, np.ndarray, pa.Array]:
+    """The rows that may rank within ``limit`` (all rows when None), in ranking order:
+    the query index, score and doc id of each."""
+    positions, query_index = _top_positions(runs, limit, with_ties=not keep_order)
+    # Adding 0.0 turns -0.0 into 0.0, which it equals (and ties with, as in trec_eval).
+    score = runs.score[positions] + 0.0
+    rows = positions if runs.order is None else runs.order[positions]
+    # One gather from the run's doc ids: everything after works on the few rows kept.
+    doc_ids = take_distinct(arrow_strings(doc_column), rows)
+    if not keep_order:
+        # Breaking ties moves docs only within equal (query, score): query_index, score stay.
+        doc_ids = doc_ids.take(pa.array(_doc_order_within_ties(query_index, score, doc_ids)))
+    return query_index, score, doc_ids
+
+
 def _extend_over_ties(runs: _QueryRuns, length: np.ndarray) -> np.ndarray:
     """Lengthen each query's kept range over the rows tied with its last kept row.
 
     Scores fall within a query, so the tied rows follow the last kept one: a binary search
     per query (all queries at once) finds where they end.
     """
-    last_score = runs.score[runs.start + length - 1]
+    last_score = runs.score[runs.start + np.maximum(length, 1) - 1]
     low, high = runs.start + length, runs.start + runs.length
-    searching = low < high
+    searching = (low < high) & (length > 0)
     while searching.any():
         middle = (low + high) // 2
         tied = searching & (runs.score[np.minimum(middle, len(runs.score) - 1)] == last_score)
@@ -354,7 +371,7 @@ def _extend_over_ties(runs: _QueryRuns, length: np.ndarray) -> np.ndarray:
 
 
 def _doc_order_within_ties(
-    query_index: np.ndarray, score: np.ndarray, doc_ids: pa.ChunkedArray
+    query_index: np.ndarray, score: np.ndarray, doc_ids: pa.Array
 ) -> np.ndarray:
     """The order that sorts each run of equal (query, score) rows by doc_id descending,
     trec_eval's tie-break, leaving every other row in place.
@@ -388,6 +405,7 @@ class _Judgments:
 
 
 def _judgments_of(golden: Golden, query_ids: np.ndarray) -> _Judgments:
+    """The golden set's judgements of ``query_ids`` (the others are of no use here)."""
     judgments = golden.judgments
     query_index = lookup(arrow_strings(judgments["query_id"]), query_ids)
     known = query_index >= 0
@@ -399,7 +417,7 @@ def _judgments_of(golden: Golden, query_ids: np.ndarray) -> _Judgments:
 
 
 def _lookup_grades(
-    judgments: _Judgments, query_index: np.ndarray, doc_ids: pa.ChunkedArray
+    judgments: _Judgments, query_index: np.ndarray, doc_ids: pa.Array
 ) -> tuple[np.ndarray, np.ndarray]:
     """Grade and judged flag of each ranked row, matched on (query, doc)."""
     match = match_pairs(query_index, doc_ids, judgments.query_index, judgments.doc_ids)

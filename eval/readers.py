@@ -7,7 +7,6 @@ whose message names the file, the line and the field.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from collections.abc import Iterable, Iterator
@@ -57,14 +56,6 @@ class Golden:
         """Ids of the queries that metrics are averaged over: answerable and done."""
         scored = (self.queries["status"] == "done") & self.queries["answerable"]
         return self.queries.loc[scored, "query_id"].to_numpy(dtype=object)
-
-    def version(self) -> str:
-        """A content hash of the labels (queries, status, answerability and judgements)."""
-        digest = hashlib.sha256()
-        for frame in (self.queries[list(QUERY_COLUMNS)], self.judgments):
-            ordered = frame.sort_values(list(frame.columns[:2])).astype(str)
-            digest.update(ordered.to_csv(index=False).encode())
-        return digest.hexdigest()[:16]
 
 
 @dataclass(frozen=True)

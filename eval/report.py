@@ -12,9 +12,10 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from eval import gate, stats
-from eval.columns import arrow_strings, lookup
+from eval.columns import arrow_strings, fingerprints, lookup
 from eval.metrics import (
     DEFAULT_METRICS,
     NOT_RANKED,
@@ -177,10 +178,7 @@ def golden_version(golden: Golden) -> str:
     Row hashes are summed, so the order in which the labels were read does not matter.
     """
     queries = golden.queries[["query_id", "slice", "status", "answerable"]]
-    digests = [
-        int(pd.util.hash_pandas_object(frame, index=False).to_numpy().sum(dtype=np.uint64))
-        for frame in (queries, golden.judgments[["query_id", "doc_id", "grade"]])
-    ]
+    digests = [_rows_digest(frame) for frame in (queries, golden.judgments)]
     return hashlib.sha256(repr(digests).encode()).hexdigest()[:16]
 
 
@@ -305,6 +303,17 @@ def paired_summary(
 
 def _means(summary: Mapping[str, Mapping[str, object]], role: str) -> dict[str, float]:
     return {spec: entry[role] for spec, entry in summary.items() if entry[role] is not None}
+
+
+def _rows_digest(frame: pd.DataFrame) -> int:
+    """Sum over rows of a 64-bit hash of the row's values (as text): independent of order."""
+    row = np.zeros(len(frame), dtype=np.uint64)
+    for name in frame.columns:
+        text = pa.array(frame[name].astype(str)).cast(pa.large_string())
+        row = (row ^ fingerprints(text)) * np.uint64(0x9E3779B97F4A7C15)
+    row ^= row >> np.uint64(29)  # mix the high bits down before summing
+    row *= np.uint64(0xBF58476D1CE4E5B9)
+    return int(row.sum(dtype=np.uint64))
 
 
 def _slices(golden: Golden) -> pd.Series:
