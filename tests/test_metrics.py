@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -232,3 +233,23 @@ def test_unknown_gain_is_rejected():
     gold = golden({"query_id": "q", "judgments": {"a": 1}})
     with pytest.raises(ValueError, match="gain"):
         evaluate(gold, run({"q": ranked("a")}), ["ndcg@10"], gain="log")
+
+
+def test_row_order_in_the_file_does_not_change_any_value():
+    rng = np.random.default_rng(7)
+    rows = [
+        (f"q{q}", f"d{d}", float(rng.integers(0, 4)))  # few score values: many ties
+        for q in range(30)
+        for d in rng.choice(60, size=int(rng.integers(1, 25)), replace=False)
+    ]
+    judgments = {
+        f"q{q}": {f"d{d}": int(rng.integers(0, 3)) for d in range(0, 60, 3)} for q in range(30)
+    }
+    gold = golden(*({"query_id": q, "judgments": j} for q, j in judgments.items()))
+    frame = pd.DataFrame(rows, columns=["query_id", "doc_id", "score"])
+    grouped = frame.sort_values(["query_id", "score"], ascending=[True, False], kind="stable")
+    shuffled = frame.sample(frac=1.0, random_state=3)
+    metrics = ["mrr", "hit@1", "precision@5", "recall@10", "ndcg@10", "judged@10"]
+    expected = evaluate(gold, run_from_frame(grouped, name="grouped"), metrics, depth=15)
+    got = evaluate(gold, run_from_frame(shuffled, name="shuffled"), metrics, depth=15)
+    pd.testing.assert_frame_equal(got, expected)
