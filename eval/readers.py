@@ -79,7 +79,7 @@ def read_golden(path: str | Path) -> Golden:
     path = Path(path)
     first = _first_content_line(path)
     if first.startswith("{"):
-        return golden_from_records(_json_lines(path), source=str(path))
+        return golden_from_records(json_lines(path), source=str(path))
     if first.split("\t")[0].strip().lower() in ("query-id", "query_id", "qid"):
         return _read_beir_qrels(path)
     return _read_trec_qrels(path)
@@ -273,7 +273,7 @@ def _read_trec_run_general(path: Path) -> pd.DataFrame:
 
 def _read_jsonl_run(path: Path, name: str) -> Run:
     query_ids, rows, seen = [], [], set()
-    for line, record in _json_lines(path):
+    for line, record in json_lines(path):
         if not isinstance(record, dict):
             raise InputError(str(path), line, None, "expected a JSON object")
         query_id = _required_text(record, "query_id", str(path), line)
@@ -406,7 +406,7 @@ def _first_content_line(path: Path) -> str:
     return ""
 
 
-def _json_lines(path: Path) -> Iterator[tuple[int, object]]:
+def json_lines(path: Path) -> Iterator[tuple[int, object]]:
     """Yield ``(line_number, value)`` for each non-blank line of a JSONL file."""
     with path.open("rb") as handle:
         for line, raw in enumerate(handle, start=1):

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from eval.readers import InputError, _json_lines, read_run
+from eval.readers import InputError, json_lines, read_run
 
 RRF_K = 60  # the constant of Cormack et al.'s reciprocal-rank fusion
 
@@ -192,7 +192,7 @@ def file_sha256(path: str | Path) -> str:
 
 
 def _records(path: str | Path) -> Iterator[tuple[int, dict]]:
-    for line, record in _json_lines(Path(path)):
+    for line, record in json_lines(Path(path)):
         if not isinstance(record, dict):
             raise InputError(str(path), line, None, "expected a JSON object")
         yield line, record

@@ -29,12 +29,6 @@ def store() -> Store:
     return _session_store(os.environ.get(DB_ENV) or None)
 
 
-def require_annotator() -> str:
-    """Who is labelling: the local annotator when the project has no users, else the logged-in
-    user. Without a login it shows the login form and stops the script."""
-    return require_user()["name"]
-
-
 def require_user() -> dict:
     """Who is using the app, ``{"name", "role"}``; without a sign-in, the login form, then stop.
 
