@@ -457,6 +457,14 @@ def metric_values(ranking: Ranking, spec: str, gain: str = "linear") -> np.ndarr
     return function(ranking, cutoff) if cutoff is not None else function(ranking)
 
 
+def per_query_frame(ranking: Ranking, metrics: Sequence[str], gain: str = "linear") -> pd.DataFrame:
+    """Per-query values of ``metrics``, indexed by query_id (one column per metric)."""
+    if gain not in GAINS:
+        raise ValueError(f"gain must be one of {GAINS}, got {gain!r}")
+    values = {spec: metric_values(ranking, spec, gain) for spec in metrics}
+    return pd.DataFrame(values, index=pd.Index(ranking.query_ids, name="query_id"))
+
+
 def evaluate(
     golden: Golden,
     run: Run,
@@ -471,10 +479,8 @@ def evaluate(
     """Per-query metric values for every answerable, done golden query.
 
     Returns a DataFrame indexed by query_id with one column per metric. A query the run
-    does not contain scores 0 on every metric (trec_eval ``-c``).
+    does not contain scores 0 (trec_eval ``-c``): it is a miss, so its miss@k is 1.
     """
-    if gain not in GAINS:
-        raise ValueError(f"gain must be one of {GAINS}, got {gain!r}")
     ranking = rank_run(
         golden,
         run,
@@ -484,5 +490,4 @@ def evaluate(
         abstain_below=abstain_below,
         keep_ranks=ranks_needed(metrics),
     )
-    values = {spec: metric_values(ranking, spec, gain) for spec in metrics}
-    return pd.DataFrame(values, index=pd.Index(ranking.query_ids, name="query_id"))
+    return per_query_frame(ranking, metrics, gain)

@@ -20,8 +20,8 @@ from eval.metrics import (
     DEFAULT_METRICS,
     NOT_RANKED,
     Ranking,
-    metric_values,
     parse_metric,
+    per_query_frame,
     rank_run,
     ranks_needed,
 )
@@ -32,12 +32,6 @@ FIRST_HIT_NOTE = (
     "Some queries were labelled in first-hit mode: MRR and hit@k are exact for the labelled "
     "run; recall, precision and nDCG are lower bounds."
 )
-
-
-def per_query_frame(ranking: Ranking, metrics: Sequence[str], gain: str = "linear") -> pd.DataFrame:
-    """Per-query values of ``metrics``, indexed by query_id (one column per metric)."""
-    values = {spec: metric_values(ranking, spec, gain) for spec in metrics}
-    return pd.DataFrame(values, index=pd.Index(ranking.query_ids, name="query_id"))
 
 
 def summarise(
