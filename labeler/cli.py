@@ -298,7 +298,7 @@ def _compare_text(result: dict, gate: bool) -> str:
     ]
     frame = pd.DataFrame(result["metrics"]).T
     frame["ci95"] = frame["ci95"].map(
-        lambda ci: f"[{_fixed(ci[0])}, {_fixed(ci[1])}]" if ci else ""
+        lambda ci: f"[{_fixed(ci[0])}, {_fixed(ci[1])}]" if isinstance(ci, list) else ""
     )
     lines.append(frame.to_string(float_format=_fixed))
     for name, entry in result["slices"].items():

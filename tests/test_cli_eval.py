@@ -287,6 +287,7 @@ def test_compare_gate_fails_with_its_reason_when_misses_rise(hundred_queries, tm
     candidate = run_finding_hit(tmp_path / "new.trec", misses={"q000", "q099"})
     result = compare(hundred_queries, baseline, candidate, "--gate", "--max-mrr-drop", "1")
     assert result.exit_code == 1
+    assert isinstance(result.exception, SystemExit)  # a verdict, not a crash (also exit 1)
     assert "gate: FAILED" in result.output
     assert "miss@10 rose by 2.00 points (0.00% → 2.00%), more than the allowed 1.00" in (
         result.output
@@ -299,6 +300,15 @@ def test_compare_gate_passes_with_exit_status_zero(hundred_queries, tmp_path):
     result = compare(hundred_queries, baseline, candidate, "--gate")
     assert result.exit_code == 0, result.output
     assert "gate: PASSED" in result.output
+
+
+def test_compare_without_bootstrap_prints_the_table_without_intervals(hundred_queries, tmp_path):
+    baseline = run_finding_hit(tmp_path / "old.trec", misses={"q000"})
+    candidate = run_finding_hit(tmp_path / "new.trec")
+    result = compare(hundred_queries, baseline, candidate, "--bootstrap", "0")
+    assert result.exit_code == 0, result.output
+    assert "mrr@10" in result.output
+    assert "[" not in result.output.split("\n", 2)[2]  # no CI brackets in the table
 
 
 def test_compare_json_gives_paired_figures_per_metric_and_the_gate(hundred_queries, tmp_path):
