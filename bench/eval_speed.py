@@ -2,13 +2,15 @@
 
 Generates a seeded TREC qrels file and a TREC run (default 100,000 queries x 100 results =
 10M run lines, scores rounded to 2 decimals so that ties are common), then runs each tool in
-its own child process: read both files, rank, score, average. Each child's wall time, CPU time
-and peak RSS are measured (see `_common.measure`), and the tools' means are cross-checked so
-that a fast but wrong figure can never pass unnoticed.
+its own child process: read both files, rank, score, average. Each child's wall time, CPU
+time and peak RSS are measured (see `_common.measure`); each tool runs three times (taking
+turns) and its median run is kept. The tools' means are cross-checked so that a fast but
+wrong figure can never pass unnoticed.
 
-    python bench/eval_speed.py                      # the full benchmark, several minutes
+    python bench/eval_speed.py                      # the full benchmark, about ten minutes
     python bench/eval_speed.py --queries 2000       # smoke test, seconds
     python bench/eval_speed.py --skip-generate      # reuse the files in --out
+    python bench/eval_speed.py --repeat 1           # one run per tool
 
 Prints a table and writes bench/out/eval_speed.json. Exits 1 when goldset's means disagree
 with pytrec_eval's (the trec_eval oracle).
@@ -282,6 +284,32 @@ def parsed_line(measurement: Measurement, prefix: str) -> dict:
     raise ValueError(f"the child printed no line starting with {prefix!r}")
 
 
+def measure_tools(tools: list[str], repeat: int, qrels_path: Path, run_path: Path) -> list[dict]:
+    """Measure each tool ``repeat`` times and keep its median run (by wall time).
+
+    The tools take turns (A, B, C, A, B, C, ...), so that a slow spell of a shared machine
+    falls on every tool alike rather than on whichever ran then.
+    """
+    runs: dict[str, list[dict]] = {tool: [] for tool in tools}
+    for turn in range(1, repeat + 1):
+        for tool in tools:
+            print(f"measuring {tool} ({turn}/{repeat}) ...", flush=True)
+            if tool == "goldset":
+                runs[tool].append(time_goldset(qrels_path, run_path))
+            else:
+                runs[tool].append(time_leg(tool, qrels_path, run_path))
+    return [median_run(runs[tool]) for tool in tools]
+
+
+def median_run(timings: list[dict]) -> dict:
+    """The run with the median wall time (the lower one of the middle two for an even
+    count), with every run's wall time beside it."""
+    ordered = sorted(timings, key=lambda timing: timing["wall_seconds"])
+    median = dict(ordered[(len(ordered) - 1) // 2])
+    median["all_wall_seconds"] = [round(timing["wall_seconds"], 3) for timing in timings]
+    return median
+
+
 def ranx_without_jit(ranx: dict) -> dict:
     """A derived row: ranx's end-to-end time with the warm evaluate() in place of the first."""
     saved = ranx["phases"]["evaluate"] - ranx["warm_evaluate_seconds"]
@@ -338,10 +366,11 @@ def table(timings: list[dict], comparisons: dict[str, dict]) -> str:
                 f"{compared['speedup']:.1f}x" if compared else "",
                 f"{compared['memory_ratio']:.1f}x" if compared else "",
                 {True: "met", False: "NOT met", None: ""}[compared.get("target_met")],
+                " ".join(f"{wall:.2f}" for wall in timing.get("all_wall_seconds", [])),
             ]
         )
-    headers = ["tool", "wall s", "CPU s", "peak RSS MiB", "goldset faster", "goldset leaner"]
-    return format_table(headers + ["target"], rows)
+    headers = ["tool", "wall s (median)", "CPU s", "peak RSS MiB", "goldset faster"]
+    return format_table(headers + ["goldset leaner", "target", "every run, wall s"], rows)
 
 
 def agreement_table(timings: list[dict]) -> str:
@@ -379,13 +408,7 @@ def benchmark(args: argparse.Namespace) -> int:
         manifest = generate(args.out, args.queries, args.results, args.seed)
         print(f"generated {manifest} in {time.perf_counter() - started:.1f} s", flush=True)
     machine = environment()
-    timings = []
-    for tool in args.tools:
-        print(f"measuring {tool} ...", flush=True)
-        if tool == "goldset":
-            timings.append(time_goldset(qrels_path, run_path))
-        else:
-            timings.append(time_leg(tool, qrels_path, run_path))
+    timings = measure_tools(args.tools, args.repeat, qrels_path, run_path)
     if "ranx" in args.tools:
         timings.append(ranx_without_jit(next(t for t in timings if t["tool"] == "ranx")))
     goldset = next((t for t in timings if t["tool"] == "goldset"), None)
@@ -444,6 +467,9 @@ def parse_arguments(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument("--skip-generate", action="store_true", help="reuse the files in --out")
     parser.add_argument(
+        "--repeat", type=int, default=3, help="runs per tool, taking turns; the median is kept (3)"
+    )
+    parser.add_argument(
         "--tools", nargs="+", choices=TOOLS, default=list(TOOLS), help="tools to measure, in order"
     )
     parser.add_argument("--leg", nargs=3, metavar=("TOOL", "QRELS", "RUN"), help=argparse.SUPPRESS)
@@ -457,8 +483,8 @@ def main(argv: list[str]) -> int:
         tool, qrels_path, run_path = args.leg
         LEGS[tool](Path(qrels_path), Path(run_path))
         return 0
-    if args.queries < 1 or args.results < 1:
-        raise ValueError("--queries and --results must be at least 1")
+    if min(args.queries, args.results, args.repeat) < 1:
+        raise ValueError("--queries, --results and --repeat must be at least 1")
     return benchmark(args)
 
 

@@ -15,6 +15,8 @@ slow. Two cheaper tools do most of the work here:
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -24,6 +26,8 @@ Strings = pa.ChunkedArray | pa.Array
 
 # Rows hashed per numpy pass: small enough that the temporaries stay in the CPU cache.
 SLICE_ROWS = 1 << 15
+# Rows from which first_repeat splits the work over two threads.
+PARALLEL_ROWS = 1 << 20
 # Odd 64-bit constants (from splitmix64): multiplying by them spreads bits upwards.
 SPREAD = np.uint64(0x9E3779B97F4A7C15)
 FINISH = np.uint64(0xBF58476D1CE4E5B9)
@@ -183,9 +187,34 @@ def pair_keys(groups: np.ndarray, values: Strings) -> np.ndarray:
 def first_repeat(groups: np.ndarray, values: Strings) -> int | None:
     """Position of the first row whose (group, value) pair also stands on an earlier row.
 
-    None when every pair is distinct. Sorting the pair keys puts equal keys side by side;
-    only the rows sharing a key are then compared as strings, so the check costs one sort
-    of integers however long the strings are.
+    None when every pair is distinct. When each group's rows stand together (as in a run
+    file written query by query), the rows are checked in two halves, split between two
+    groups, on two threads: numpy and Arrow release the GIL while they hash and sort.
+    """
+    middle = len(groups) // 2
+    if len(groups) < PARALLEL_ROWS or np.any(groups[1:] < groups[:-1]):
+        return _first_repeat(groups, values)
+    # Move the split forward to where a new group begins (a group never straddles it).
+    middle += int(np.argmax(groups[middle:] != groups[middle - 1]))
+    if groups[middle] == groups[middle - 1]:  # one group from the middle to the end
+        return _first_repeat(groups, values)
+
+    def check(start: int, stop: int) -> int | None:
+        found = _first_repeat(groups[start:stop], values.slice(start, stop - start))
+        return None if found is None else start + found
+
+    with ThreadPoolExecutor(2) as pool:
+        halves = list(pool.map(check, (0, middle), (middle, len(groups))))
+    # Any repeat in the first half comes before every repeat in the second.
+    return next((row for row in halves if row is not None), None)
+
+
+def _first_repeat(groups: np.ndarray, values: Strings) -> int | None:
+    """``first_repeat`` on one thread.
+
+    Sorting the pair keys puts equal keys side by side; only the rows sharing a key are
+    then compared as strings, so the check costs one sort of integers however long the
+    strings are.
     """
     ordered = pair_keys(groups, values)
     ordered.sort()
@@ -203,34 +232,43 @@ def first_repeat(groups: np.ndarray, values: Strings) -> int | None:
     return int(suspects[by_pair.to_numpy()][1:][repeats].min()) if repeats.any() else None
 
 
-def match_pairs(
-    groups: np.ndarray, values: Strings, table_groups: np.ndarray, table_values: Strings
-) -> np.ndarray:
-    """Per (group, value) row, the position of the equal pair in the table (-1 when absent).
+class PairIndex:
+    """A table of (group, string) pairs, sorted by pair key so that rows can be matched to it.
 
-    The table's pair keys are sorted once and searched; a key found is confirmed on the
-    group and the string, and on a fingerprint collision the next equal key is tried.
+    Building it (hashing and sorting the table's keys) is the costly half of a match; it
+    can be done once, or on another thread, before :meth:`find` is called.
     """
-    table_keys = pair_keys(table_groups, table_values)
-    by_key = np.argsort(table_keys)
-    table_keys = table_keys[by_key]
-    keys = pair_keys(groups, values)
-    # Rows grouped by group search the table region by region, which the cache likes.
-    position = np.searchsorted(table_keys, keys)
-    found = np.full(len(keys), -1, dtype=np.int64)
-    pending = np.arange(len(keys))
-    while len(pending):
-        at = position[pending]
-        pending, at = pending[at < len(table_keys)], at[at < len(table_keys)]
-        same_key = table_keys[at] == keys[pending]
-        pending, candidate = pending[same_key], by_key[at[same_key]]
-        same = (groups[pending] == table_groups[candidate]) & _equal_strings(
-            values, pending, table_values, candidate
-        )
-        found[pending[same]] = candidate[same]
-        pending = pending[~same]
-        position[pending] += 1
-    return found
+
+    def __init__(self, groups: np.ndarray, values: Strings):
+        self.groups, self.values = groups, values
+        keys = pair_keys(groups, values)
+        self.order = np.argsort(keys)
+        self.sorted_keys = keys[self.order]
+
+    def find(self, groups: np.ndarray, values: Strings) -> np.ndarray:
+        """Per (group, value) row, the position of the equal pair in the table (-1 when absent).
+
+        A key found is confirmed on the group and the string; on a fingerprint collision
+        the next equal key is tried.
+        """
+        keys = pair_keys(groups, values)
+        # Rows grouped by group search the table region by region, which the cache likes.
+        position = np.searchsorted(self.sorted_keys, keys)
+        found = np.full(len(keys), -1, dtype=np.int64)
+        pending = np.arange(len(keys))
+        while len(pending):
+            at = position[pending]
+            inside = at < len(self.sorted_keys)
+            pending, at = pending[inside], at[inside]
+            same_key = self.sorted_keys[at] == keys[pending]
+            pending, candidate = pending[same_key], self.order[at[same_key]]
+            same = (groups[pending] == self.groups[candidate]) & _equal_strings(
+                values, pending, self.values, candidate
+            )
+            found[pending[same]] = candidate[same]
+            pending = pending[~same]
+            position[pending] += 1
+        return found
 
 
 def _equal_strings(

@@ -15,6 +15,7 @@ doc ids compared or joined with the judgements.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -23,7 +24,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from eval.columns import arrow_strings, lookup, match_pairs, runs_of_equals, take_distinct
+from eval.columns import PairIndex, arrow_strings, lookup, take_distinct
 from eval.readers import Golden, Run
 
 DEFAULT_METRICS = (
@@ -209,22 +210,24 @@ def rank_run(
     only the top k rows, and joining fewer rows with the judgements is faster.
     """
     query_ids = golden.scored_query_ids()
-    results = run.results
-    score = results["score"].to_numpy(dtype=np.float64)
-    runs = _query_runs(arrow_strings(results["query_id"]), query_ids, score, not keep_order)
-    if abstain_below is not None:
-        runs = runs.select(_best_scores(runs) >= abstain_below)
-    retrieved = np.zeros(len(query_ids), dtype=np.int64)
-    retrieved[runs.query] = runs.length if depth is None else np.minimum(runs.length, depth)
-    limit = min((cutoff for cutoff in (depth, keep_ranks) if cutoff is not None), default=None)
-    query_index, score, doc_ids = _ranked_rows(results["doc_id"], runs, limit, keep_order)
-    rank = _rank_within_groups(query_index, len(query_ids))
-    if limit is not None:
-        top = rank <= limit
-        query_index, score, rank = query_index[top], score[top], rank[top]
-        doc_ids = doc_ids.filter(pa.array(top))
-    judgments = _judgments_of(golden, query_ids)
-    grade, judged = _lookup_grades(judgments, query_index, doc_ids)
+    # The judgements' side needs only the golden set: it is indexed on a second thread while
+    # this one ranks the run (numpy and Arrow release the GIL while they work).
+    with ThreadPoolExecutor(1) as pool:
+        indexing = pool.submit(_Judgments.of, golden, query_ids)
+        runs = _query_runs(run, query_ids, not keep_order)
+        if abstain_below is not None:
+            runs = runs.select(_best_scores(runs) >= abstain_below)
+        retrieved = np.zeros(len(query_ids), dtype=np.int64)
+        retrieved[runs.query] = runs.length if depth is None else np.minimum(runs.length, depth)
+        limit = min((cutoff for cutoff in (depth, keep_ranks) if cutoff is not None), default=None)
+        query_index, score, doc_ids = _ranked_rows(run.doc_ids, runs, limit, keep_order)
+        rank = _rank_within_groups(query_index, len(query_ids))
+        if limit is not None:
+            top = rank <= limit
+            query_index, score, rank = query_index[top], score[top], rank[top]
+            doc_ids = doc_ids.filter(pa.array(top))
+        judgments = indexing.result()
+    grade, judged = judgments.grades_of(query_index, doc_ids)
     return Ranking(
         query_ids=query_ids,
         query_index=query_index,
@@ -234,8 +237,8 @@ def rank_run(
         judged=judged,
         relevant=judged & (grade >= rel_threshold),
         retrieved=retrieved,
-        relevant_count=_relevant_count(judgments, len(query_ids), rel_threshold),
-        ideal_grades=_ideal_grades(judgments, len(query_ids)),
+        relevant_count=judgments.relevant_count(rel_threshold),
+        ideal_grades=judgments.ideal_grades,
     )
 
 
@@ -263,15 +266,16 @@ class _QueryRuns:
         )
 
 
-def _query_runs(
-    query_column: pa.ChunkedArray | pa.Array,
-    query_ids: np.ndarray,
-    score: np.ndarray,
-    by_score: bool,
-) -> _QueryRuns:
-    """Group the run's rows by scored query, ranked by score when ``by_score``."""
-    starts, run_values = runs_of_equals(query_column)
-    run_query = lookup(run_values, query_ids)
+def _query_runs(run: Run, query_ids: np.ndarray, by_score: bool) -> _QueryRuns:
+    """Group the run's rows by scored query (``query_ids``), ranked by score when ``by_score``."""
+    score = run.scores
+    # Where each run of rows of one query begins, and that query's index in query_ids.
+    query_index = run.query_index
+    begins_run = np.ones(len(query_index), dtype=bool)
+    begins_run[1:] = query_index[1:] != query_index[:-1]
+    starts = np.flatnonzero(begins_run)
+    scored_position = lookup(pa.array(run.query_ids, pa.large_string()), query_ids)
+    run_query = scored_position[run.query_index[starts]]
     in_order = not by_score or _descending_within(score, starts)
     lengths = np.diff(starts, append=len(score))
     scored = run_query >= 0
@@ -336,7 +340,7 @@ def _top_positions(
 
 
 def _ranked_rows(
-    doc_column: pd.Series, runs: _QueryRuns, limit: int | None, keep_order: bool
+    doc_ids: pa.Array | pa.ChunkedArray, runs: _QueryRuns, limit: int | None, keep_order: bool
 ) -> tuple[np.ndarray, np.ndarray, pa.Array]:
     """The rows that may rank within ``limit`` (all rows when None), in ranking order:
     the query index, score and doc id of each."""
@@ -345,7 +349,7 @@ def _ranked_rows(
     score = runs.score[positions] + 0.0
     rows = positions if runs.order is None else runs.order[positions]
     # One gather from the run's doc ids: everything after works on the few rows kept.
-    doc_ids = take_distinct(arrow_strings(doc_column), rows)
+    doc_ids = take_distinct(doc_ids, rows)
     if not keep_order:
         # Breaking ties moves docs only within equal (query, score): query_index, score stay.
         doc_ids = doc_ids.take(pa.array(_doc_order_within_ties(query_index, score, doc_ids)))
@@ -397,46 +401,55 @@ def _rank_within_groups(group: np.ndarray, group_count: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class _Judgments:
-    """The judgements of the scored queries: query index, doc id and grade per judgement."""
+    """The judgements of the scored queries, indexed to be matched with ranked rows.
+
+    Per judgement: ``query_index`` (into the scored query ids) and ``grade``; ``pairs``
+    finds a (query, doc) among them; ``ideal_grades`` holds each query's positive grades,
+    best first, padded with 0 to the longest list.
+    """
 
     query_index: np.ndarray
-    doc_ids: pa.Array | pa.ChunkedArray
     grade: np.ndarray
+    pairs: PairIndex
+    ideal_grades: np.ndarray
+
+    @classmethod
+    def of(cls, golden: Golden, query_ids: np.ndarray) -> _Judgments:
+        """The golden set's judgements of ``query_ids`` (the others are of no use here)."""
+        judgments = golden.judgments
+        query_index = lookup(arrow_strings(judgments["query_id"]), query_ids)
+        known = query_index >= 0
+        query_index = query_index[known]
+        grade = judgments["grade"].to_numpy(dtype=np.int64)[known]
+        doc_ids = arrow_strings(judgments["doc_id"]).filter(pa.array(known))
+        return cls(
+            query_index,
+            grade,
+            PairIndex(query_index, doc_ids),
+            _ideal_grades(query_index, grade, len(query_ids)),
+        )
+
+    def grades_of(
+        self, query_index: np.ndarray, doc_ids: pa.Array
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Grade and judged flag of each ranked row, matched on (query, doc)."""
+        match = self.pairs.find(query_index, doc_ids)
+        found = match >= 0
+        grade = np.zeros(len(match), dtype=np.int64)
+        grade[found] = self.grade[match[found]]
+        # A negative grade means "pooled but not judged" in TREC qrels: not a judgement.
+        return grade, found & (grade >= 0)
+
+    def relevant_count(self, rel_threshold: int) -> np.ndarray:
+        """Per query, the judged docs with grade >= ``rel_threshold``."""
+        relevant = self.grade >= rel_threshold
+        return np.bincount(self.query_index[relevant], minlength=len(self.ideal_grades))
 
 
-def _judgments_of(golden: Golden, query_ids: np.ndarray) -> _Judgments:
-    """The golden set's judgements of ``query_ids`` (the others are of no use here)."""
-    judgments = golden.judgments
-    query_index = lookup(arrow_strings(judgments["query_id"]), query_ids)
-    known = query_index >= 0
-    return _Judgments(
-        query_index=query_index[known],
-        doc_ids=arrow_strings(judgments["doc_id"]).filter(pa.array(known)),
-        grade=judgments["grade"].to_numpy(dtype=np.int64)[known],
-    )
-
-
-def _lookup_grades(
-    judgments: _Judgments, query_index: np.ndarray, doc_ids: pa.Array
-) -> tuple[np.ndarray, np.ndarray]:
-    """Grade and judged flag of each ranked row, matched on (query, doc)."""
-    match = match_pairs(query_index, doc_ids, judgments.query_index, judgments.doc_ids)
-    found = match >= 0
-    grade = np.zeros(len(match), dtype=np.int64)
-    grade[found] = judgments.grade[match[found]]
-    # A negative grade means "pooled but not judged" in TREC qrels: it is not a judgement.
-    return grade, found & (grade >= 0)
-
-
-def _relevant_count(judgments: _Judgments, query_count: int, rel_threshold: int) -> np.ndarray:
-    relevant = judgments.grade >= rel_threshold
-    return np.bincount(judgments.query_index[relevant], minlength=query_count)
-
-
-def _ideal_grades(judgments: _Judgments, query_count: int) -> np.ndarray:
+def _ideal_grades(query_index: np.ndarray, grade: np.ndarray, query_count: int) -> np.ndarray:
     """Each query's positive grades, best first, padded with 0 to the longest list."""
-    positive = judgments.grade > 0
-    query_index, grades = judgments.query_index[positive], judgments.grade[positive]
+    positive = grade > 0
+    query_index, grades = query_index[positive], grade[positive]
     order = np.lexsort((-grades, query_index))
     query_index, grades = query_index[order], grades[order]
     width = int(np.bincount(query_index).max()) if len(query_index) else 1

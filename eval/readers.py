@@ -7,10 +7,12 @@ whose message names the file, the line and the field.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -19,14 +21,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
-from eval.columns import arrow_strings, factorize_runs, first_repeat
+from eval.columns import arrow_strings, factorize_runs, fingerprints, first_repeat
 
 GOLDEN_STATUSES = ("done", "skipped", "pending")
 TREC_RUN_FIELDS = ["query_id", "iter", "doc_id", "rank", "score", "tag"]
 TREC_QRELS_FIELDS = ["query_id", "iter", "doc_id", "grade"]
-# Large strings are what pandas' Arrow-backed str columns hold: no conversion on the way.
-RUN_TYPES = {"query_id": pa.large_string(), "doc_id": pa.large_string(), "score": pa.float64()}
-QRELS_TYPES = {"query_id": pa.large_string(), "doc_id": pa.large_string(), "grade": pa.int64()}
 QUERY_COLUMNS = ("query_id", "query", "slice", "status", "answerable", "mode")
 
 
@@ -52,6 +51,17 @@ class Golden:
     queries: pd.DataFrame
     judgments: pd.DataFrame
 
+    @cached_property
+    def version(self) -> str:
+        """A content hash of the labels: which queries count how, and every judgement.
+
+        Row hashes are summed, so the order in which the labels were read does not matter.
+        Computed once, on first use: the frames are not to be changed afterwards.
+        """
+        queries = self.queries[["query_id", "slice", "status", "answerable"]]
+        digests = [_rows_digest(frame) for frame in (queries, self.judgments)]
+        return hashlib.sha256(repr(digests).encode()).hexdigest()[:16]
+
     def scored_query_ids(self) -> np.ndarray:
         """Ids of the queries that metrics are averaged over: answerable and done."""
         scored = (self.queries["status"] == "done") & self.queries["answerable"]
@@ -60,15 +70,48 @@ class Golden:
 
 @dataclass(frozen=True)
 class Run:
-    """A system's results: ``results`` has query_id, doc_id and score, in file order.
+    """A system's results, one row per retrieved doc, in file order.
 
-    ``query_ids`` lists every query the run answered, including those where it returned
-    nothing (an empty JSONL ``results`` list: the system abstained).
+    Per row: ``query_index`` (position in ``query_ids``), ``doc_ids`` (Arrow strings) and
+    ``scores``. ``query_ids`` lists every query the run answered, including those where it
+    returned nothing (an empty JSONL ``results`` list: the system abstained).
     """
 
-    results: pd.DataFrame
     query_ids: np.ndarray
+    query_index: np.ndarray
+    doc_ids: pa.Array | pa.ChunkedArray
+    scores: np.ndarray
     name: str
+
+    @cached_property
+    def results(self) -> pd.DataFrame:
+        """The rows as a DataFrame of query_id, doc_id and score (built on first use)."""
+        query_id = pa.array(self.query_ids, pa.large_string()).take(pa.array(self.query_index))
+        return pa.table(
+            {
+                "query_id": query_id,
+                "doc_id": self.doc_ids.cast(pa.large_string()),
+                "score": self.scores,
+            }
+        ).to_pandas()
+
+
+def _rows_digest(frame: pd.DataFrame) -> int:
+    """Sum over rows of a 64-bit hash of the row's values (as text): independent of order."""
+    row = np.zeros(len(frame), dtype=np.uint64)
+    for name in frame.columns:
+        row = (row ^ fingerprints(_as_text(frame[name]))) * np.uint64(0x9E3779B97F4A7C15)
+    row ^= row >> np.uint64(29)  # mix the high bits down before summing
+    row *= np.uint64(0xBF58476D1CE4E5B9)
+    return int(row.sum(dtype=np.uint64))
+
+
+def _as_text(column: pd.Series) -> pa.Array:
+    """The column's values as Arrow strings, spelled as Python's ``str`` spells them."""
+    if pd.api.types.is_integer_dtype(column.dtype):
+        # Arrow writes integers as str() does, and much faster than pandas.
+        return pc.cast(pa.array(column), pa.large_string())
+    return pa.array(column.astype(str)).cast(pa.large_string())
 
 
 # --- golden sets -------------------------------------------------------------------------
@@ -105,22 +148,6 @@ def golden_from_records(records: Iterable[dict], source: str = "<records>") -> G
     queries["answerable"] = queries["answerable"].astype(bool)
     judgments = pd.DataFrame(judgment_rows, columns=["query_id", "doc_id", "grade"])
     return Golden(queries, judgments.astype({"grade": "int64"}))
-
-
-def golden_from_judgments(judgments: pd.DataFrame) -> Golden:
-    """A golden set from plain judgements: every query is done and answerable, no slice."""
-    _, query_ids = factorize_runs(arrow_strings(judgments["query_id"]))
-    queries = pd.DataFrame(
-        {
-            "query_id": query_ids,
-            "query": "",
-            "slice": "",
-            "status": "done",
-            "answerable": True,
-            "mode": "",
-        }
-    )
-    return Golden(queries, judgments.reset_index(drop=True))
 
 
 def _golden_query_row(record: object, source: str, line: int) -> dict:
@@ -161,37 +188,85 @@ def _golden_judgments(record: dict, source: str, line: int) -> Iterator[tuple[st
 
 def _read_trec_qrels(path: Path) -> Golden:
     """TREC qrels: ``qid iter docno rel``; ``#`` in column 0 starts a comment (trec_eval 10)."""
-    frame = _read_fields_fast(path, TREC_QRELS_FIELDS, QRELS_TYPES)
-    if frame is None:
+    rows = _read_fields_fast(path, TREC_QRELS_FIELDS, "grade", pa.int64())
+    if rows is None:
         frame = _read_whitespace_table(path, TREC_QRELS_FIELDS, usecols=[0, 2, 3])
-        frame["grade"] = _integers(frame["grade"], path, "grade")
-    return golden_from_judgments(_checked_judgments(frame, path))
+        rows = _Rows.from_frame(frame, _integers(frame["grade"], path, "grade"))
+    return _golden_from_rows(rows, str(path))
 
 
 def _read_beir_qrels(path: Path) -> Golden:
     """BEIR ``qrels.tsv``: a header line, then ``query-id<TAB>corpus-id<TAB>score``."""
     frame = _read_whitespace_table(path, ["query_id", "doc_id", "grade"], [0, 1, 2], header=True)
-    frame["grade"] = _integers(frame["grade"], path, "score")
-    return golden_from_judgments(_checked_judgments(frame, path))
+    rows = _Rows.from_frame(frame, _integers(frame["grade"], path, "score"))
+    return _golden_from_rows(rows, str(path))
 
 
-def _checked_judgments(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
-    _check_no_repeated_docs(frame, str(path))
-    return frame[["query_id", "doc_id", "grade"]].astype({"grade": "int64"})
+def _golden_from_rows(rows: _Rows, source: str) -> Golden:
+    """A golden set from plain judgements: every query is done and answerable, no slice."""
+    rows.check_no_repeated_docs(source)
+    judgments = pa.table(
+        {
+            "query_id": rows.query_id_column(),
+            "doc_id": rows.doc_ids.cast(pa.large_string()),
+            "grade": rows.values.astype(np.int64, copy=False),
+        }
+    ).to_pandas()
+    queries = pd.DataFrame(
+        {
+            "query_id": rows.query_ids,
+            "query": "",
+            "slice": "",
+            "status": "done",
+            "answerable": True,
+            "mode": "",
+        }
+    )
+    return Golden(queries, judgments)
 
 
-def _check_no_repeated_docs(rows: pd.DataFrame, source: str) -> np.ndarray:
-    """The distinct query ids of ``rows``, in order of appearance, once checked that no doc
-    is given twice for one query; a repeat is an input error, naming the second line
-    (``rows`` is indexed by line number)."""
-    query_codes, query_ids = factorize_runs(arrow_strings(rows["query_id"]))
-    row = first_repeat(query_codes, arrow_strings(rows["doc_id"]))
-    if row is not None:
-        doc_id, query_id = rows["doc_id"].iloc[row], rows["query_id"].iloc[row]
-        raise InputError(
-            source, int(rows.index[row]), "doc_id", f"{doc_id!r} repeated within query {query_id!r}"
+@dataclass(frozen=True)
+class _Rows:
+    """Rows of (query, doc, value) as read from a file, before they become a golden set or a run.
+
+    ``query_index`` gives each row's position in ``query_ids`` (distinct, in order of first
+    appearance); ``lines`` gives each row's line number (None: row i is on line i + 1).
+    """
+
+    query_ids: np.ndarray
+    query_index: np.ndarray
+    doc_ids: pa.Array | pa.ChunkedArray
+    values: np.ndarray
+    lines: np.ndarray | None = None
+
+    @classmethod
+    def from_frame(cls, frame: pd.DataFrame, values: pd.Series) -> _Rows:
+        """Rows from a DataFrame with query_id and doc_id columns, indexed by line number."""
+        query_index, query_ids = factorize_runs(arrow_strings(frame["query_id"]))
+        return cls(
+            query_ids,
+            query_index,
+            arrow_strings(frame["doc_id"]),
+            values.to_numpy(),
+            frame.index.to_numpy(dtype=np.int64),
         )
-    return query_ids
+
+    def line(self, row: int) -> int:
+        """The line number of a row."""
+        return row + 1 if self.lines is None else int(self.lines[row])
+
+    def query_id_column(self) -> pa.Array:
+        """The query id of each row, as Arrow strings."""
+        return pa.array(self.query_ids, pa.large_string()).take(pa.array(self.query_index))
+
+    def check_no_repeated_docs(self, source: str) -> None:
+        """Raise an input error, naming the second line, if a doc is given twice for a query."""
+        row = first_repeat(self.query_index, self.doc_ids)
+        if row is not None:
+            doc_id = self.doc_ids[row].as_py()
+            query_id = self.query_ids[self.query_index[row]]
+            problem = f"{doc_id!r} repeated within query {query_id!r}"
+            raise InputError(source, self.line(row), "doc_id", problem)
 
 
 # --- runs --------------------------------------------------------------------------------
@@ -208,43 +283,61 @@ def read_run(path: str | Path, name: str | None = None) -> Run:
     name = name or path.stem
     if _first_content_line(path).startswith("{"):
         return _read_jsonl_run(path, name)
-    rows = _read_fields_fast(path, TREC_RUN_FIELDS, RUN_TYPES)
+    rows = _read_fields_fast(path, TREC_RUN_FIELDS, "score", pa.float64())
     if rows is None:
-        rows = _read_trec_run_general(path)
+        frame = _read_whitespace_table(path, TREC_RUN_FIELDS, usecols=[0, 2, 4, 5])
+        rows = _Rows.from_frame(frame, _floats(frame["score"], path, "score"))
     return _run_from_rows(rows, name, str(path))
 
 
 def run_from_frame(
     frame: pd.DataFrame, name: str, query_ids: Iterable[str] | None = None, source: str = "<frame>"
 ) -> Run:
-    """Wrap a DataFrame of query_id, doc_id, score as a :class:`Run`, checking duplicates."""
-    rows = frame[["query_id", "doc_id", "score"]].reset_index(drop=True)
-    rows = rows.astype({"query_id": str, "doc_id": str, "score": "float64"})
-    rows.index += 1
+    """Wrap a DataFrame of query_id, doc_id, score as a :class:`Run`, checking duplicates.
+
+    ``query_ids`` may name queries the run answered with no results (it abstained).
+    """
+    lines = np.arange(1, len(frame) + 1)
+    ids = frame[["query_id", "doc_id"]].astype(str).set_axis(lines)
+    rows = _Rows.from_frame(ids, frame["score"].astype("float64"))
     return _run_from_rows(rows, name, source, query_ids)
 
 
 def _run_from_rows(
-    rows: pd.DataFrame, name: str, source: str, query_ids: Iterable[str] | None = None
+    rows: _Rows, name: str, source: str, query_ids: Iterable[str] | None = None
 ) -> Run:
-    """Check the rows (indexed by line number): every score a number, no doc repeated."""
-    bad_score = np.isnan(rows["score"].to_numpy(dtype=np.float64))
+    """Check the rows: every score a number, no doc repeated. ``query_ids`` (when given)
+    come first in the run's query ids, the rows' other queries after them."""
+    scores = rows.values.astype(np.float64, copy=False)
+    bad_score = np.isnan(scores)
     if bad_score.any():
-        raise InputError(source, int(rows.index[np.argmax(bad_score)]), "score", "not a number")
-    run_query_ids = _check_no_repeated_docs(rows, source)
-    results = rows[["query_id", "doc_id", "score"]].reset_index(drop=True)
-    known = run_query_ids if query_ids is None else list(query_ids)
-    return Run(results, np.asarray(known, dtype=object), name)
+        raise InputError(source, rows.line(int(np.argmax(bad_score))), "score", "not a number")
+    rows.check_no_repeated_docs(source)
+    known, query_index = rows.query_ids, rows.query_index
+    if query_ids is not None:
+        given = pd.Index(list(query_ids), dtype=object)
+        unlisted = rows.query_ids[given.get_indexer(rows.query_ids) < 0]
+        known = np.concatenate([given.to_numpy(dtype=object), unlisted])
+        query_index = pd.Index(known).get_indexer(rows.query_ids)[query_index]
+    return Run(np.asarray(known, dtype=object), query_index, rows.doc_ids, scores, name)
 
 
-def _read_fields_fast(path: Path, names: list[str], types: dict[str, pa.DataType]):
+def _read_fields_fast(
+    path: Path, names: list[str], value_field: str, value_type: pa.DataType
+) -> _Rows | None:
     """Parse the common clean layout (one space or one tab between exactly ``len(names)``
     fields) with Arrow's multi-threaded CSV reader; None when the file needs the general
     parser (other spacing, extra fields, comments, blank lines, a bad value).
 
-    Rows map one to one to lines (nothing is skipped), so the index is the line number.
+    Rows map one to one to lines (nothing is skipped). Query ids are dictionary-encoded as
+    they are parsed, which gives each row's query index without hashing 10M strings again.
     """
     delimiter = "\t" if "\t" in _first_content_line(path) else " "
+    types = {
+        "query_id": pa.dictionary(pa.int32(), pa.string()),
+        "doc_id": pa.string(),
+        value_field: value_type,
+    }
     try:
         table = pcsv.read_csv(
             path,
@@ -256,19 +349,20 @@ def _read_fields_fast(path: Path, names: list[str], types: dict[str, pa.DataType
         )
     except (pa.ArrowInvalid, UnicodeDecodeError):
         return None
+    # Each parsed block has its own dictionary: one shared dictionary gives global indices.
+    query_column = table["query_id"].unify_dictionaries()
+    chunks = query_column.chunks
+    query_ids = chunks[0].dictionary if chunks else pa.array([], pa.string())
     # A comment line with the right number of fields parses, its query id starting with '#'.
-    if pc.any(pc.starts_with(table["query_id"], "#")).as_py():
+    if pc.any(pc.starts_with(query_ids, "#")).as_py():
         return None
-    rows = table.to_pandas()
-    rows.index += 1
-    return rows
-
-
-def _read_trec_run_general(path: Path) -> pd.DataFrame:
-    """Any whitespace between fields, extra fields ignored, errors naming line and field."""
-    rows = _read_whitespace_table(path, TREC_RUN_FIELDS, usecols=[0, 2, 4, 5])
-    rows["score"] = _floats(rows["score"], path, "score")
-    return rows[["query_id", "doc_id", "score"]]
+    query_index = [chunk.indices.to_numpy(zero_copy_only=False) for chunk in chunks]
+    return _Rows(
+        query_ids.to_numpy(zero_copy_only=False).astype(object),
+        np.concatenate(query_index) if chunks else np.zeros(0, dtype=np.int32),
+        table["doc_id"],
+        table[value_field].to_numpy(),
+    )
 
 
 def _read_jsonl_run(path: Path, name: str) -> Run:
@@ -287,7 +381,7 @@ def _read_jsonl_run(path: Path, name: str) -> Run:
         rows.extend(_jsonl_results(query_id, results, str(path), line))
     frame = pd.DataFrame(rows, columns=["query_id", "doc_id", "score", "line"])
     frame = frame.set_index("line").astype({"query_id": str, "doc_id": str, "score": "float64"})
-    return _run_from_rows(frame, name, str(path), query_ids)
+    return _run_from_rows(_Rows.from_frame(frame, frame["score"]), name, str(path), query_ids)
 
 
 def _jsonl_results(query_id: str, results: list, source: str, line: int) -> Iterator[tuple]:

@@ -7,15 +7,16 @@ queries (misses first) and, where bootstrap resamples are asked for, a 95% CI pe
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from eval import gate, stats
-from eval.columns import arrow_strings, fingerprints, lookup
+from eval.columns import lookup
 from eval.metrics import (
     DEFAULT_METRICS,
     NOT_RANKED,
@@ -79,15 +80,24 @@ def worst_queries(
     """The ``count`` worst queries: misses (no relevant doc in the top ``cutoff``) first, then
     by lowest reciprocal rank, then by query_id.
 
-    ``first_relevant_rank`` is None when no relevant doc was found in the ranks evaluated.
+    ``per_query`` holds the metrics in the ranking's query order (as ``per_query_frame``
+    gives them). ``first_relevant_rank`` is None when no relevant doc was found in the ranks
+    evaluated.
     """
     first = ranking.first_relevant_rank
     badness = np.minimum(first, cutoff + 1)  # every miss is as bad as any other
-    order = np.lexsort((ranking.query_ids.astype(str), -badness))[:count]
-    info = golden.queries.set_index("query_id")
+    # Only queries at least as bad as the count-th worst can make the list: sort just those.
+    if count < len(badness):
+        candidates = np.flatnonzero(badness >= -np.partition(-badness, count)[count])
+    else:
+        candidates = np.arange(len(badness))
+    by_badness = np.lexsort((ranking.query_ids[candidates].astype(str), -badness[candidates]))
+    order = candidates[by_badness][:count]
+    queries = golden.queries
+    info = queries[queries["query_id"].isin(ranking.query_ids[order])].set_index("query_id")
+    values = per_query.iloc[order]
     worst = []
-    for position in order:
-        query_id = ranking.query_ids[position]
+    for position, (query_id, row) in zip(order, values.iterrows(), strict=True):
         rank = int(first[position])
         worst.append(
             {
@@ -95,7 +105,7 @@ def worst_queries(
                 "query": info.at[query_id, "query"],
                 "slice": info.at[query_id, "slice"],
                 "first_relevant_rank": None if rank == NOT_RANKED else rank,
-                **{spec: _number(value) for spec, value in per_query.loc[query_id].items()},
+                **{spec: _number(value) for spec, value in row.items()},
             }
         )
     return worst
@@ -121,8 +131,8 @@ def query_accounting(golden: Golden, run: Run, ranking: Ranking, cutoffs: Sequen
         "unanswerable": int((done & ~queries["answerable"]).sum()),
         "skipped": int((queries["status"] == "skipped").sum()),
         "pending": int((queries["status"] == "pending").sum()),
-        "missing_from_run": int((~_present(ranking.query_ids, run.query_ids)).sum()),
-        "unlabelled_in_run": int((~_present(run.query_ids, queries["query_id"])).sum()),
+        "missing_from_run": _count_absent(ranking.query_ids, run.query_ids),
+        "unlabelled_in_run": _count_absent(run.query_ids, queries["query_id"]),
         "ties_at_cutoff": ties_at_cutoffs(ranking, cutoffs),
     }
 
@@ -152,28 +162,24 @@ def _answered(run: Run, query_ids: np.ndarray, abstain_below: float | None) -> n
     """Per query id, whether the run returned a result for it (at or above the threshold)."""
     if len(query_ids) == 0:
         return np.zeros(0, dtype=bool)
-    results = run.results
-    row_query = lookup(arrow_strings(results["query_id"]), query_ids)
+    row_query = lookup(pa.array(run.query_ids, pa.large_string()), query_ids)[run.query_index]
     kept = row_query >= 0
     if abstain_below is not None:
-        kept &= results["score"].to_numpy() >= abstain_below
+        kept &= run.scores >= abstain_below
     return np.bincount(row_query[kept], minlength=len(query_ids)) > 0
 
 
-def _present(values: Sequence[str], among: Sequence[str]) -> np.ndarray:
-    """Per value, whether it is in ``among`` (object-dtype hashing: fast for ids)."""
-    index = pd.Index(np.asarray(among, dtype=object)).unique()
-    return index.get_indexer(np.asarray(values, dtype=object)) >= 0
+def _count_absent(values: Sequence[str], among: Sequence[str]) -> int:
+    """How many of ``values`` are not in ``among`` (Arrow's hash lookup)."""
+    found = pc.is_in(_arrow_ids(values), value_set=_arrow_ids(among))
+    return len(values) - pc.sum(found).as_py() if len(values) else 0
 
 
-def golden_version(golden: Golden) -> str:
-    """A content hash of the labels: which queries count how, and every judgement.
-
-    Row hashes are summed, so the order in which the labels were read does not matter.
-    """
-    queries = golden.queries[["query_id", "slice", "status", "answerable"]]
-    digests = [_rows_digest(frame) for frame in (queries, golden.judgments)]
-    return hashlib.sha256(repr(digests).encode()).hexdigest()[:16]
+def _arrow_ids(ids: Sequence[str]) -> pa.Array:
+    """Ids as Arrow strings (without a copy for pandas' Arrow-backed strings)."""
+    if isinstance(ids, pd.Series) and hasattr(ids.array, "__arrow_array__"):
+        return pa.array(ids.array)
+    return pa.array(np.asarray(ids, dtype=object), pa.large_string())
 
 
 def build_report(
@@ -195,20 +201,23 @@ def build_report(
     Keys: ``queries`` (accounting), ``metrics`` (mean and CI), ``slices``, ``worst``,
     ``abstention``, ``notes`` and ``per_query`` (a DataFrame, dropped from the JSON).
     """
-    ranking = rank_run(
-        golden,
-        run,
-        rel_threshold=rel_threshold,
-        depth=depth,
-        keep_order=keep_order,
-        abstain_below=abstain_below,
-        keep_ranks=ranks_needed(metrics),
-    )
-    per_query = per_query_frame(ranking, metrics, gain)
+    # The golden set's version needs no ranking: it is hashed on a second thread meanwhile.
+    with ThreadPoolExecutor(1) as pool:
+        version = pool.submit(lambda: golden.version)
+        ranking = rank_run(
+            golden,
+            run,
+            rel_threshold=rel_threshold,
+            depth=depth,
+            keep_order=keep_order,
+            abstain_below=abstain_below,
+            keep_ranks=ranks_needed(metrics),
+        )
+        per_query = per_query_frame(ranking, metrics, gain)
     cutoffs = sorted({cutoff for _, cutoff in map(parse_metric, metrics) if cutoff})
     return {
         "run": run.name,
-        "golden_version": golden_version(golden),
+        "golden_version": version.result(),
         "queries": query_accounting(golden, run, ranking, cutoffs),
         "metrics": summarise(per_query, bootstrap, seed),
         "slices": slice_summaries(per_query, _slices(golden), bootstrap, seed),
@@ -261,7 +270,7 @@ def compare_runs(
     return {
         "baseline": baseline.name,
         "candidate": candidate.name,
-        "golden_version": golden_version(golden),
+        "golden_version": golden.version,
         "queries": {role: report["queries"] for role, report in reports.items()},
         "metrics": compared,
         "slices": compared_slices,
@@ -297,17 +306,6 @@ def paired_summary(
 
 def _means(summary: Mapping[str, Mapping[str, object]], role: str) -> dict[str, float]:
     return {spec: entry[role] for spec, entry in summary.items() if entry[role] is not None}
-
-
-def _rows_digest(frame: pd.DataFrame) -> int:
-    """Sum over rows of a 64-bit hash of the row's values (as text): independent of order."""
-    row = np.zeros(len(frame), dtype=np.uint64)
-    for name in frame.columns:
-        text = pa.array(frame[name].astype(str)).cast(pa.large_string())
-        row = (row ^ fingerprints(text)) * np.uint64(0x9E3779B97F4A7C15)
-    row ^= row >> np.uint64(29)  # mix the high bits down before summing
-    row *= np.uint64(0xBF58476D1CE4E5B9)
-    return int(row.sum(dtype=np.uint64))
 
 
 def _slices(golden: Golden) -> pd.Series:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import click
 import pandas as pd
@@ -89,13 +91,16 @@ def _scoring_options(command):
 
 
 def _load_golden(golden: str | None, db: str | None) -> Golden:
+    """The golden set from a file or the project."""
     if bool(golden) == bool(db):
         raise click.UsageError("give exactly one of --golden FILE or --db PATH")
     if golden:
-        return read_golden(golden)
-    from labeler.store import Store
+        golden_set = read_golden(golden)
+    else:
+        from labeler.store import Store
 
-    return golden_from_records(Store(db).golden_records(), source=db)
+        golden_set = golden_from_records(Store(db).golden_records(), source=db)
+    return golden_set
 
 
 def _load_run(path: str | None, db: str | None) -> Run:
@@ -107,6 +112,18 @@ def _load_run(path: str | None, db: str | None) -> Run:
     from labeler.store import Store
 
     return run_from_frame(Store(db).candidate_run_frame(), name="candidates", source=db)
+
+
+def _read_concurrently(*readers: Callable[[], object]) -> list:
+    """Call each reader on its own thread, all at once; their results, in order.
+
+    Reading is mostly Arrow's parsing and numpy's hashing, which release the GIL, so a
+    golden set and a run (or two) are read in about the time of the longest. An error is
+    raised from the first reader (in order) that failed.
+    """
+    with ThreadPoolExecutor(len(readers)) as pool:
+        futures = [pool.submit(reader) for reader in readers]
+        return [future.result() for future in futures]
 
 
 def _scoring(options: dict) -> dict:
@@ -177,9 +194,11 @@ def eval_command(
     """
     if record and not db:
         raise click.UsageError("--record keeps the results in a project: give --db PATH")
-    run = _load_run(run_path, db)
+    run, golden_set = _read_concurrently(
+        lambda: _load_run(run_path, db), lambda: _load_golden(golden, db)
+    )
     result = reports.build_report(
-        _load_golden(golden, db),
+        golden_set,
         run,
         _metrics(metrics),
         bootstrap=bootstrap,
@@ -239,10 +258,13 @@ def compare(baseline, candidate, golden, db, metrics, bootstrap, seed, as_json, 
     thresholds = {
         name: options.pop(name) for name in ("max_miss_rise", "max_mrr_drop", "max_slice_drop")
     }
+    golden_set, baseline_run, candidate_run = _read_concurrently(
+        lambda: _load_golden(golden, db), lambda: read_run(baseline), lambda: read_run(candidate)
+    )
     result = reports.compare_runs(
-        _load_golden(golden, db),
-        read_run(baseline),
-        read_run(candidate),
+        golden_set,
+        baseline_run,
+        candidate_run,
         _metrics(metrics),
         bootstrap=bootstrap,
         seed=seed,

@@ -54,7 +54,11 @@ def test_labelling_on_one_tab_changes_the_dashboard_on_another(
     compare.get_by_test_id("stFileUploaderDropzoneInput").set_input_files(files)
     expect(compare.get_by_text("Release gate: failed.")).to_be_visible(timeout=20_000)
     for number, name in enumerate(runs, start=1):  # record both: a trend, and its flags
-        compare.get_by_role("combobox", name="Run to record").click()
+        wait_idle(compare)
+        run_box = compare.get_by_role("combobox", name="Run to record")
+        run_box.click()
+        # Typing opens the list even when the click only focused the box (layout settling).
+        run_box.press_sequentially(name)
         compare.get_by_role("option", name=name, exact=True).click()
         compare.get_by_label("Tags", exact=True).fill(f"model={name}")
         compare.get_by_role("button", name="Record").click()
