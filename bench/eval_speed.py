@@ -241,14 +241,19 @@ def leg_command(tool: str, qrels_path: Path, run_path: Path) -> list[str]:
 
 
 def time_goldset(qrels_path: Path, run_path: Path) -> dict:
-    """Measure `goldset eval`; its end-to-end time runs until the process exits."""
+    """Measure `goldset eval`; like the Python legs, its end-to-end time runs until its
+    result is out (the last line of its JSON), and the time until it exits is kept beside.
+
+    Its CPU time and peak RSS are those of the whole process, teardown included.
+    """
     command = goldset_command(qrels_path, run_path)
     measurement = measure(command)
     report = json.loads(measurement.stdout())
     return {
         "tool": "goldset",
         "command": " ".join(command),
-        "wall_seconds": measurement.wall_seconds,
+        "wall_seconds": measurement.stdout_lines[-1][0],
+        "exit_seconds": measurement.wall_seconds,
         "cpu_seconds": measurement.cpu_seconds,
         "peak_rss_mib": measurement.peak_rss_mib,
         "queries_scored": report["queries"]["answerable"],

@@ -164,13 +164,19 @@ METRICS = {
 }
 
 
-def ranks_needed(metrics: Sequence[str]) -> int | None:
-    """How many top ranks per query ``metrics`` look at (None: all of them).
+def ranks_needed(metrics: Sequence[str]) -> int:
+    """How many top ranks per query the cut-off ``metrics`` look at.
 
     One rank more than the largest cutoff, so that a score tie across the cutoff shows.
+    (``mrr`` without a cutoff needs more, on some queries: see :func:`needs_first_relevant`.)
     """
-    cutoffs = [cutoff for _, cutoff in map(parse_metric, metrics)]
-    return None if None in cutoffs else max(cutoffs, default=0) + 1
+    cutoffs = [cutoff for _, cutoff in map(parse_metric, metrics) if cutoff is not None]
+    return max(cutoffs, default=0) + 1
+
+
+def needs_first_relevant(metrics: Sequence[str]) -> bool:
+    """Whether ``metrics`` need each query ranked down to its first relevant doc (``mrr``)."""
+    return any(cutoff is None for _, cutoff in map(parse_metric, metrics))
 
 
 def parse_metric(spec: str) -> tuple[str, int | None]:
@@ -199,6 +205,7 @@ def rank_run(
     keep_order: bool = False,
     abstain_below: float | None = None,
     keep_ranks: int | None = None,
+    to_first_relevant: bool = False,
 ) -> Ranking:
     """Rank ``run`` over the golden set's scored queries (answerable and done).
 
@@ -208,6 +215,8 @@ def rank_run(
     Queries absent from the run are kept with no rows, so every metric gives them 0.
     ``keep_ranks`` drops rows below that rank once they are counted: metrics cut at k need
     only the top k rows, and joining fewer rows with the judgements is faster.
+    ``to_first_relevant`` (what ``mrr`` without a cutoff needs) keeps, for the queries with
+    no relevant doc in those ranks, all their rows: only those queries are ranked in full.
     """
     query_ids = golden.scored_query_ids()
     # The judgements' side needs only the golden set: it is indexed on a second thread while
@@ -220,26 +229,77 @@ def rank_run(
         retrieved = np.zeros(len(query_ids), dtype=np.int64)
         retrieved[runs.query] = runs.length if depth is None else np.minimum(runs.length, depth)
         limit = min((cutoff for cutoff in (depth, keep_ranks) if cutoff is not None), default=None)
-        query_index, score, doc_ids = _ranked_rows(run.doc_ids, runs, limit, keep_order)
-        rank = _rank_within_groups(query_index, len(query_ids))
-        if limit is not None:
-            top = rank <= limit
-            query_index, score, rank = query_index[top], score[top], rank[top]
-            doc_ids = doc_ids.filter(pa.array(top))
+        rows = _Ranked.of(run, runs, limit, keep_order, len(query_ids))
         judgments = indexing.result()
-    grade, judged = judgments.grades_of(query_index, doc_ids)
+    rows = rows.judged(judgments, rel_threshold)
+    if to_first_relevant and limit is not None:
+        found = np.zeros(len(query_ids), dtype=bool)
+        found[rows.query_index[rows.relevant]] = True
+        kept = np.bincount(rows.query_index, minlength=len(query_ids))
+        deeper = ~found & (retrieved > kept)
+        if deeper.any():
+            more = _Ranked.of(
+                run, runs.select(deeper[runs.query]), depth, keep_order, len(query_ids)
+            )
+            rows = rows.replaced_by(more.judged(judgments, rel_threshold), deeper)
     return Ranking(
         query_ids=query_ids,
-        query_index=query_index,
-        rank=rank,
-        score=score,
-        grade=grade,
-        judged=judged,
-        relevant=judged & (grade >= rel_threshold),
+        query_index=rows.query_index,
+        rank=rows.rank,
+        score=rows.score,
+        grade=rows.grade,
+        judged=rows.judged_flag,
+        relevant=rows.relevant,
         retrieved=retrieved,
         relevant_count=judgments.relevant_count(rel_threshold),
         ideal_grades=judgments.ideal_grades,
     )
+
+
+@dataclass(frozen=True)
+class _Ranked:
+    """Ranked rows, grouped by query (ascending) and best first: per row its query index,
+    rank, score and doc id; once ``judged``, its grade, judged and relevant flags too."""
+
+    query_index: np.ndarray
+    rank: np.ndarray
+    score: np.ndarray
+    doc_ids: pa.Array | None
+    grade: np.ndarray | None = None
+    judged_flag: np.ndarray | None = None
+    relevant: np.ndarray | None = None
+
+    @classmethod
+    def of(
+        cls, run: Run, runs: _QueryRuns, limit: int | None, keep_order: bool, query_count: int
+    ) -> _Ranked:
+        """The top ``limit`` rows (all when None) of each query of ``runs``."""
+        query_index, score, doc_ids = _ranked_rows(run.doc_ids, runs, limit, keep_order)
+        rank = _rank_within_groups(query_index, query_count)
+        if limit is not None:
+            top = rank <= limit
+            query_index, score, rank = query_index[top], score[top], rank[top]
+            doc_ids = doc_ids.filter(pa.array(top))
+        return cls(query_index, rank, score, doc_ids)
+
+    def judged(self, judgments: _Judgments, rel_threshold: int) -> _Ranked:
+        """These rows with their grades (the doc ids are no longer needed)."""
+        grade, judged = judgments.grades_of(self.query_index, self.doc_ids)
+        relevant = judged & (grade >= rel_threshold)
+        return _Ranked(self.query_index, self.rank, self.score, None, grade, judged, relevant)
+
+    def replaced_by(self, other: _Ranked, queries: np.ndarray) -> _Ranked:
+        """These judged rows, where the queries flagged in ``queries`` take ``other``'s rows."""
+        keep = ~queries[self.query_index]
+        fields = ("query_index", "rank", "score", "grade", "judged_flag", "relevant")
+        joined = {
+            name: np.concatenate([getattr(self, name)[keep], getattr(other, name)])
+            for name in fields
+        }
+        # Each query's rows come from one side, already best first: a stable sort by query
+        # puts the queries back in order without moving any row within its query.
+        order = np.argsort(joined["query_index"], kind="stable")
+        return _Ranked(**{name: values[order] for name, values in joined.items()}, doc_ids=None)
 
 
 @dataclass(frozen=True)
@@ -502,5 +562,6 @@ def evaluate(
         keep_order=keep_order,
         abstain_below=abstain_below,
         keep_ranks=ranks_needed(metrics),
+        to_first_relevant=needs_first_relevant(metrics),
     )
     return per_query_frame(ranking, metrics, gain)

@@ -6,7 +6,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from eval.metrics import DEFAULT_METRICS, evaluate, parse_metric, rank_run, ranks_needed
+from eval.metrics import (
+    DEFAULT_METRICS,
+    evaluate,
+    needs_first_relevant,
+    parse_metric,
+    rank_run,
+    ranks_needed,
+)
 from eval.readers import golden_from_records, run_from_frame
 
 
@@ -203,9 +210,30 @@ def test_negative_qrels_grades_are_neither_relevant_nor_judged():
     assert result["q"] == {"mrr": 0.5, "judged@2": 0.5}
 
 
-def test_ranks_needed_is_one_past_the_largest_cutoff_or_all():
+def test_ranks_needed_is_one_past_the_largest_cutoff():
     assert ranks_needed(["mrr@10", "ndcg@20"]) == 21
-    assert ranks_needed(["mrr@10", "mrr"]) is None
+    assert ranks_needed(["mrr@10", "mrr"]) == 11
+    assert not needs_first_relevant(["mrr@10", "ndcg@20"])
+    assert needs_first_relevant(["mrr@10", "mrr"])
+
+
+def test_mrr_without_cutoff_ranks_in_full_only_the_queries_it_must():
+    gold = golden(
+        {"query_id": "early", "judgments": {"d1": 1}},
+        {"query_id": "late", "judgments": {"d30": 1}},
+        {"query_id": "never", "judgments": {"x": 1}},
+    )
+    forty = ranked(*(f"d{rank}" for rank in range(1, 41)))
+    ranking = {query: forty for query in ("early", "late", "never")}
+    result = values(gold, run(ranking), ["mrr", "mrr@10", "hit@1"])
+    assert result == {
+        "early": {"mrr": 1.0, "mrr@10": 1.0, "hit@1": 1.0},
+        "late": {"mrr": 1 / 30, "mrr@10": 0.0, "hit@1": 0.0},
+        "never": {"mrr": 0.0, "mrr@10": 0.0, "hit@1": 0.0},
+    }
+    rows = rank_run(gold, run(ranking), keep_ranks=11, to_first_relevant=True)
+    kept = pd.Series(rows.query_ids[rows.query_index]).value_counts().to_dict()
+    assert kept == {"early": 11, "late": 40, "never": 40}
 
 
 def test_rank_run_orders_rows_best_first_within_each_query():
