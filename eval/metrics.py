@@ -231,7 +231,7 @@ def rank_run(
         limit = min((cutoff for cutoff in (depth, keep_ranks) if cutoff is not None), default=None)
         rows = _Ranked.of(run, runs, limit, keep_order, len(query_ids))
         judgments = indexing.result()
-    rows = rows.judged(judgments, rel_threshold)
+    rows = rows.with_grades(judgments, rel_threshold)
     if to_first_relevant and limit is not None:
         found = np.zeros(len(query_ids), dtype=bool)
         found[rows.query_index[rows.relevant]] = True
@@ -241,14 +241,14 @@ def rank_run(
             more = _Ranked.of(
                 run, runs.select(deeper[runs.query]), depth, keep_order, len(query_ids)
             )
-            rows = rows.replaced_by(more.judged(judgments, rel_threshold), deeper)
+            rows = rows.replaced_by(more.with_grades(judgments, rel_threshold), deeper)
     return Ranking(
         query_ids=query_ids,
         query_index=rows.query_index,
         rank=rows.rank,
         score=rows.score,
         grade=rows.grade,
-        judged=rows.judged_flag,
+        judged=rows.judged,
         relevant=rows.relevant,
         retrieved=retrieved,
         relevant_count=judgments.relevant_count(rel_threshold),
@@ -259,14 +259,14 @@ def rank_run(
 @dataclass(frozen=True)
 class _Ranked:
     """Ranked rows, grouped by query (ascending) and best first: per row its query index,
-    rank, score and doc id; once ``judged``, its grade, judged and relevant flags too."""
+    rank, score and doc id; once ``with_grades``, its grade, judged and relevant flags too."""
 
     query_index: np.ndarray
     rank: np.ndarray
     score: np.ndarray
     doc_ids: pa.Array | None
     grade: np.ndarray | None = None
-    judged_flag: np.ndarray | None = None
+    judged: np.ndarray | None = None
     relevant: np.ndarray | None = None
 
     @classmethod
@@ -282,7 +282,7 @@ class _Ranked:
             doc_ids = doc_ids.filter(pa.array(top))
         return cls(query_index, rank, score, doc_ids)
 
-    def judged(self, judgments: _Judgments, rel_threshold: int) -> _Ranked:
+    def with_grades(self, judgments: _Judgments, rel_threshold: int) -> _Ranked:
         """These rows with their grades (the doc ids are no longer needed)."""
         grade, judged = judgments.grades_of(self.query_index, self.doc_ids)
         relevant = judged & (grade >= rel_threshold)
@@ -291,7 +291,7 @@ class _Ranked:
     def replaced_by(self, other: _Ranked, queries: np.ndarray) -> _Ranked:
         """These judged rows, where the queries flagged in ``queries`` take ``other``'s rows."""
         keep = ~queries[self.query_index]
-        fields = ("query_index", "rank", "score", "grade", "judged_flag", "relevant")
+        fields = ("query_index", "rank", "score", "grade", "judged", "relevant")
         joined = {
             name: np.concatenate([getattr(self, name)[keep], getattr(other, name)])
             for name in fields
@@ -335,7 +335,7 @@ def _query_runs(run: Run, query_ids: np.ndarray, by_score: bool) -> _QueryRuns:
     begins_run[1:] = query_index[1:] != query_index[:-1]
     starts = np.flatnonzero(begins_run)
     scored_position = lookup(pa.array(run.query_ids, pa.large_string()), query_ids)
-    run_query = scored_position[run.query_index[starts]]
+    run_query = scored_position[query_index[starts]]
     in_order = not by_score or _descending_within(score, starts)
     lengths = np.diff(starts, append=len(score))
     scored = run_query >= 0
