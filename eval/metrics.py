@@ -199,13 +199,12 @@ def parse_metric(spec: str) -> tuple[str, int | None]:
 def rank_run(
     golden: Golden,
     run: Run,
+    metrics: Sequence[str] | None = None,
     *,
     rel_threshold: int = 1,
     depth: int | None = None,
     keep_order: bool = False,
     abstain_below: float | None = None,
-    keep_ranks: int | None = None,
-    to_first_relevant: bool = False,
 ) -> Ranking:
     """Rank ``run`` over the golden set's scored queries (answerable and done).
 
@@ -213,11 +212,12 @@ def rank_run(
     file's own order instead. ``depth`` keeps only each query's top ``depth`` docs (trec_eval
     ``-M``). With ``abstain_below``, a query whose best score is below it returns nothing.
     Queries absent from the run are kept with no rows, so every metric gives them 0.
-    ``keep_ranks`` drops rows below that rank once they are counted: metrics cut at k need
-    only the top k rows, and joining fewer rows with the judgements is faster.
-    ``to_first_relevant`` (what ``mrr`` without a cutoff needs) keeps, for the queries with
-    no relevant doc in those ranks, all their rows: only those queries are ranked in full.
+    Given the ``metrics`` to compute, only the rows they need are kept (None: all rows):
+    metrics cut at k need each query's top k rows, and joining fewer rows with the
+    judgements is faster; ``mrr`` without a cutoff needs all the rows of the queries that
+    have no relevant doc in those ranks, and only those queries are ranked in full.
     """
+    keep_ranks = None if metrics is None else ranks_needed(metrics)
     query_ids = golden.scored_query_ids()
     # The judgements' side needs only the golden set: it is indexed on a second thread while
     # this one ranks the run (numpy and Arrow release the GIL while they work).
@@ -232,7 +232,7 @@ def rank_run(
         rows = _Ranked.of(run, runs, limit, keep_order, len(query_ids))
         judgments = indexing.result()
     rows = rows.with_grades(judgments, rel_threshold)
-    if to_first_relevant and limit is not None:
+    if metrics is not None and needs_first_relevant(metrics) and limit is not None:
         found = np.zeros(len(query_ids), dtype=bool)
         found[rows.query_index[rows.relevant]] = True
         kept = np.bincount(rows.query_index, minlength=len(query_ids))
@@ -543,25 +543,14 @@ def evaluate(
     run: Run,
     metrics: Sequence[str] = DEFAULT_METRICS,
     *,
-    rel_threshold: int = 1,
-    depth: int | None = None,
-    keep_order: bool = False,
     gain: str = "linear",
-    abstain_below: float | None = None,
+    **options,
 ) -> pd.DataFrame:
     """Per-query metric values for every answerable, done golden query.
 
     Returns a DataFrame indexed by query_id with one column per metric. A query the run
     does not contain scores 0 (trec_eval ``-c``): it is a miss, so its miss@k is 1.
+    ``options`` are those of :func:`rank_run`: rel_threshold, depth, keep_order and
+    abstain_below.
     """
-    ranking = rank_run(
-        golden,
-        run,
-        rel_threshold=rel_threshold,
-        depth=depth,
-        keep_order=keep_order,
-        abstain_below=abstain_below,
-        keep_ranks=ranks_needed(metrics),
-        to_first_relevant=needs_first_relevant(metrics),
-    )
-    return per_query_frame(ranking, metrics, gain)
+    return per_query_frame(rank_run(golden, run, metrics, **options), metrics, gain)

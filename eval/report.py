@@ -21,11 +21,9 @@ from eval.metrics import (
     DEFAULT_METRICS,
     NOT_RANKED,
     Ranking,
-    needs_first_relevant,
     parse_metric,
     per_query_frame,
     rank_run,
-    ranks_needed,
 )
 from eval.readers import Golden, Run
 
@@ -208,12 +206,11 @@ def build_report(
         ranking = rank_run(
             golden,
             run,
+            metrics,
             rel_threshold=rel_threshold,
             depth=depth,
             keep_order=keep_order,
             abstain_below=abstain_below,
-            keep_ranks=ranks_needed(metrics),
-            to_first_relevant=needs_first_relevant(metrics),
         )
         per_query = per_query_frame(ranking, metrics, gain)
     cutoffs = sorted({cutoff for _, cutoff in map(parse_metric, metrics) if cutoff})

@@ -231,7 +231,7 @@ def test_mrr_without_cutoff_ranks_in_full_only_the_queries_it_must():
         "late": {"mrr": 1 / 30, "mrr@10": 0.0, "hit@1": 0.0},
         "never": {"mrr": 0.0, "mrr@10": 0.0, "hit@1": 0.0},
     }
-    rows = rank_run(gold, run(ranking), keep_ranks=11, to_first_relevant=True)
+    rows = rank_run(gold, run(ranking), ["mrr", "mrr@10"])
     kept = pd.Series(rows.query_ids[rows.query_index]).value_counts().to_dict()
     assert kept == {"early": 11, "late": 40, "never": 40}
 
