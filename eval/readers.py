@@ -191,14 +191,14 @@ def _read_trec_qrels(path: Path) -> Golden:
     rows = _read_fields_fast(path, TREC_QRELS_FIELDS, "grade", pa.int64())
     if rows is None:
         frame = _read_whitespace_table(path, TREC_QRELS_FIELDS, usecols=[0, 2, 3])
-        rows = _Rows.from_frame(frame, _integers(frame["grade"], path, "grade"))
+        rows = _Rows.from_frame(frame, _numbers(frame["grade"], path, "grade", int))
     return _golden_from_rows(rows, str(path))
 
 
 def _read_beir_qrels(path: Path) -> Golden:
     """BEIR ``qrels.tsv``: a header line, then ``query-id<TAB>corpus-id<TAB>score``."""
     frame = _read_whitespace_table(path, ["query_id", "doc_id", "grade"], [0, 1, 2], header=True)
-    rows = _Rows.from_frame(frame, _integers(frame["grade"], path, "score"))
+    rows = _Rows.from_frame(frame, _numbers(frame["grade"], path, "score", int))
     return _golden_from_rows(rows, str(path))
 
 
@@ -286,7 +286,7 @@ def read_run(path: str | Path, name: str | None = None) -> Run:
     rows = _read_fields_fast(path, TREC_RUN_FIELDS, "score", pa.float64())
     if rows is None:
         frame = _read_whitespace_table(path, TREC_RUN_FIELDS, usecols=[0, 2, 4, 5])
-        rows = _Rows.from_frame(frame, _floats(frame["score"], path, "score"))
+        rows = _Rows.from_frame(frame, _numbers(frame["score"], path, "score", float))
     return _run_from_rows(rows, name, str(path))
 
 
@@ -463,32 +463,22 @@ def _first_undecodable_line(path: Path) -> int | None:
     return None
 
 
-def _integers(column: pd.Series, path: Path, field: str) -> pd.Series:
-    values = pd.to_numeric(column, errors="coerce")
-    bad = values.isna().to_numpy() | (values.to_numpy(dtype=float, na_value=0.5) % 1 != 0)
-    if bad.any():
-        position = int(np.argmax(bad))
-        raise InputError(
-            str(path),
-            int(column.index[position]),
-            field,
-            f"not an integer: {column.iloc[position]!r}",
-        )
-    return values.astype("int64")
+def _numbers(column: pd.Series, path: Path, field: str, kind: type[int] | type[float]) -> pd.Series:
+    """The column's text as numbers: int64 for ``int``, float64 for ``float``.
 
-
-def _floats(column: pd.Series, path: Path, field: str) -> pd.Series:
+    The first value that is not one (or, for ``int``, not a whole number) is an input error
+    naming its line (``column`` is indexed by line number).
+    """
     values = pd.to_numeric(column, errors="coerce").astype("float64")
     bad = values.isna().to_numpy()
+    if kind is int:
+        bad = bad | (values.to_numpy(na_value=0.5) % 1 != 0)
     if bad.any():
         position = int(np.argmax(bad))
-        raise InputError(
-            str(path),
-            int(column.index[position]),
-            field,
-            f"not a number: {column.iloc[position]!r}",
-        )
-    return values
+        what = "an integer" if kind is int else "a number"
+        value = column.iloc[position]
+        raise InputError(str(path), int(column.index[position]), field, f"not {what}: {value!r}")
+    return values.astype("int64" if kind is int else "float64")
 
 
 def _first_content_line(path: Path) -> str:
