@@ -133,6 +133,17 @@ class LabelSession:
         """The annotator's progress per slice (see :meth:`Store.progress`)."""
         return self.store.progress(self.annotator)
 
+    def press_typed(self, key: str, *, page: str, seq: int, lag_seconds: float = 0.0) -> None:
+        """Apply a key typed in a browser page (see :mod:`labeler.keys`).
+
+        Its active time runs to when it was typed, ``lag_seconds`` before now, rather than
+        to when it reached the server. Its writes carry ``(page, seq)`` into the log, so
+        that a restarted server never applies it again (see :meth:`Store.key_press`).
+        """
+        typed_at = time.monotonic() - lag_seconds
+        with self.store.key_press(page, seq):
+            self.press(key, self.active_time.lap(typed_at))
+
     def press(self, key: str, seconds: float | None = None) -> None:
         """Apply one key: a grade digit, or u/m/s/z/n/p (see ``KEY_HELP``).
 

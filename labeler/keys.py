@@ -25,13 +25,14 @@ _COMPONENT = st.components.v2.component(
 
 @dataclass(frozen=True)
 class KeyPress:
-    """One key press from the browser: its sequence number and key, and how many seconds
+    """One key press from the browser: its sequence number and key, how many seconds
     before the newest press of the same batch it was typed (0 for the newest), so that
-    presses applied together can still be timed apart."""
+    presses applied together can still be timed apart, and the id of its browser page."""
 
     seq: int
     key: str
     lag_seconds: float = 0.0
+    page: str | None = None
 
 
 @dataclass
@@ -41,21 +42,26 @@ class KeyCursor:
     page: str | None = None
     applied: int = 0
 
-    def take_new(self, log: Mapping[str, Any] | None) -> list[KeyPress]:
+    def take_new(
+        self, log: Mapping[str, Any] | None, applied_before: Callable[[str], int] | None = None
+    ) -> list[KeyPress]:
         """Return the presses in ``log`` newer than the last applied one, oldest first.
 
-        A log from another page (the browser reloaded) starts the count again.
+        A log from a page this cursor has not seen starts the count again: from 0 for a
+        reloaded page, or from ``applied_before(page)`` — the last press of that page that an
+        earlier server process applied (a restart loses the session, not the browser's log).
         The caller marks each press applied with :meth:`mark_applied` as soon as it is applied.
         """
         if not log:
             return []
         page = log.get("page")
         if page != self.page:
-            self.page, self.applied = page, 0
+            self.page = page
+            self.applied = applied_before(page) if applied_before and page else 0
         entries = [(int(s), str(k), float(ms)) for s, k, ms in log.get("entries", [])]
         newest_ms = max((ms for _, _, ms in entries), default=0.0)
         return [
-            KeyPress(seq, key, (newest_ms - ms) / 1000)
+            KeyPress(seq, key, (newest_ms - ms) / 1000, page)
             for seq, key, ms in entries
             if seq > self.applied
         ]
@@ -71,6 +77,7 @@ def listen(
     *,
     focus: Mapping[str, str] | None = None,
     follow: str | None = None,
+    applied_before: Callable[[str], int] | None = None,
     key: str = "goldset_keys",
 ) -> None:
     """Mount the key listener; ``on_key`` receives every new press of ``accepted_keys`` once.
@@ -80,14 +87,16 @@ def listen(
     are ignored by the browser side; Escape leaves such a field. ``focus`` maps a key to the
     label of a text field that the key jumps to (e.g. ``{"/": "Search the corpus"}``);
     ``follow`` is a CSS selector of an element scrolled into view whenever it is replaced
-    (the current candidate, so that it never sits below the fold).
+    (the current candidate, so that it never sits below the fold). ``applied_before`` tells,
+    for a page this session has not seen, its last press already applied (see
+    :meth:`KeyCursor.take_new`).
     """
     cursor_key = f"{key}_cursor"
     cursor: KeyCursor = st.session_state.setdefault(cursor_key, KeyCursor())
 
     def apply_new_presses() -> None:
         state = st.session_state.get(key) or {}
-        for press in cursor.take_new(state.get("log")):
+        for press in cursor.take_new(state.get("log"), applied_before):
             # Marked before on_key runs: a press whose action fails is reported once,
             # never retried on every later rerun.
             cursor.mark_applied(press)

@@ -26,6 +26,7 @@ import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 import pandas as pd
@@ -229,6 +230,24 @@ def create_team_tables(db: sqlite_utils.Database) -> None:
     )
 
 
+@migrations()
+def create_key_presses(db: sqlite_utils.Database) -> None:
+    """Version 4: the last key press of each browser page whose writes are in the log."""
+    db.executescript(
+        """
+        CREATE TABLE key_presses (
+            page TEXT PRIMARY KEY,                     -- the browser page's random id
+            seq INTEGER NOT NULL,                      -- its last press that wrote anything
+            applied_at TEXT NOT NULL
+        );
+        """
+    )
+
+
+# The key press being applied on this thread (see Store.key_press): (page id, sequence number).
+_KEY_PRESS: ContextVar[tuple[str, int] | None] = ContextVar("goldset_key_press", default=None)
+
+
 class Store:
     """A goldset project database.
 
@@ -289,11 +308,40 @@ class Store:
             self.conn.execute("BEGIN IMMEDIATE")
             try:
                 yield self.conn
+                if (press := _KEY_PRESS.get()) is not None:
+                    self._record_key_press(*press)
                 self.conn.execute("COMMIT")
             except BaseException:
                 if self.conn.in_transaction:
                     self.conn.execute("ROLLBACK")
                 raise
+
+    @contextmanager
+    def key_press(self, page: str, seq: int) -> Iterator[None]:
+        """Tag every write made inside with one key press of a browser page.
+
+        Each write transaction inside also records ``(page, seq)``, in the same commit, so
+        the log itself says which presses it holds. A server that restarts while a browser
+        still holds presses it was never told were applied asks
+        :meth:`applied_key_press` instead of applying them a second time.
+        """
+        token = _KEY_PRESS.set((page, seq))
+        try:
+            yield
+        finally:
+            _KEY_PRESS.reset(token)
+
+    def applied_key_press(self, page: str) -> int:
+        """The sequence number of the page's last key press that wrote to the log (0: none)."""
+        return self._value("SELECT seq FROM key_presses WHERE page = ?", (page,)) or 0
+
+    def _record_key_press(self, page: str, seq: int) -> None:
+        self.conn.execute(
+            "INSERT INTO key_presses (page, seq, applied_at) VALUES (?, ?, ?) "
+            "ON CONFLICT (page) DO UPDATE SET seq = max(seq, excluded.seq), "
+            "applied_at = excluded.applied_at",
+            (page, seq, golden.now()),
+        )
 
     @contextmanager
     def _reading(self) -> Iterator[sqlite3.Connection]:

@@ -1,7 +1,19 @@
 """The Python side of the key log: each press applied once, in order, whatever the batching."""
 
-from labeler.judging import IDLE_CAP_SECONDS, ActiveTime
+import pytest
+
+from labeler.judging import IDLE_CAP_SECONDS, ActiveTime, LabelSession
 from labeler.keys import KeyCursor, KeyPress
+from labeler.store import Store
+
+TASKS = [
+    {
+        "query_id": f"q{number}",
+        "query": f"query {number}",
+        "candidates": [{"doc_id": f"q{number}-d{rank}", "text": "text"} for rank in (1, 2, 3)],
+    }
+    for number in (1, 2)
+]
 
 
 def log(page: str, *entries: tuple[int, str, float]) -> dict:
@@ -38,13 +50,80 @@ def test_a_reloaded_page_starts_counting_again():
     assert cursor.page == "B" and cursor.applied == 1
 
 
+def test_a_page_seen_by_an_earlier_server_resumes_after_its_last_applied_press():
+    cursor = KeyCursor()
+    state = log("A", (1, "0", 10), (2, "0", 20), (3, "1", 30))
+    presses = cursor.take_new(state, applied_before={"A": 2}.get)
+    assert [press.seq for press in presses] == [3]
+
+
+@pytest.fixture
+def project(tmp_path):
+    path = tmp_path / "project.db"
+    with Store(path) as store:
+        store.import_records(TASKS)
+    return path
+
+
+def serve(path, state: dict) -> list[int]:
+    """One server process's session receiving the browser's log: apply what is new."""
+    store = Store(path)
+    session, cursor, applied = LabelSession(store, "ana"), KeyCursor(), []
+    for press in cursor.take_new(state, store.applied_key_press):
+        cursor.mark_applied(press)
+        session.press_typed(press.key, page=press.page, seq=press.seq)
+        applied.append(press.seq)
+    store.close()
+    return applied
+
+
+def test_presses_applied_before_a_server_restart_are_not_applied_again(project):
+    # "0", "0", "1": q1's first two candidates are not relevant, the third is.
+    state = log("page-1", (1, "0", 10), (2, "0", 20), (3, "1", 30))
+    assert serve(project, state) == [1, 2, 3]
+    with Store(project) as store:
+        before = store.golden_records()
+    # The server restarts before the browser hears that 1-3 were applied, and it sends them
+    # again with a new one: "0" on q2. Only that one is applied.
+    state = log("page-1", (1, "0", 10), (2, "0", 20), (3, "1", 30), (4, "0", 40))
+    assert serve(project, state) == [4]
+    with Store(project) as store:
+        after = {record["query_id"]: record for record in store.golden_records()}
+        assert store.applied_key_press("page-1") == 4
+    assert (
+        after["q1"]["judgments"]
+        == before[0]["judgments"]
+        == {
+            "q1-d1": 0,
+            "q1-d2": 0,
+            "q1-d3": 1,
+        }
+    )
+    assert after["q2"]["judgments"] == {"q2-d1": 0}
+
+
+def test_a_key_press_whose_write_fails_is_not_recorded(project):
+    with Store(project) as store:
+        with pytest.raises(ValueError), store.key_press("page-1", 7):
+            store.judge("q1", "q1-d1", 99, "ana")  # no such grade: nothing is written
+        assert store.applied_key_press("page-1") == 0
+        with store.key_press("page-1", 8):
+            store.judge("q1", "q1-d1", 1, "ana")
+        assert store.applied_key_press("page-1") == 8
+        assert store.applied_key_press("another page") == 0
+
+
 def test_no_log_yet_applies_nothing():
     assert KeyCursor().take_new(None) == []
 
 
 def test_presses_of_one_batch_carry_how_long_before_the_newest_they_were_typed():
     presses = KeyCursor().take_new(log("A", (1, "0", 1000), (2, "0", 1250), (3, "1", 4000)))
-    assert presses == [KeyPress(1, "0", 3.0), KeyPress(2, "0", 2.75), KeyPress(3, "1", 0.0)]
+    assert presses == [
+        KeyPress(1, "0", 3.0, "A"),
+        KeyPress(2, "0", 2.75, "A"),
+        KeyPress(3, "1", 0.0, "A"),
+    ]
 
 
 def test_active_time_is_the_gap_since_the_previous_action():

@@ -9,7 +9,6 @@ Data text (queries, titles, documents, ids, slices) only ever reaches the page t
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import streamlit as st
@@ -26,12 +25,6 @@ MODE_NAMES = {
 }
 SEARCH_RESULTS = 8
 SEARCH_LABEL = "Search the corpus"
-
-
-def apply_press(session: LabelSession, press: keys.KeyPress) -> None:
-    """Apply a typed key, timed by when it was typed rather than when it reached the server."""
-    typed_at = time.monotonic() - press.lag_seconds
-    session.press(press.key, session.active_time.lap(typed_at))
 
 
 def sidebar(session: LabelSession, annotator: str) -> None:
@@ -189,9 +182,12 @@ def judging_panel(session: LabelSession) -> None:
     """The query, its candidates and the actions: rerun alone on every key press."""
     keys.listen(
         session.accepted_keys,
-        lambda press: apply_press(session, press),
+        lambda press: session.press_typed(
+            press.key, page=press.page or "", seq=press.seq, lag_seconds=press.lag_seconds
+        ),
         focus={"/": SEARCH_LABEL},
         follow=".gs-current",
+        applied_before=session.store.applied_key_press,
     )
     progress_bar(session)
     view = session.view()
