@@ -107,10 +107,18 @@ class LabelSession:
         return self.grade_keys + NAVIGATION_KEYS
 
     def view(self) -> QueryView | None:
-        """The current query as the page shows it, or None when no query is left."""
+        """The current query as the page shows it, or None when no query is left.
+
+        Its reads share one snapshot, so that a write by another annotator in between
+        cannot show, say, a state from before it beside candidates from after it.
+        """
         if self.query_id is None:
             return None
-        query_id, annotator = self.query_id, self.annotator
+        with self.store.snapshot():
+            return self._view(self.query_id)
+
+    def _view(self, query_id: str) -> QueryView:
+        annotator = self.annotator
         state = self.store.query_state(query_id, annotator)
         mode = state["mode"] if state["judged_depth"] else self.mode
         candidates = self.store.candidates(query_id, annotator)

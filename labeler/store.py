@@ -344,6 +344,13 @@ class Store:
         )
 
     @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Read inside one transaction: every read made inside sees the same state of the
+        database, whatever other annotators commit meanwhile."""
+        with self._reading():
+            yield
+
+    @contextmanager
     def _reading(self) -> Iterator[sqlite3.Connection]:
         """A read transaction: several SELECTs see one consistent snapshot."""
         with self._lock:

@@ -229,3 +229,12 @@ def test_projections_equal_a_rebuild_from_the_log(store):
     before = (store.golden_records(), store.progress(), store.progress("ana"))
     store.rebuild_projections()
     assert (store.golden_records(), store.progress(), store.progress("ana")) == before
+
+
+def test_reads_in_a_snapshot_do_not_see_writes_committed_meanwhile(store):
+    with Store(store.path) as other_session:
+        with store.snapshot():
+            before = store.labels("q02", "ana")
+            judge_down(other_session, "q02", [0], annotator="ana")
+            assert store.labels("q02", "ana") == before == {}
+        assert len(store.labels("q02", "ana")) == 1
