@@ -304,8 +304,10 @@ def _eval_text(result: dict) -> str:
 
 def _worst_table(worst: list[dict]) -> str:
     frame = pd.DataFrame(worst).set_index("query_id")
+    # From the records: in the frame, None among integers would already be NaN and 3 be 3.0.
     frame["first_relevant_rank"] = [
-        "none" if rank is None else str(rank) for rank in frame["first_relevant_rank"]
+        "none" if entry["first_relevant_rank"] is None else str(entry["first_relevant_rank"])
+        for entry in worst
     ]
     frame["query"] = frame["query"].str.slice(0, 40)
     text = [column for column in ("query", "slice") if frame[column].astype(bool).any()]

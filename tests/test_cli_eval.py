@@ -191,6 +191,21 @@ def test_eval_table_reports_mrr_hit_at_1_and_misses_together(worked_example):
     assert "worst queries" in result.output
 
 
+def test_eval_table_lists_worst_queries_with_whole_ranks_and_none_for_a_miss(worked_example):
+    golden, run = worked_example
+    lines = goldset("eval", "--golden", golden, "--run", run).output.splitlines()
+    worst = lines[lines.index("worst queries (misses first):") + 1 :]
+    queries = ("parse", "retry", "deprecated", "upload")
+    rows = [line.split() for line in worst if line.split()[:1] and line.split()[0] in queries]
+    # query_id, slice, first_relevant_rank: misses first, then the lowest reciprocal rank.
+    assert [row[:3] for row in rows] == [
+        ["deprecated", "docs", "none"],
+        ["retry", "code", "3"],
+        ["upload", "docs", "2"],
+        ["parse", "code", "1"],
+    ]
+
+
 def test_eval_bad_run_file_names_file_and_line_without_a_traceback(worked_example, tmp_path):
     golden, _ = worked_example
     bad = tmp_path / "bad.trec"
