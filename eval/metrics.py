@@ -46,8 +46,9 @@ class Ranking:
     """A run ranked and joined with the judgements; rows grouped by query, best first.
 
     Per row: ``query_index`` (into ``query_ids``), ``rank`` (1-based), ``score``, ``grade``
-    (0 when unjudged) and ``judged``. Per query: ``retrieved`` (rows kept),
-    ``relevant_count`` (judged docs with grade >= threshold) and ``ideal_gains`` (the
+    (0 when unjudged), ``judged`` and ``relevant``. Per query: ``retrieved`` (docs the run
+    returned, within ``depth``; more than the rows kept when only the top ranks are needed),
+    ``relevant_count`` (judged docs with grade >= threshold) and ``ideal_grades`` (the
     grades > 0 of all its judged docs, sorted best first, as a padded 2-D array).
     """
 
