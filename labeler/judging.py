@@ -8,8 +8,11 @@ write; nothing loads a whole table.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
+from labeler import team
 from labeler.store import Store
 
 # Active time per judgement is the time since the previous action, capped: reading a candidate
@@ -161,37 +164,54 @@ class LabelSession:
         """
         seconds = self.active_time.lap() if seconds is None else seconds
         key = key.lower()
-        try:
-            if key in self.grade_keys:
-                self._judge(int(key), seconds)
-            elif key in ("u", "m"):
-                self._verdict("unanswerable" if key == "u" else "miss", seconds)
-            elif key == "s":
-                self._skip(seconds)
-            elif key == "z":
-                self._undo()
-            elif key in ("n", "p"):
-                self._navigate(key)
-            else:
-                self.message = f"Key {key!r} does nothing here."
-        except ValueError as error:
-            self.message = f"Not done: {error}"
+        actions = {
+            **{grade: partial(self._judge, int(grade), seconds) for grade in self.grade_keys},
+            "u": partial(self._verdict, "unanswerable", seconds),
+            "m": partial(self._verdict, "miss", seconds),
+            "s": partial(self._skip, seconds),
+            "z": self._undo,
+            "n": partial(self._navigate, "n"),
+            "p": partial(self._navigate, "p"),
+        }
+        if key not in actions:
+            self.message = f"Key {key!r} does nothing here."
+            return
+        self._guarded(actions[key])
 
     def attach(self, doc_id: str) -> None:
         """Attach a document found by search as the relevant answer the system missed."""
         if self.query_id is None:
             return
-        grade = max(1, self.rel_threshold)
-        self.store.attach(self.query_id, doc_id, grade, self.annotator, self.active_time.lap())
-        self.message = "Attached the missed document as relevant (query done as a miss)."
+        grade, query_id = max(1, self.rel_threshold), self.query_id
+
+        def attach() -> None:
+            self.store.attach(query_id, doc_id, grade, self.annotator, self.active_time.lap())
+            self.message = "Attached the missed document as relevant (query done as a miss)."
+
+        self._guarded(attach)
 
     def save_note(self, text: str) -> None:
         """Save the annotator's note on the current query (unchanged notes are not re-logged)."""
         if self.query_id is None:
             return
-        if text != self.store.query_state(self.query_id, self.annotator)["note"]:
-            self.store.set_note(self.query_id, self.annotator, text)
-            self.message = "Note saved."
+        query_id = self.query_id
+
+        def save() -> None:
+            if text != self.store.query_state(query_id, self.annotator)["note"]:
+                self.store.set_note(query_id, self.annotator, text)
+                self.message = "Note saved."
+
+        self._guarded(save)
+
+    def _guarded(self, action: Callable[[], None]) -> None:
+        """Run an action if the annotator may still label — their account is read now, on the
+        server, so the open page of a removed user writes nothing — and turn a refusal or bad
+        input into :attr:`message`."""
+        try:
+            team.authorize(self.store, self.annotator, "annotator")
+            action()
+        except (ValueError, PermissionError) as error:
+            self.message = f"Not done: {error}"
 
     # --- actions -------------------------------------------------------------------------------
 

@@ -62,6 +62,7 @@ def project(tmp_path):
     path = tmp_path / "project.db"
     with Store(path) as store:
         store.import_records(TASKS)
+        store.add_annotator("ana")
     return path
 
 
@@ -140,3 +141,15 @@ def test_active_time_caps_idle_gaps():
 def test_active_time_never_goes_negative_for_a_press_typed_before_the_last_lap():
     clock = ActiveTime(last=10.0)
     assert clock.lap(9.8) == 0.0
+
+
+def test_the_open_page_of_a_removed_user_writes_nothing(project):
+    with Store(project) as store:
+        store.add_annotator("admin", role="admin")  # the project keeps a user
+        session = LabelSession(store, "ana")
+        store.remove_annotator("ana")
+        session.press_typed("1", page="page-1", seq=1)
+        session.attach("q2-d1")
+        assert "'ana' may not do this" in session.message
+        assert store.labels("q1", "ana") == {}
+        assert store.applied_key_press("page-1") == 0
