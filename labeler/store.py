@@ -1451,10 +1451,12 @@ class Store:
             )
 
     def remove_annotator(self, name: str) -> None:
-        """Remove a user's account. Their events stay in the log (nothing is ever lost)."""
+        """Remove a user's account. Their events stay in the log (nothing is ever lost); the
+        queries assigned to them and not yet finished go back to be dealt again."""
         with self._writing() as conn:
             if not conn.execute("DELETE FROM annotators WHERE name = ?", (name,)).rowcount:
                 raise ValueError(f"unknown annotator {name!r}")
+            conn.execute("DELETE FROM assignments WHERE annotator = ? AND open = 1", (name,))
 
     def assign(self, annotator: str, query_ids: Sequence[str]) -> int:
         """Give queries to an annotator (appended to their queue; already assigned ones are

@@ -68,6 +68,14 @@ def test_dealing_again_deals_only_what_nobody_has(store):
     assert deal(store, TEAM, overlap=0.1).queries == 0
 
 
+def test_a_removed_users_unfinished_queries_can_be_dealt_again(store):
+    first = deal(store, TEAM, overlap=0.0)
+    type_keys(store, "cy", first.plan["cy"][0], "1")  # cy finishes one query
+    store.remove_annotator("cy")
+    again = deal(store, ["ana", "bob"], overlap=0.0)
+    assert sorted(sum(again.plan.values(), [])) == sorted(first.plan["cy"][1:])
+
+
 def test_a_query_never_goes_back_to_who_already_labelled_it(store):
     type_keys(store, "ana", "q01", "0")  # ana started q01 before any assignment
     result = deal(store, ["ana", "bob"], overlap=1.0)
