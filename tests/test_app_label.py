@@ -70,6 +70,19 @@ def record(db_path, query_id: str) -> dict:
         return next(r for r in store.golden_records() if r["query_id"] == query_id)
 
 
+def test_a_project_without_users_serves_no_one_beyond_loopback(project):
+    from streamlit import config
+
+    served_on = config.get_option("server.address")
+    config.set_option("server.address", "0.0.0.0")  # e.g. `streamlit run` with no config
+    try:
+        at = open_app()
+    finally:
+        config.set_option("server.address", served_on)
+    assert "only serves this machine" in at.error[0].value
+    assert not at.button  # no label page, no admin actions
+
+
 def test_first_relevant_candidate_completes_the_query_and_the_next_appears(project):
     at = open_app()
     assert "query number 1" in heading(at)

@@ -170,17 +170,34 @@ def test_identity_provider_user_who_is_registered_is_signed_in_with_their_role(p
         store.add_annotator("rev@example.com", role="reviewer")
     at = AppTest.from_file(APP, default_timeout=30)
     at.secrets.update(OIDC)
-    at.user.update({"is_logged_in": True, "email": "rev@example.com"})
+    at.user.update({"is_logged_in": True, "email": "rev@example.com", "email_verified": True})
     at.run().switch_page(REVIEW).run()
     assert "Adjudication queue" in texts(at)
+
+
+@pytest.mark.parametrize(
+    "claims",
+    [{"email": "rev@example.com"}, {"email": "ana", "email_verified": True}],
+    ids=["e-mail not verified", "an account with a password"],
+)
+def test_identity_provider_sign_in_takes_only_verified_password_free_accounts(project, claims):
+    with Store(project) as store:
+        store.add_annotator("rev@example.com", role="reviewer")
+    at = AppTest.from_file(APP, default_timeout=30)
+    at.secrets.update(OIDC)
+    at.user.update({"is_logged_in": True, **claims})
+    at.run()
+    assert "Log in" in [button.label for button in at.button]
+    assert "Labelling as" not in texts(at)
 
 
 def test_identity_provider_user_who_is_not_registered_is_told_and_kept_out(project):
     at = AppTest.from_file(APP, default_timeout=30)
     at.secrets.update(OIDC)
-    at.user.update({"is_logged_in": True, "email": "stranger@example.com"})
+    at.user.update({"is_logged_in": True, "email": "stranger@example.com", "email_verified": True})
     at.run()
-    assert "stranger@example.com is not a user of this project" in at.warning[0].value
+    assert "not a user of this project" in at.warning[0].value
+    assert at.text[0].value == "stranger@example.com"
     assert "Labelling as" not in texts(at)
 
 

@@ -67,7 +67,7 @@ def chosen_runs(store: Store, state: live.ProjectState) -> tuple[list[Run], dict
         try:
             run = uploaded_run(file.name, file.getvalue())
         except ValueError as error:
-            show_error(f"Could not read {len(uploads) + 1}. upload:", error)
+            context.show_error(f"Could not read {len(uploads) + 1}. upload:", error)
             continue
         runs.append(run)
         uploads[run.name] = (file.name, file.getvalue())
@@ -75,15 +75,11 @@ def chosen_runs(store: Store, state: live.ProjectState) -> tuple[list[Run], dict
     names = [run.name for run in runs]
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:
-        show_error("Runs need distinct names; rename the files. Repeated:", ", ".join(repeated))
+        context.show_error(
+            "Runs need distinct names; rename the files. Repeated:", ", ".join(repeated)
+        )
         return [], {}
     return runs, uploads
-
-
-def show_error(message: str, detail: object) -> None:
-    """An error whose detail may hold data text (file names, ids): shown as plain text."""
-    st.error(message, icon=":material/error:")
-    st.text(str(detail))
 
 
 @st.cache_data(**CACHE)
@@ -175,7 +171,7 @@ def label_the_holes(store: Store, user: dict, uploads: dict[str, tuple], reports
             team.authorize(store, user["name"], "admin")
             counts = live.label_the_holes(store, *uploads[name], int(depth))
         except (PermissionError, ValueError) as error:
-            show_error("Could not add the run's documents:", error)
+            context.show_error("Could not add the run's documents:", error)
             return
         st.success(
             f"Added {counts['candidates_added']:,} documents over {counts['queries_touched']:,} "
@@ -198,7 +194,7 @@ def record_section(
             team.authorize(store, user["name"], "admin")
             tags = live.parse_tags(text)
         except (PermissionError, ValueError) as error:
-            show_error("Not recorded:", error)
+            context.show_error("Not recorded:", error)
             return
         run = runs[names.index(name)]
         upload = uploads.get(name)

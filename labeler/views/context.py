@@ -12,7 +12,7 @@ from collections.abc import Mapping
 import streamlit as st
 
 from labeler import render, team
-from labeler.auth import LOCAL_ANNOTATOR
+from labeler.auth import LOCAL_ANNOTATOR, is_loopback
 from labeler.judging import LabelSession
 from labeler.launch import DB_ENV
 from labeler.store import Store
@@ -39,9 +39,17 @@ def require_user() -> dict:
     a changed role applies at the next click.
     """
     if not store().annotators():
+        # `goldset app` refuses other hosts, but `streamlit run` or removing the last user
+        # while the app is served on a network must not make every visitor an admin either.
+        if not is_loopback(st.get_option("server.address") or ""):
+            st.error(
+                "This project has no users, so the app only serves this machine (127.0.0.1). "
+                "Add a user (goldset user add NAME) to serve it on a network."
+            )
+            st.stop()
         return {"name": LOCAL_ANNOTATOR, "role": "admin"}
-    name = st.session_state.get("annotator") or _identity_provider_user()
-    user = store().annotator(name) if name else None
+    name = st.session_state.get("annotator")
+    user = store().annotator(name) if name else _identity_provider_account()
     if user is not None:
         st.session_state["annotator"] = user["name"]
         return {"name": user["name"], "role": user["role"]}
@@ -81,6 +89,13 @@ def open_page(needed: str, title: str) -> dict:
     return user
 
 
+def show_error(message: str, detail: object) -> None:
+    """An error whose detail may hold data text (file names, ids): the detail is shown as
+    plain text, never as Markdown."""
+    st.error(message, icon=":material/error:")
+    st.text(str(detail))
+
+
 def report(outcome: str) -> None:
     """Keep what an action did (or why not) to show at the top of the page's next run."""
     st.session_state["action_outcome"] = outcome
@@ -101,11 +116,20 @@ def identity_providers() -> list[str | None]:
 
 
 def _identity_provider_user() -> str | None:
-    """The e-mail of the user signed in through the identity provider, if any. ``st.user``
-    is read with ``get`` only: its attributes raise without ``[auth]``."""
+    """The e-mail of the user signed in through the identity provider, if the provider
+    verified it. ``st.user`` is read with ``get`` only: its attributes raise without
+    ``[auth]``."""
     if not identity_providers() or not st.user.get("is_logged_in"):
         return None
-    return st.user.get("email")
+    return st.user.get("email") if st.user.get("email_verified") is True else None
+
+
+def _identity_provider_account() -> dict | None:
+    """The account of the user signed in through the identity provider: registered under
+    that verified e-mail, and without a password (an account with one signs in with it)."""
+    email = _identity_provider_user()
+    user = store().annotator(email) if email else None
+    return user if user is not None and not user["password_hash"] else None
 
 
 def _login_form() -> None:
@@ -127,10 +151,11 @@ def _identity_provider_buttons() -> None:
     email = _identity_provider_user()
     if email:  # signed in with the provider, but not a user of this project
         st.warning(
-            f"{email} is not a user of this project: ask an admin to add you "
-            "(goldset user add EMAIL --no-password).",
+            "You are not a user of this project: ask an admin to add you "
+            "(goldset user add EMAIL --no-password). Signed in as:",
             icon=":material/person_off:",
         )
+        st.text(email)  # data: never Markdown
         st.button("Sign out", on_click=st.logout)
         return
     for provider in identity_providers():

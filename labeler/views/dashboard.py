@@ -21,7 +21,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from labeler import live, team
+from labeler import live, render, team
 from labeler.store import Store
 from labeler.views import context
 
@@ -153,11 +153,13 @@ def live_figures(store: Store, run: str | None, target: float, rate: float) -> N
     """Everything that changes while annotators work."""
     figures = refresher(str(store.path), run, target, rate).get(live.ProjectState.of(store))
     snap, report = figures.snapshot, figures.snapshot.report
-    st.caption(
-        f"{run_name(run)} · golden set {report['golden_version']} · "
-        f"{report['queries']['answerable']} answerable and {report['queries']['unanswerable']} "
-        f"unanswerable queries done · shown {datetime.now(UTC):%H:%M:%S} UTC, refreshed every "
-        f"{live.REFRESH_SECONDS} s"
+    st.html(  # the run's name is a file name: data, escaped
+        render.note(
+            f"{run_name(run)} · golden set {report['golden_version']} · "
+            f"{report['queries']['answerable']} answerable and "
+            f"{report['queries']['unanswerable']} unanswerable queries done · shown "
+            f"{datetime.now(UTC):%H:%M:%S} UTC, refreshed every {live.REFRESH_SECONDS} s"
+        )
     )
     for alert in snap.alerts:
         st.warning(alert.message, icon=":material/warning:")

@@ -151,7 +151,7 @@ def pool_section(store: Store, state: live.ProjectState, k: int) -> float | None
         frames = pool_frames(store, state, tuple(chosen), uploads)
         sizes = live.pool_sizes(frames, sorted({max(1, k // 2), k, 2 * k}))
     except ValueError as error:
-        st.error(str(error))
+        context.show_error("Could not pool these runs:", error)
         return None
     st.dataframe(
         sizes,
