@@ -275,6 +275,11 @@ def _golden_labels(record: dict, where: tuple[str, int], max_grade: int) -> Gold
     annotators = record.get("annotators", [])
     if not isinstance(annotators, list) or not all(isinstance(a, str) and a for a in annotators):
         raise InputError(*where, "annotators", "must be a list of non-empty strings")
+    if "labels" in record or "adjudication" in record:
+        # A team export where annotators disagreed: its labels are the decided ones, which
+        # none of them may have given. They are replayed as one "import" annotator; each
+        # annotator's own labels and the decision stay in the query's metadata.
+        annotators = []
     return GoldenLabels(
         status=status,
         answerable=_boolean(record.get("answerable", True), "answerable", where),

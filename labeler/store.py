@@ -457,7 +457,7 @@ class Store:
             )
             for task in new:
                 if task.golden is not None:
-                    self._replay_golden(task)
+                    self._replay_golden(task, source)
         return {
             "queries_added": len(new),
             "queries_unchanged": len(tasks) - len(new),
@@ -569,8 +569,10 @@ class Store:
             "INSERT INTO documents_fts (rowid, title, text) VALUES (?, ?, ?)", (rowid, title, text)
         )
 
-    def _replay_golden(self, task: Task) -> None:
-        """Write the events that reproduce an imported golden record, then its projections."""
+    def _replay_golden(self, task: Task, source: str) -> None:
+        """Write the events that reproduce an imported golden record, then its projections;
+        a record whose labels cannot come out as it says (a ``pending`` query whose judged
+        docs already hold a relevant one, say) is an input error."""
         record = {
             "status": task.golden.status,
             "answerable": task.golden.answerable,
@@ -590,6 +592,15 @@ class Store:
         for event in golden.events_for_record(record, self.settings()["rel_threshold"]):
             self._append(task.query_id, created_at=created_at, **event)
         self._refresh(task.query_id)
+        state = self.query_state(task.query_id)
+        replayed = {
+            "status": golden.EXPORTED_STATUS[state["status"]],
+            "answerable": state["answerable"],
+        }
+        for field, value in replayed.items():
+            if value != record[field]:
+                problem = f"{record[field]!r}, but these labels give {value!r}"
+                raise InputError(source, task.line, field, problem)
 
     # --- pooling ----------------------------------------------------------------------------------
 

@@ -140,3 +140,29 @@ def test_import_command_reports_counts_and_errors(tmp_path):
     result = runner.invoke(cli, ["import", str(bad), "--db", db])
     assert result.exit_code != 0
     assert "bad.jsonl:1: field 'candidates'" in result.output
+
+
+def test_a_golden_record_whose_labels_contradict_its_status_is_refused(store, tmp_path):
+    # In first-hit mode a relevant doc completes the query: it cannot still be pending.
+    record = {"query_id": "q", "query": "x", "status": "pending", "judgments": {"d1": 1}}
+    path = write_jsonl(tmp_path / "golden.jsonl", [record])
+    with pytest.raises(InputError) as raised:
+        store.import_tasks(path)
+    assert (raised.value.line, raised.value.field) == (1, "status")
+    assert "'pending', but these labels give 'done'" in str(raised.value)
+    assert not store.has_queries()  # all or nothing
+
+
+def test_a_team_export_is_replayed_as_its_decided_labels_not_as_each_annotators(store, tmp_path):
+    record = {
+        "query_id": "q",
+        "query": "x",
+        "judgments": {"d1": 0, "d2": 2},
+        "annotators": ["ana", "bob"],
+        "labels": {"ana": {"judgments": {"d1": 1}}, "bob": {"judgments": {"d1": 0, "d2": 1}}},
+        "adjudication": {"reviewer": "rev", "judgments": {"d1": 0, "d2": 2}},
+    }
+    store.import_tasks(write_jsonl(tmp_path / "golden.jsonl", [record]))
+    assert store.labels("q", "ana") == store.labels("q", "bob") == {}
+    assert store.labels("q", "import") == {"d1": 0, "d2": 2}
+    assert store.query("q")["metadata"]["labels"]["bob"] == {"judgments": {"d1": 0, "d2": 1}}
