@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import sys
@@ -43,7 +44,9 @@ def _scoring_options(command):
             help="Golden set: golden JSONL, TREC qrels or BEIR qrels.tsv.",
         ),
         click.option(
-            "--db", type=click.Path(dir_okay=False), help="Or a goldset project database."
+            "--db",
+            type=click.Path(exists=True, dir_okay=False),  # a typo must not create a project
+            help="Or a goldset project database.",
         ),
         click.option(
             "-m",
@@ -142,18 +145,22 @@ def _metrics(metrics: tuple[str, ...]) -> list[str]:
     return chosen
 
 
-def _fail_on_input_error(function):
-    """Print an input error (file, line, field) as a one-line message, exit status 2."""
+def _fail_on_bad_input(function):
+    """Print a refusal as a one-line message, not a traceback: an input error (file, line,
+    field) exits with status 2 (not 1, which `compare --gate` uses for a failed gate), any
+    other ValueError (an unknown user, say) with status 1."""
 
+    @functools.wraps(function)
     def wrapper(*args, **kwargs):
         try:
             return function(*args, **kwargs)
         except InputError as error:
             failure = click.ClickException(str(error))
-            failure.exit_code = 2  # not 1, which `compare --gate` uses for a failed gate
+            failure.exit_code = 2
             raise failure from None
+        except ValueError as error:
+            raise click.ClickException(str(error)) from None
 
-    wrapper.__name__, wrapper.__doc__ = function.__name__, function.__doc__
     return wrapper
 
 
@@ -164,7 +171,7 @@ def _fail_on_input_error(function):
 @click.option("--worst", type=click.IntRange(min=0), default=10, show_default=True)
 @click.option("--record", is_flag=True, help="Keep the results in the project's run history.")
 @click.option("--tag", "tags", multiple=True, help="KEY=VALUE kept with --record (repeatable).")
-@_fail_on_input_error
+@_fail_on_bad_input
 def eval_command(
     run_path,
     golden,
@@ -243,7 +250,7 @@ def _frame_sha256(frame: pd.DataFrame) -> str:
 @click.option("--max-miss-rise", type=float, default=1.0, show_default=True, help="In points.")
 @click.option("--max-mrr-drop", type=float, default=0.0, show_default=True)
 @click.option("--max-slice-drop", type=float, default=0.05, show_default=True)
-@_fail_on_input_error
+@_fail_on_bad_input
 def compare(baseline, candidate, golden, db, metrics, bootstrap, seed, as_json, gate, **options):
     """Compare two runs on the same golden queries, with paired CIs and a release gate.
 
@@ -489,7 +496,7 @@ def _open_store(db: str | None):
 @cli.command("import")
 @click.argument("tasks_file", type=click.Path(exists=True, dir_okay=False))
 @_db_option
-@_fail_on_input_error
+@_fail_on_bad_input
 def import_command(tasks_file, db):
     """Import queries with their candidates (JSONL or CSV) into the project.
 
@@ -521,7 +528,7 @@ def import_command(tasks_file, db):
 )
 @click.option("--depth", type=click.IntRange(min=1), default=10, show_default=True)
 @_db_option
-@_fail_on_input_error
+@_fail_on_bad_input
 def pool(corpus, queries, runs, depth, db):
     """Pool several systems' TREC runs (top DEPTH per query) over a BEIR corpus.
 
@@ -606,6 +613,7 @@ def status(db, as_json):
 @_db_option
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", type=click.IntRange(1, 65535), default=8501, show_default=True)
+@_fail_on_bad_input
 def app(db, host, port):
     """Start the labelling app in the browser.
 
@@ -620,10 +628,7 @@ def app(db, host, port):
 
     with _open_store(db) as store:
         has_users = bool(store.annotators())
-    try:
-        serve(db, host, port, has_users)
-    except ValueError as error:
-        raise click.ClickException(str(error)) from None
+    serve(db, host, port, has_users)
 
 
 @cli.group()
@@ -661,6 +666,7 @@ def _ask_password(password: str | None) -> str:
     is_flag=True,
     help="Signs in through the identity provider only (st.login, see the README).",
 )
+@_fail_on_bad_input
 def user_add(name, role, db, password, no_password):
     """Add a user who logs in with a password (stored as a salted scrypt hash).
 
@@ -674,13 +680,10 @@ def user_add(name, role, db, password, no_password):
     """
     from labeler.auth import hash_password, validate_user_name
 
-    try:
-        validate_user_name(name)
-        password_hash = None if no_password else hash_password(_ask_password(password))
-        with _open_store(db) as store:
-            store.add_annotator(name, role=role, password_hash=password_hash)
-    except ValueError as error:
-        raise click.ClickException(str(error)) from None
+    validate_user_name(name)
+    password_hash = None if no_password else hash_password(_ask_password(password))
+    with _open_store(db) as store:
+        store.add_annotator(name, role=role, password_hash=password_hash)
     click.echo(f"added {role} {name}: the app now asks for a login")
 
 
@@ -709,6 +712,7 @@ def user_list(db, as_json):
 @user.command("remove")
 @click.argument("name")
 @_db_option
+@_fail_on_bad_input
 def user_remove(name, db):
     """Remove a user's account; their labels stay in the project.
 
@@ -716,11 +720,8 @@ def user_remove(name, db):
     Example:
         goldset user remove ana --db project.db
     """
-    try:
-        with _open_store(db) as store:
-            store.remove_annotator(name)
-    except ValueError as error:
-        raise click.ClickException(str(error)) from None
+    with _open_store(db) as store:
+        store.remove_annotator(name)
     click.echo(f"removed {name} (their labels are kept)")
 
 
@@ -729,6 +730,7 @@ def user_remove(name, db):
 @_db_option
 @_password_option
 @click.option("--role", type=ROLE_CHOICE, help="Also change the user's role.")
+@_fail_on_bad_input
 def user_passwd(name, db, password, role):
     """Set a user's password (this also lifts a lock after failed sign-ins), and role if given.
 
@@ -739,12 +741,9 @@ def user_passwd(name, db, password, role):
     """
     from labeler.auth import hash_password
 
-    try:
-        password_hash = hash_password(_ask_password(password))
-        with _open_store(db) as store:
-            store.update_annotator(name, role=role, password_hash=password_hash)
-    except ValueError as error:
-        raise click.ClickException(str(error)) from None
+    password_hash = hash_password(_ask_password(password))
+    with _open_store(db) as store:
+        store.update_annotator(name, role=role, password_hash=password_hash)
     click.echo(f"new password set for {name}" + (f", now {role}" if role else ""))
 
 
@@ -777,6 +776,7 @@ def user_passwd(name, db, password, role):
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the overlap sample.")
 @_db_option
+@_fail_on_bad_input
 def assign(annotators, slices, overlap, judges, seed, db):
     """Deal the queries nobody has yet to annotators, with a blind overlap.
 
@@ -795,17 +795,14 @@ def assign(annotators, slices, overlap, judges, seed, db):
         names = list(annotators) or [
             row["name"] for row in store.annotators() if row["role"] == "annotator"
         ]
-        try:
-            result = deal(
-                store,
-                names,
-                overlap=overlap,
-                judges=judges,
-                slices=list(slices) or None,
-                seed=seed,
-            )
-        except ValueError as error:
-            raise click.ClickException(str(error)) from None
+        result = deal(
+            store,
+            names,
+            overlap=overlap,
+            judges=judges,
+            slices=list(slices) or None,
+            seed=seed,
+        )
     shares = ", ".join(f"{name} {len(ids)}" for name, ids in result.plan.items())
     click.echo(
         f"dealt {result.queries} queries ({len(result.overlapping)} to several annotators, "
@@ -860,6 +857,7 @@ def _agreement_text(report: dict) -> str:
 @click.option("--note", default="", help="Why, for the record.")
 @_db_option
 @click.option("--json", "as_json", is_flag=True, help="Print the queue as JSON.")
+@_fail_on_bad_input
 def adjudicate(query_id, annotator, reviewer, note, db, as_json):
     """Show the adjudication queue, or decide a disagreement.
 
@@ -883,10 +881,7 @@ def adjudicate(query_id, annotator, reviewer, note, db, as_json):
             return
         if not annotator or not reviewer:
             raise click.UsageError("deciding a query needs --accept ANNOTATOR and --reviewer NAME")
-        try:
-            adopt(store, query_id, reviewer, annotator, note)
-        except ValueError as error:
-            raise click.ClickException(str(error)) from None
+        adopt(store, query_id, reviewer, annotator, note)
     click.echo(f"{query_id}: {reviewer} decided for {annotator}'s label")
 
 

@@ -352,3 +352,11 @@ def test_compare_bad_run_file_is_not_mistaken_for_a_failed_gate(hundred_queries,
     result = compare(hundred_queries, baseline, broken, "--gate")
     assert f"{broken}:1: field 'score'" in result.output
     assert result.exit_code not in (0, 1)
+
+
+def test_eval_on_a_missing_project_database_creates_nothing(worked_example, tmp_path):
+    _, run = worked_example
+    typo = tmp_path / "projcet.db"
+    result = goldset("eval", "--db", typo, "--run", run)
+    assert result.exit_code == 2 and "does not exist" in result.output
+    assert not typo.exists()

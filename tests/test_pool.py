@@ -186,3 +186,28 @@ def test_a_run_is_pooled_once_over_the_projects_own_queries_and_documents(tmp_pa
         unknown.write_text("1 Q0 d9 1 1.0 U\n")
         with pytest.raises(InputError, match="'d9' .* is not in the project"):
             store.pool(None, None, [unknown], depth=2)
+
+
+def test_pool_command_refuses_two_runs_of_one_name_without_a_traceback(tmp_path, beir):
+    from click.testing import CliRunner
+
+    from labeler.cli import cli
+
+    corpus, queries, runs = beir
+    twin = tmp_path / "other"
+    twin.mkdir()
+    (twin / runs["A"].name).write_bytes(runs["B"].read_bytes())
+    args = [
+        "pool",
+        "--corpus",
+        str(corpus),
+        "--queries",
+        str(queries),
+        "--db",
+        str(tmp_path / "p.db"),
+    ]
+    result = CliRunner().invoke(
+        cli, [*args, "--run", str(runs["A"]), "--run", str(twin / "A.trec")]
+    )
+    assert result.exit_code == 1 and "Error:" in result.output
+    assert not isinstance(result.exception, ValueError)  # a message, not a traceback
