@@ -11,10 +11,13 @@ record of DESIGN.md — or, where a reviewer adjudicated the query, takes the re
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TextIO
 
 from labeler.pooling import run_settled
 
@@ -375,7 +378,7 @@ def write_jsonl(records: Iterable[Mapping], path: str | Path) -> int:
     """Write golden-set records, one JSON object a line (UTF-8, text kept verbatim); return
     how many were written."""
     count = 0
-    with Path(path).open("w", encoding="utf-8", newline="\n") as handle:
+    with _replacing(path) as handle:
         for record in records:
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")
             count += 1
@@ -391,7 +394,7 @@ def write_qrels(records: Iterable[Mapping], path: str | Path) -> int:
     JSONL, which remains the complete record.
     """
     count = 0
-    with Path(path).open("w", encoding="utf-8", newline="\n") as handle:
+    with _replacing(path) as handle:
         for record in records:
             if record["status"] != "done" or not record["answerable"]:
                 continue
@@ -401,6 +404,20 @@ def write_qrels(records: Iterable[Mapping], path: str | Path) -> int:
                 handle.write(f"{record['query_id']} 0 {doc_id} {grade}\n")
                 count += 1
     return count
+
+
+@contextmanager
+def _replacing(path: str | Path) -> Iterator[TextIO]:
+    """Write a file whole or not at all: into a temporary file beside it, moved over ``path``
+    once everything is written, so that an export failing halfway leaves the old file."""
+    path = Path(path)
+    temporary = path.with_name(f".{path.name}.partial")
+    try:
+        with temporary.open("w", encoding="utf-8", newline="\n") as handle:
+            yield handle
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
 
 
 def _check_qrels_token(value: str, name: str) -> None:

@@ -5,6 +5,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from labeler import golden
 from labeler.cli import cli
 from labeler.importing import GOLDEN_KEYS
 from labeler.store import DEMO_TASKS, Store
@@ -173,3 +174,16 @@ def test_export_and_status_commands(labelled, tmp_path):
     assert "annotators: ana, bob" in result.output and "head" in result.output
     status = json.loads(runner.invoke(cli, ["status", "--db", db, "--json"]).output)
     assert status["slices"]["tail"]["unanswerable"] == 1
+
+
+def test_an_export_that_fails_halfway_leaves_the_previous_file(tmp_path):
+    qrels = tmp_path / "golden.qrels"
+    qrels.write_text("q1 0 d1 1\n")
+    records = [
+        {"query_id": "q2", "status": "done", "answerable": True, "judgments": {"d2": 1}},
+        {"query_id": "q3", "status": "done", "answerable": True, "judgments": {"a doc": 1}},
+    ]
+    with pytest.raises(ValueError, match="cannot be written to TREC qrels"):
+        golden.write_qrels(records, qrels)
+    assert qrels.read_text() == "q1 0 d1 1\n"
+    assert [path.name for path in tmp_path.iterdir()] == ["golden.qrels"]
