@@ -403,6 +403,17 @@ class Store:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
         changes = {"mode": mode, "max_grade": max_grade, "rel_threshold": rel_threshold}
         with self._writing() as conn:
+            settings = {**self.settings(), **{k: v for k, v in changes.items() if v is not None}}
+            if settings["rel_threshold"] > settings["max_grade"]:
+                raise ValueError(
+                    f"rel_threshold {settings['rel_threshold']} is above max_grade "
+                    f"{settings['max_grade']}: nothing could be relevant"
+                )
+            highest = self._value("SELECT max(grade) FROM labels") or 0
+            if settings["max_grade"] < highest:
+                raise ValueError(
+                    f"max_grade {settings['max_grade']} is below a grade given: {highest}"
+                )
             conn.executemany(
                 "INSERT INTO settings (key, value) VALUES (?, ?) "
                 "ON CONFLICT (key) DO UPDATE SET value = excluded.value",

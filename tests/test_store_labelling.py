@@ -111,6 +111,15 @@ def test_binary_project_refuses_grade_two(store):
         store.judge("q01", store.candidates("q01")[0]["doc_id"], 2, "ana")
 
 
+def test_settings_that_contradict_each_other_or_the_labels_are_refused(store):
+    with pytest.raises(ValueError, match="nothing could be relevant"):
+        store.configure(max_grade=1, rel_threshold=2)
+    store.judge("q01", store.candidates("q01")[0]["doc_id"], 3, "ana")
+    with pytest.raises(ValueError, match="below a grade given: 3"):
+        store.configure(max_grade=2)
+    assert store.settings()["max_grade"] == 3  # unchanged
+
+
 def test_skipped_query_comes_back_after_the_pending_ones(store):
     assert store.next_query("ana") == "q01"
     store.mark("q01", "skip", "ana")
