@@ -211,7 +211,7 @@ def test_eval_bad_run_file_names_file_and_line_without_a_traceback(worked_exampl
     bad = tmp_path / "bad.trec"
     bad.write_text("parse Q0 p1 1 2.0 bm25\nparse Q0 p2 2 high bm25\n")
     result = goldset("eval", "--golden", golden, "--run", bad)
-    assert result.exit_code != 0
+    assert result.exit_code == 2  # input errors exit 2 (the README's contract)
     assert f"{bad}:2: field 'score'" in result.output
     assert "Traceback" not in result.output
     assert isinstance(result.exception, SystemExit)
@@ -351,7 +351,7 @@ def test_compare_bad_run_file_is_not_mistaken_for_a_failed_gate(hundred_queries,
     broken.write_text("q000 Q0 hit 1 high bm25\n")
     result = compare(hundred_queries, baseline, broken, "--gate")
     assert f"{broken}:1: field 'score'" in result.output
-    assert result.exit_code not in (0, 1)
+    assert result.exit_code == 2  # a failed gate is 1
 
 
 def test_eval_on_a_missing_project_database_creates_nothing(worked_example, tmp_path):

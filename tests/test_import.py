@@ -138,7 +138,7 @@ def test_import_command_reports_counts_and_errors(tmp_path):
     assert "50 queries added" in result.output
     bad = write_jsonl(tmp_path / "bad.jsonl", [dict(TASK, candidates="none")])
     result = runner.invoke(cli, ["import", str(bad), "--db", db])
-    assert result.exit_code != 0
+    assert result.exit_code == 2
     assert "bad.jsonl:1: field 'candidates'" in result.output
 
 

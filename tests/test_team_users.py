@@ -66,6 +66,7 @@ def test_wrong_password_and_unknown_user_get_the_same_message(store):
 
 
 def test_repeated_failures_lock_the_account_even_against_the_right_password(store):
+    assert LOCK_AFTER_FAILURES == 5  # the README's figure
     results = fail(store, LOCK_AFTER_FAILURES)
     assert [r.message == WRONG_LOGIN for r in results] == [True] * (LOCK_AFTER_FAILURES - 1) + [
         False
