@@ -46,14 +46,17 @@ def build(path: Path, queries: int, candidates: int) -> float:
         return time.perf_counter() - started
 
 
-def replay(session: LabelSession, presses: int) -> dict[str, list[float]]:
-    """Apply ``presses`` keys; return the milliseconds of each part of each press."""
+def replay(session: LabelSession, presses: int, first_seq: int = 1) -> dict[str, list[float]]:
+    """Apply ``presses`` keys as the app does (each press recorded with its browser page and
+    number); return the milliseconds of each part of each press."""
     timings: dict[str, list[float]] = {"press": [], "view": [], "progress": [], "total": []}
     for number in range(presses):
         key = PATTERN[number % len(PATTERN)]
         started = time.perf_counter()
-        session.press(key, seconds=1.0)
+        session.press_typed(key, page="bench", seq=first_seq + number)
         pressed = time.perf_counter()
+        if session.message.startswith("Not done"):
+            raise RuntimeError(f"a press was refused, not measured: {session.message}")
         session.view()
         viewed = time.perf_counter()
         session.progress()
@@ -98,9 +101,11 @@ def main() -> None:
             print(f"imported {size} in {import_seconds:.1f} s")
         with Store(db) as store:
             # A new annotator each run, so that a reused project measures a fresh queue.
-            session = LabelSession(store, f"bench-{time.time_ns()}")
+            annotator = f"bench-{time.time_ns()}"
+            store.add_annotator(annotator)
+            session = LabelSession(store, annotator)
             replay(session, options.warm_up)
-            timings = replay(session, options.presses)
+            timings = replay(session, options.presses, first_seq=options.warm_up + 1)
             status = store.status()
     print(f"project: {status['queries']:,} queries, {status['events']:,} events stored")
     figures = {part: summary(values) for part, values in timings.items()}
