@@ -240,7 +240,7 @@ def queries_needed(
     share = answerable / (answerable + report["queries"]["unanswerable"])
     to_label = math.ceil(more / share)
     price = None
-    if measured is not None and _finite(measured.cost.judgements_per_query):
+    if measured is not None and finite(measured.cost.judgements_per_query):
         price = cost.labelling_cost(
             to_label,
             measured.cost.judgements_per_query,
@@ -356,7 +356,7 @@ def moving_apart(before: Mapping[str, float], after: Mapping[str, float]) -> str
     ranking (ranks 2..10) is changing, which MRR alone hides.
     """
     mrr, hit = f"mrr@{CUTOFF}", "hit@1"
-    if any(not _finite(figures.get(name)) for figures in (before, after) for name in (mrr, hit)):
+    if any(not finite(figures.get(name)) for figures in (before, after) for name in (mrr, hit)):
         return None
     mrr_change, hit_change = after[mrr] - before[mrr], after[hit] - before[hit]
     opposite = mrr_change * hit_change < 0 and min(abs(mrr_change), abs(hit_change)) >= APART_STEP
@@ -701,7 +701,7 @@ def read_uploaded_run(file_name: str, data: bytes) -> Run:
     """Read a run file uploaded from the browser (TREC or JSONL; its name's stem names the
     run). Raises ValueError (an InputError naming the line and field for bad content)."""
     with tempfile.TemporaryDirectory() as folder:
-        return read_run(_uploaded_file(folder, file_name, data))
+        return read_run(uploaded_file(folder, file_name, data))
 
 
 def label_the_holes(store: Store, file_name: str, data: bytes, depth: int = CUTOFF) -> dict:
@@ -709,7 +709,7 @@ def label_the_holes(store: Store, file_name: str, data: bytes, depth: int = CUTO
     the store's pooling (judged docs are reused; only docs not yet in the pool are queued).
     An admin's action. Returns the pooling counts."""
     with tempfile.TemporaryDirectory() as folder:
-        return store.pool(None, None, [_uploaded_file(folder, file_name, data)], depth)
+        return store.pool(None, None, [uploaded_file(folder, file_name, data)], depth)
 
 
 def record_run(
@@ -811,7 +811,7 @@ def _changes(before: Mapping, after: Mapping) -> list[tuple[str, str]]:
             )
         ]
     needed = (f"mrr@{CUTOFF}", f"miss@{CUTOFF}")
-    if any(not _finite(r["metrics"].get(m)) for r in (before, after) for m in needed):
+    if any(not finite(r["metrics"].get(m)) for r in (before, after) for m in needed):
         return [
             ("not_compared", f"record #{after['id']} or #{before['id']} lacks MRR@10 or miss@10")
         ]
@@ -855,7 +855,7 @@ def report_csv(report: Mapping) -> str:
     return report_table(report).to_csv(index=False)
 
 
-def _uploaded_file(folder: str, file_name: str, data: bytes) -> Path:
+def uploaded_file(folder: str, file_name: str, data: bytes) -> Path:
     """Write uploaded bytes to ``folder`` under the upload's own file name."""
     name = Path(file_name).name  # never a directory from the browser
     if name in ("", ".", ".."):
@@ -912,5 +912,6 @@ def _first_relevant(per_query: pd.DataFrame) -> np.ndarray:
         return np.where(reciprocal > 0, np.rint(1 / reciprocal), np.nan)
 
 
-def _finite(value: object) -> bool:
+def finite(value: object) -> bool:
+    """Whether ``value`` is a number, neither NaN nor infinite (a figure that can be shown)."""
     return isinstance(value, int | float) and math.isfinite(value)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from labeler import render, team
+from labeler import live, render, team
 from labeler.auth import hash_password, validate_user_name
 from labeler.store import ROLES, Store
 from labeler.views import context
@@ -184,9 +184,7 @@ def data_section(store: Store, admin: str) -> None:
 
 def _saved(uploaded, folder: Path) -> Path:
     """An uploaded file written under its own name (errors then name the user's file)."""
-    path = folder / Path(uploaded.name).name
-    path.write_bytes(uploaded.getvalue())
-    return path
+    return live.uploaded_file(str(folder), uploaded.name, uploaded.getvalue())
 
 
 def _import(store: Store, uploaded) -> str:

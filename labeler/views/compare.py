@@ -28,7 +28,6 @@ from labeler import live, team
 from labeler.store import Store
 from labeler.views import context
 
-CACHE = {"ttl": 600, "max_entries": 16, "show_spinner": False}
 NUMBER = st.column_config.NumberColumn(format="%.3f")
 TREND_METRICS = ("mrr@10", "hit@1", "hit@10", "miss@10")
 FIGURES = {
@@ -38,14 +37,7 @@ FIGURES = {
     live.JUDGED: NUMBER,
 }
 
-golden_at = st.cache_resource(ttl=CACHE["ttl"], max_entries=2, show_spinner=False)(live.golden_at)
-run_at = st.cache_resource(ttl=CACHE["ttl"], max_entries=4, show_spinner=False)(live.run_at)
-uploaded_run = st.cache_data(**CACHE)(live.read_uploaded_run)
-
-
-def rows_height(frame: pd.DataFrame, most: int = 25) -> int:
-    """A dataframe's height in pixels showing up to ``most`` rows without scrolling."""
-    return 38 + 35 * min(max(len(frame), 1), most)
+uploaded_run = st.cache_data(**context.CACHE)(live.read_uploaded_run)
 
 
 def project_run_name(run: str | None) -> str:
@@ -71,7 +63,7 @@ def chosen_runs(store: Store, state: live.ProjectState) -> tuple[list[Run], dict
             continue
         runs.append(run)
         uploads[run.name] = (file.name, file.getvalue())
-    runs += [run_at(state.candidates(), name) for name in held]
+    runs += [context.run_at(state.candidates(), name) for name in held]
     names = [run.name for run in runs]
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:
@@ -82,18 +74,18 @@ def chosen_runs(store: Store, state: live.ProjectState) -> tuple[list[Run], dict
     return runs, uploads
 
 
-@st.cache_data(**CACHE)
+@st.cache_data(**context.CACHE)
 def evaluation(
     state: live.ProjectState, _runs: list[Run], keys: tuple
 ) -> tuple[pd.DataFrame, dict]:
     """Every run against the golden set at ``state`` (``keys`` identify the runs)."""
-    return live.evaluate_runs(golden_at(state), _runs)
+    return live.evaluate_runs(context.golden_at(state), _runs)
 
 
-@st.cache_data(**CACHE)
+@st.cache_data(**context.CACHE)
 def comparison(state: live.ProjectState, _pair: tuple[Run, Run], keys: tuple) -> dict:
     """The paired comparison of two runs at ``state`` (``keys`` identify them)."""
-    return live.compare_pair(golden_at(state), *_pair)
+    return live.compare_pair(context.golden_at(state), *_pair)
 
 
 def run_key(run: Run, uploads: dict[str, tuple]) -> tuple:
@@ -110,7 +102,7 @@ def evaluate_section(state: live.ProjectState, runs: list[Run], uploads: dict) -
     """Each run's figures, overall and per slice, with judged@10 beside every one."""
     st.subheader("Evaluation on the current golden set")
     table, reports = evaluation(state, runs, tuple(run_key(run, uploads) for run in runs))
-    st.dataframe(table, hide_index=True, column_config=FIGURES, height=rows_height(table))
+    st.dataframe(table, hide_index=True, column_config=FIGURES, height=context.rows_height(table))
     st.caption(
         "judged@10: the share of each run's top 10 that is judged. Unjudged documents count "
         "as not relevant, so a low judged@10 understates the run: label its holes."
@@ -141,7 +133,7 @@ def paired_section(state: live.ProjectState, runs: list[Run], uploads: dict) -> 
     st.dataframe(
         deltas,
         hide_index=True,
-        height=rows_height(deltas),
+        height=context.rows_height(deltas),
         column_config={
             "baseline": NUMBER,
             "candidate": NUMBER,
@@ -199,7 +191,7 @@ def record_section(
         run = runs[names.index(name)]
         upload = uploads.get(name)
         sha = upload_sha256(upload) if upload else live.project_run_sha256(store, run.name)
-        record = live.record_run(store, golden_at(state), run, sha, tags)
+        record = live.record_run(store, context.golden_at(state), run, sha, tags)
         st.success(f"Recorded as #{record}.")
 
 

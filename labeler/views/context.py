@@ -7,15 +7,25 @@ ends): sessions never share a connection, so their transactions cannot interleav
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sized
 
 import streamlit as st
 
-from labeler import render, team
+from labeler import live, render, team
 from labeler.auth import LOCAL_ANNOTATOR, is_loopback
 from labeler.judging import LabelSession
 from labeler.launch import DB_ENV
 from labeler.store import Store
+
+# Caching shared by the pages that evaluate: figures kept 10 minutes, 16 states at most.
+CACHE = {"ttl": 600, "max_entries": 16, "show_spinner": False}
+golden_at = st.cache_resource(ttl=CACHE["ttl"], max_entries=2, show_spinner=False)(live.golden_at)
+run_at = st.cache_resource(ttl=CACHE["ttl"], max_entries=4, show_spinner=False)(live.run_at)
+
+
+def rows_height(rows: Sized, most: int = 25) -> int:
+    """A dataframe's height in pixels showing up to ``most`` rows without scrolling."""
+    return 38 + 35 * min(max(len(rows), 1), most)
 
 
 @st.cache_resource(scope="session", on_release=Store.close, show_spinner=False)

@@ -51,11 +51,6 @@ FIGURE_COLUMNS = {
 refresher = st.cache_resource(max_entries=16, show_spinner=False)(live.dashboard_refresher)
 
 
-def rows_height(frame: pd.DataFrame, most: int = 25) -> int:
-    """A dataframe's height in pixels showing up to ``most`` rows without scrolling."""
-    return 38 + 35 * min(max(len(frame), 1), most)
-
-
 def run_name(run: str | None) -> str:
     """How a run is named in the selector."""
     return "candidate lists (imported)" if run is None else f"pooled run {run}"
@@ -166,7 +161,10 @@ def live_figures(store: Store, run: str | None, target: float, rate: float) -> N
     headline(snap.table)
     st.subheader("Per slice")
     st.dataframe(
-        snap.table, hide_index=True, column_config=FIGURE_COLUMNS, height=rows_height(snap.table)
+        snap.table,
+        hide_index=True,
+        column_config=FIGURE_COLUMNS,
+        height=context.rows_height(snap.table),
     )
     st.subheader("First relevant rank")
     st.altair_chart(rank_chart(snap.first_relevant), width="stretch")

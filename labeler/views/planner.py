@@ -19,32 +19,28 @@ from labeler import live
 from labeler.store import Store
 from labeler.views import context
 
-CACHE = {"ttl": 600, "max_entries": 16, "show_spinner": False}
 ASSUMED_RANKS = "1, 3, none, 2"  # the field's worked example, until something is measured
 ASSUMED_SECONDS = 20.0  # the field's figure per judgement
 HOURS = st.column_config.NumberColumn("hours", format="%.2f")
 DOLLARS = st.column_config.NumberColumn("dollars", format="$%.2f")
 
-golden_at = st.cache_resource(ttl=CACHE["ttl"], max_entries=2, show_spinner=False)(live.golden_at)
-run_at = st.cache_resource(ttl=CACHE["ttl"], max_entries=4, show_spinner=False)(live.run_at)
 
-
-@st.cache_data(**CACHE)
+@st.cache_data(**context.CACHE)
 def measured(_store: Store, state: live.ProjectState, rate: float) -> live.CostSummary:
     """The measured cost at this state of the project."""
     return live.cost_summary(_store, rate)
 
 
-@st.cache_data(**CACHE)
+@st.cache_data(**context.CACHE)
 def measured_ranks(state: live.ProjectState) -> tuple[np.ndarray, float | None]:
     """First relevant ranks of the candidate lists on the labelled queries, and the share of
     done queries that are answerable (None before any is done)."""
-    golden = golden_at(state)
-    ranks = live.measured_first_relevant(golden, run_at(state.candidates(), None))
+    golden = context.golden_at(state)
+    ranks = live.measured_first_relevant(golden, context.run_at(state.candidates(), None))
     return ranks, live.answerable_share(golden)
 
 
-@st.cache_data(**CACHE)
+@st.cache_data(**context.CACHE)
 def pool_frames(
     _store: Store, state: live.ProjectState, pooled: tuple[str, ...], uploads: tuple
 ) -> dict[str, pd.DataFrame]:
@@ -106,7 +102,7 @@ def plan_inputs(store: Store, summary: live.CostSummary, ranks: np.ndarray, shar
         "Seconds per judgement",
         0.1,
         3600.0,
-        float(measured_seconds) if _finite(measured_seconds) else ASSUMED_SECONDS,
+        float(measured_seconds) if live.finite(measured_seconds) else ASSUMED_SECONDS,
     )
     annotators = right.number_input(
         "Annotators per query", 1.0, 10.0, float(summary.annotators_per_query), 0.1
@@ -209,11 +205,7 @@ def main() -> None:
 
 
 def _figure(value: float, spec: str) -> str:
-    return format(value, spec) if _finite(value) else "–"
-
-
-def _finite(value: float) -> bool:
-    return isinstance(value, int | float) and math.isfinite(value)
+    return format(value, spec) if live.finite(value) else "–"
 
 
 main()
