@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -55,6 +56,13 @@ def measure(command: Sequence[str], *, env: dict[str, str] | None = None) -> Mea
             tail = stderr.read().decode(errors="replace")[-3000:]
             raise RuntimeError(f"{' '.join(command)} exited with {child.returncode}:\n{tail}")
     return Measurement(wall_seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, lines)
+
+
+def add_project_options(parser: argparse.ArgumentParser) -> None:
+    """``--queries``, ``--candidates`` and ``--db``: the options of scripts that build a project."""
+    parser.add_argument("--queries", type=int, default=100_000)
+    parser.add_argument("--candidates", type=int, default=20)
+    parser.add_argument("--db", type=Path, help="Keep the project here; reuse it if it exists.")
 
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 import streamlit as st
+from _common import add_project_options
 from import_speed import write_tasks
 from streamlit.testing.v1 import AppTest
 
@@ -142,10 +143,8 @@ def time_computation(store: Store) -> dict[str, float]:
 def main() -> None:
     """Build (or reuse) the project, time the dashboard, print and save the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--queries", type=int, default=100_000)
-    parser.add_argument("--candidates", type=int, default=20)
+    add_project_options(parser)
     parser.add_argument("--repeat", type=int, default=3, help="Timings per figure (median).")
-    parser.add_argument("--db", type=Path, help="Keep the project here; reuse it if it exists.")
     options = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as scratch:

@@ -26,6 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from _common import add_project_options
 from import_speed import write_tasks
 
 from labeler.judging import LabelSession
@@ -85,11 +86,9 @@ def summary(values: list[float]) -> dict[str, float]:
 def main() -> None:
     """Build the project, replay the presses, print and save the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--queries", type=int, default=100_000)
-    parser.add_argument("--candidates", type=int, default=20)
+    add_project_options(parser)
     parser.add_argument("--presses", type=int, default=600)
     parser.add_argument("--warm-up", type=int, default=2_000, help="Presses before measuring.")
-    parser.add_argument("--db", type=Path, help="Keep the project here; reuse it if it exists.")
     options = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as scratch:
