@@ -55,11 +55,11 @@ def chosen_runs(store: Store, state: live.ProjectState) -> tuple[list[Run], dict
         "Runs held in the project", live.project_runs(store), format_func=project_run_name
     )
     runs, uploads = [], {}
-    for file in files or []:
+    for number, file in enumerate(files or [], start=1):
         try:
             run = uploaded_run(file.name, file.getvalue())
         except ValueError as error:
-            context.show_error(f"Could not read {len(uploads) + 1}. upload:", error)
+            context.show_error(f"Could not read upload {number}:", error)
             continue
         runs.append(run)
         uploads[run.name] = (file.name, file.getvalue())
@@ -182,16 +182,16 @@ def record_section(
     name = left.selectbox("Run to record", names, key="record_run")
     text = right.text_input("Tags", placeholder="model=e5, chunking=512", key="record_tags")
     if st.button("Record", icon=":material/history:"):
+        run = runs[names.index(name)]
+        upload = uploads.get(name)
         try:
             team.authorize(store, user["name"], "admin")
             tags = live.parse_tags(text)
+            sha = upload_sha256(upload) if upload else live.project_run_sha256(store, run.name)
+            record = live.record_run(store, context.golden_at(state), run, sha, tags)
         except (PermissionError, ValueError) as error:
             context.show_error("Not recorded:", error)
             return
-        run = runs[names.index(name)]
-        upload = uploads.get(name)
-        sha = upload_sha256(upload) if upload else live.project_run_sha256(store, run.name)
-        record = live.record_run(store, context.golden_at(state), run, sha, tags)
         st.success(f"Recorded as #{record}.")
 
 
