@@ -395,3 +395,31 @@ def test_doc_judged_twice_in_beir_qrels_names_a_line_holding_it(tmp_path):
     error = error_from(read_golden, path)
     assert error.line in (2, 5)
     assert error.field == "doc_id"
+
+
+def test_golden_version_depends_on_the_labels_not_on_line_order(cranfield_dir, tmp_path):
+    qrels = (cranfield_dir / "qrels.tsv").read_text().splitlines()
+    header, rows = qrels[0], qrels[1:]
+    shuffled = tmp_path / "qrels.tsv"
+    shuffled.write_text("\n".join([header, *reversed(rows)]) + "\n")
+    relabelled = tmp_path / "relabelled.tsv"
+    query_id, doc_id, grade = rows[0].split("\t")
+    relabelled.write_text("\n".join([header, f"{query_id}\t{doc_id}\t{int(grade) + 1}", *rows[1:]]))
+    original = read_golden(cranfield_dir / "qrels.tsv").version
+    assert read_golden(shuffled).version == original
+    assert read_golden(relabelled).version != original
+
+
+def test_the_eval_package_never_imports_the_app_or_the_database():
+    import subprocess
+    import sys
+
+    modules = "report cost stats gate agreement readers metrics columns"
+    code = (
+        f"import sys\nfor name in {modules.split()!r}: __import__('eval.' + name)\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} "
+        "& {'labeler', 'streamlit', 'sqlite3', 'sqlite_utils'}))"
+    )
+    imported = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert imported.returncode == 0, imported.stderr
+    assert imported.stdout.strip() == "[]"
