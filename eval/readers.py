@@ -490,23 +490,28 @@ def _first_content_line(path: Path) -> str:
     return ""
 
 
-def json_lines(path: Path) -> Iterator[tuple[int, object]]:
-    """Yield ``(line_number, value)`` for each non-blank line of a JSONL file."""
+def decoded_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """Yield ``(line_number, text)`` for each line of a UTF-8 file; invalid UTF-8 is an input
+    error naming its line. A byte-order mark (files saved on Windows) is not part of the data."""
     with path.open("rb") as handle:
         for line, raw in enumerate(handle, start=1):
             try:
-                # A byte-order mark (files saved on Windows) is not part of the data.
-                text = raw.decode("utf-8-sig" if line == 1 else "utf-8")
+                yield line, raw.decode("utf-8-sig" if line == 1 else "utf-8")
             except UnicodeDecodeError as error:
-                raise InputError(
-                    str(path), line, None, f"not valid UTF-8 ({error.reason})"
-                ) from None
-            if not text.strip():
-                continue
-            try:
-                yield line, json.loads(text)
-            except json.JSONDecodeError as error:
-                raise InputError(str(path), line, None, f"not valid JSON ({error.msg})") from None
+                problem = f"not valid UTF-8 (byte {error.start + 1} of the line: {error.reason})"
+                raise InputError(str(path), line, None, problem) from None
+
+
+def json_lines(path: Path) -> Iterator[tuple[int, object]]:
+    """Yield ``(line_number, value)`` for each non-blank line of a JSONL file."""
+    for line, text in decoded_lines(path):
+        if not text.strip():
+            continue
+        try:
+            yield line, json.loads(text)
+        except json.JSONDecodeError as error:
+            problem = f"not valid JSON ({error.msg} at column {error.colno})"
+            raise InputError(str(path), line, None, problem) from None
 
 
 def _required_text(record: dict, field: str, source: str, line: int, prefix: str = "") -> str:

@@ -875,8 +875,6 @@ def adjudicate(query_id, annotator, reviewer, note, db, as_json):
     with _open_store(db) as store:
         if query_id is None:
             queue = adjudication_queue(store)
-            for item in queue:
-                item["decision"] = None
             click.echo(json.dumps(queue, indent=2) if as_json else _queue_text(queue))
             return
         if not annotator or not reviewer:

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from eval.readers import GOLDEN_STATUSES, InputError
+from eval.readers import GOLDEN_STATUSES, InputError, decoded_lines, json_lines
 from labeler.golden import MODES, to_log_time
 
 TASK_KEYS = ("query_id", "query", "slice", "candidates", "metadata")
@@ -105,7 +105,7 @@ def read_tasks(path: str | Path, max_grade: int = 3) -> list[Task]:
     title or text differs between lines, a grade outside 0..max_grade.
     """
     path = Path(path)
-    lines = _csv_records(path) if path.suffix.lower() == ".csv" else _jsonl_records(path)
+    lines = _csv_records(path) if path.suffix.lower() == ".csv" else json_lines(path)
     tasks = tasks_from_records(lines, str(path), max_grade)
     if not tasks:
         raise InputError(str(path), None, None, "no tasks in the file")
@@ -358,28 +358,6 @@ def _time_or_none(value: object, where: tuple[str, int]) -> str | None:
 # --- file formats ---------------------------------------------------------------------------------
 
 
-def _decoded_lines(path: Path) -> Iterator[tuple[int, str]]:
-    """Yield ``(line, text)``; invalid UTF-8 names its line. A leading BOM is dropped."""
-    with path.open("rb") as handle:
-        for line, raw in enumerate(handle, start=1):
-            try:
-                yield line, raw.decode("utf-8-sig" if line == 1 else "utf-8")
-            except UnicodeDecodeError as error:
-                problem = f"not valid UTF-8 (byte {error.start + 1} of the line: {error.reason})"
-                raise InputError(str(path), line, None, problem) from None
-
-
-def _jsonl_records(path: Path) -> Iterator[tuple[int, object]]:
-    for line, text in _decoded_lines(path):
-        if not text.strip():
-            continue
-        try:
-            yield line, json.loads(text)
-        except json.JSONDecodeError as error:
-            problem = f"not valid JSON ({error.msg} at column {error.colno})"
-            raise InputError(str(path), line, None, problem) from None
-
-
 def _csv_records(path: Path) -> Iterator[tuple[int, dict]]:
     """Group CSV rows (one candidate a row) into task records, in first-appearance order.
 
@@ -387,7 +365,7 @@ def _csv_records(path: Path) -> Iterator[tuple[int, dict]]:
     on every row of a query.
     """
     source = str(path)
-    text = "".join(chunk for _, chunk in _decoded_lines(path))
+    text = "".join(chunk for _, chunk in decoded_lines(path))
     reader = csv.DictReader(io.StringIO(text, newline=""))
     columns = reader.fieldnames or []
     for required in CSV_REQUIRED:
