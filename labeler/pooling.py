@@ -125,9 +125,13 @@ def next_to_judge(
 
 def read_corpus(path: str | Path) -> Iterator[CorpusDoc]:
     """Yield the documents of a BEIR ``corpus.jsonl`` (``_id``, ``title``, ``text``; extra keys
-    are kept as metadata)."""
+    are kept as metadata). A repeated ``_id`` is an error."""
+    seen: dict[str, int] = {}
     for line, record in _records(path):
         doc_id = _identifier(record, "_id", path, line)
+        if doc_id in seen:
+            raise InputError(str(path), line, "_id", f"{doc_id!r} repeats line {seen[doc_id]}")
+        seen[doc_id] = line
         title = _optional_text(record, "title", path, line)
         text = _optional_text(record, "text", path, line)
         extra = {key: value for key, value in record.items() if key not in ("_id", "title", "text")}

@@ -211,3 +211,15 @@ def test_pool_command_refuses_two_runs_of_one_name_without_a_traceback(tmp_path,
     )
     assert result.exit_code == 1 and "Error:" in result.output
     assert not isinstance(result.exception, ValueError)  # a message, not a traceback
+
+
+def test_a_corpus_that_repeats_a_doc_id_is_refused_and_nothing_is_pooled(tmp_path, beir):
+    corpus, queries, runs = beir
+    with corpus.open("a") as extra:
+        extra.write(json.dumps({"_id": "d1", "title": "another d1", "text": "which one?"}) + "\n")
+    with Store(tmp_path / "p.db") as store:
+        with pytest.raises(InputError) as raised:
+            store.pool(corpus, queries, [runs["A"]], depth=2)
+        assert (raised.value.line, raised.value.field) == (7, "_id")
+        assert "'d1' repeats line 2" in str(raised.value)
+        assert not store.has_queries()
