@@ -25,6 +25,7 @@ from eval.readers import Golden, Run
 __all__ = [
     "DEFAULT_METRICS",
     "GAINS",
+    "LOWER_BOUND_FROM_FIRST_HIT",
     "METRICS",
     "NOT_FROM_FIRST_HIT",
     "NOT_RANKED",
@@ -60,6 +61,8 @@ GAINS = ("linear", "exp")
 # Their denominators (all relevant docs, the ideal DCG) are unknown when only the first
 # relevant doc was looked for: on first-hit queries these are not measured (DESIGN.md).
 NOT_FROM_FIRST_HIT = ("recall", "ndcg")
+# Unknown docs below the first hit count as not relevant: from first-hit labels, too low.
+LOWER_BOUND_FROM_FIRST_HIT = ("precision",)
 
 
 # --- one small function per metric ---------------------------------------------------------
