@@ -513,11 +513,15 @@ def first_hit_note(ranking: Ranking) -> str | None:
     if not first_hit:
         return None
     full = ranking.query_count - first_hit
-    measured = f"over the {full} queries labelled in full mode only" if full else "on none of them"
+    where = (
+        f"they are given over the {full} queries labelled in full mode only"
+        if full
+        else "no query was labelled in full mode, so they are not given"
+    )
     return (
         f"{first_hit} of the {ranking.query_count} queries were labelled in first-hit mode: "
         "MRR, hit@k and miss@k are exact for the labelled run; precision@k is a lower bound; "
-        f"recall@k and nDCG@k are not measured on first-hit labels (given {measured})."
+        f"recall@k and nDCG@k are not measured on first-hit labels: {where}."
     )
 
 

@@ -6,8 +6,6 @@ import functools
 import hashlib
 import json
 import sys
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 
 import click
 import pandas as pd
@@ -15,6 +13,7 @@ import pandas as pd
 from eval import report as reports
 from eval.cost import Cost, labelling_cost
 from eval.metrics import DEFAULT_METRICS, parse_metric
+from eval.ranking import concurrently
 from eval.readers import (
     Golden,
     InputError,
@@ -117,18 +116,6 @@ def _load_run(path: str | None, db: str | None) -> Run:
     return run_from_frame(Store(db).candidate_run_frame(), name="candidates", source=db)
 
 
-def _read_concurrently(*readers: Callable[[], object]) -> list:
-    """Call each reader on its own thread, all at once; their results, in order.
-
-    Reading is mostly Arrow's parsing and numpy's hashing, which release the GIL, so a
-    golden set and a run (or two) are read in about the time of the longest. An error is
-    raised from the first reader (in order) that failed.
-    """
-    with ThreadPoolExecutor(len(readers)) as pool:
-        futures = [pool.submit(reader) for reader in readers]
-        return [future.result() for future in futures]
-
-
 def _scoring(options: dict) -> dict:
     """The keyword arguments of ``build_report`` taken from the command's options."""
     names = ("rel_threshold", "depth", "keep_order", "gain", "abstain_below")
@@ -201,7 +188,9 @@ def eval_command(
     """
     if record and not db:
         raise click.UsageError("--record keeps the results in a project: give --db PATH")
-    run, golden_set = _read_concurrently(
+    # Reading is mostly Arrow's parsing and numpy's hashing, which release the GIL: the files
+    # are read at once, in about the time of the longest.
+    run, golden_set = concurrently(
         lambda: _load_run(run_path, db), lambda: _load_golden(golden, db)
     )
     result = reports.build_report(
@@ -215,8 +204,10 @@ def eval_command(
     )
     per_query_frame = result.pop("per_query")
     if per_query:
+        # A figure not measured on a query (recall, nDCG on first-hit labels) is NaN: null.
+        rows = per_query_frame.reset_index().astype(object)
         with open(per_query, "w", encoding="utf-8") as handle:
-            for row in per_query_frame.reset_index().to_dict(orient="records"):
+            for row in rows.where(rows.notna(), None).to_dict(orient="records"):
                 handle.write(json.dumps(row) + "\n")
     if record:
         from labeler.pooling import file_sha256
@@ -265,7 +256,7 @@ def compare(baseline, candidate, golden, db, metrics, bootstrap, seed, as_json, 
     thresholds = {
         name: options.pop(name) for name in ("max_miss_rise", "max_mrr_drop", "max_slice_drop")
     }
-    golden_set, baseline_run, candidate_run = _read_concurrently(
+    golden_set, baseline_run, candidate_run = concurrently(
         lambda: _load_golden(golden, db), lambda: read_run(baseline), lambda: read_run(candidate)
     )
     result = reports.compare_runs(
@@ -290,11 +281,15 @@ def _eval_text(result: dict) -> str:
         "queries: "
         + ", ".join(f"{count} {name.replace('_', ' ')}" for name, count in counts.items()),
         "",
-        _table({"all": result["metrics"]}, lambda entry: _with_ci(entry)),
+        _table({"all": result["metrics"]}, lambda entry: _figure(entry, _with_ci(entry))),
     ]
     if result["slices"]:
         per_slice = {name: entry["metrics"] for name, entry in result["slices"].items()}
-        lines += ["", "per slice:", _table(per_slice, lambda entry: _fixed(entry["mean"]))]
+        lines += [
+            "",
+            "per slice:",
+            _table(per_slice, lambda entry: _figure(entry, _fixed(entry["mean"]))),
+        ]
     if result["worst"]:
         lines += ["", "worst queries (misses first):", _worst_table(result["worst"])]
     abstention = result["abstention"]
@@ -327,20 +322,83 @@ def _compare_text(result: dict, gate: bool) -> str:
     lines = [
         f"{result['candidate']} vs {result['baseline']} on golden set {result['golden_version']}"
     ]
-    frame = pd.DataFrame(result["metrics"]).T
-    frame["ci95"] = frame["ci95"].map(
-        lambda ci: f"[{_fixed(ci[0])}, {_fixed(ci[1])}]" if isinstance(ci, list) else ""
-    )
-    lines.append(frame.to_string(float_format=_fixed))
+    frame = pd.DataFrame(
+        {spec: _compared_row(entry) for spec, entry in result["metrics"].items()}
+    ).T
+    lines.append(frame.to_string())
     for name, entry in result["slices"].items():
-        deltas = ", ".join(f"{spec} {_signed(m['delta'])}" for spec, m in entry["metrics"].items())
+        deltas = ", ".join(
+            f"{spec} {m['reason'] if m.get('reason') else _signed(m['delta'])}"
+            for spec, m in entry["metrics"].items()
+        )
         lines.append(f"  slice {name} ({entry['queries']} queries): {deltas}")
+    lines += _changed_text(result["changed_queries"])
     verdict = result["gate"]
     if gate:
         lines.append("gate: PASSED" if verdict["passed"] else "gate: FAILED")
         lines += [f"  - {reason}" for reason in verdict["reasons"]]
     lines += [f"warning: {warning}" for warning in verdict["warnings"]]
+    lines += ["", *result["notes"]] if result["notes"] else []
     return "\n".join(lines)
+
+
+def _compared_row(entry: dict) -> dict[str, str]:
+    """One metric's paired figures as printed; nothing beside a figure that is not measured."""
+    ci = entry["ci95"]
+    return {
+        "baseline": _figure(entry, _fixed(entry["baseline"])),
+        "candidate": _figure(entry, _fixed(entry["candidate"])),
+        "delta": "" if entry.get("reason") else _signed(entry["delta"]),
+        "ci95": f"[{_fixed(ci[0])}, {_fixed(ci[1])}]" if ci else "",
+        "p_value": "" if entry["p_value"] is None else _fixed(entry["p_value"]),
+        "p_randomization": ""
+        if entry["p_randomization"] is None
+        else _fixed(entry["p_randomization"]),
+    }
+
+
+CHANGED_SHOWN = 10  # queries listed per kind of change in the text output
+CHANGED_TITLES = {
+    "new_misses": "new misses (a relevant doc in the top 10 before, none now)",
+    "new_hits": "new hits (none in the top 10 before, one now)",
+    "worse": "worse (first relevant doc lower)",
+    "better": "better (first relevant doc higher)",
+}
+
+
+def _changed_text(changed: dict[str, list[dict]]) -> list[str]:
+    """A short section per kind of changed query, largest change first, capped with a count."""
+    lines = []
+    for name, title in CHANGED_TITLES.items():
+        items = changed[name]
+        if not items:
+            continue
+        lines += ["", f"{title}: {len(items)}"]
+        for item in items[:CHANGED_SHOWN]:
+            where = f" ({item['slice']})" if item["slice"] else ""
+            lines.append(
+                f"  {item['query_id']}{where}: rank {_rank(item['baseline_rank'])} → "
+                f"{_rank(item['candidate_rank'])}"
+            )
+        if len(items) > CHANGED_SHOWN:
+            lines.append(f"  … and {len(items) - CHANGED_SHOWN} more (--json lists them all)")
+    return [*lines, ""] if lines else lines
+
+
+def _rank(rank: int | None) -> str:
+    return "none" if rank is None else str(rank)
+
+
+def _figure(entry: dict, text: str) -> str:
+    """A figure as printed: the reason when it is not measured, marked when it is a bound,
+    with its count of queries when over fewer than all."""
+    if entry.get("reason"):
+        return entry["reason"]
+    if entry.get("bound") == "lower":
+        text += " (lower bound)"
+    if "queries" in entry:
+        text += f" ({entry['queries']} {'query' if entry['queries'] == 1 else 'queries'})"
+    return text
 
 
 def _table(rows: dict[str, dict], cell) -> str:

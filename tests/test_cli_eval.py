@@ -360,3 +360,50 @@ def test_eval_on_a_missing_project_database_creates_nothing(worked_example, tmp_
     result = goldset("eval", "--db", typo, "--run", run)
     assert result.exit_code == 2 and "does not exist" in result.output
     assert not typo.exists()
+
+
+def test_compare_json_lists_the_changed_queries(hundred_queries, tmp_path):
+    baseline = run_finding_hit(tmp_path / "old.trec", misses={"q010"})
+    candidate = run_finding_hit(tmp_path / "new.trec", misses={"q099", "q060", "q001"})
+    report = json.loads(compare(hundred_queries, baseline, candidate, "--json").stdout)
+    changed = report["changed_queries"]
+    assert changed["new_misses"] == [
+        {"query_id": query_id, "slice": slice_name, "baseline_rank": 1, "candidate_rank": None}
+        for query_id, slice_name in (("q001", "head"), ("q060", "tail"), ("q099", "tail"))
+    ]
+    assert changed["new_hits"] == [
+        {"query_id": "q010", "slice": "head", "baseline_rank": None, "candidate_rank": 1}
+    ]
+    assert changed["worse"] == changed["better"] == []
+
+
+def test_compare_text_lists_new_misses_capped_with_a_count(hundred_queries, tmp_path):
+    lost = {f"q{i:03d}" for i in range(50, 62)}
+    baseline = run_finding_hit(tmp_path / "old.trec")
+    candidate = run_finding_hit(tmp_path / "new.trec", misses=lost)
+    result = compare(hundred_queries, baseline, candidate, "--gate", "--bootstrap", "0")
+    assert result.exit_code == 1
+    lines = result.output.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("new misses"))
+    assert lines[start].endswith(": 12")
+    assert lines[start + 1 : start + 12] == [
+        *(f"  q{i:03d} (tail): rank 1 → none" for i in range(50, 60)),
+        "  … and 2 more (--json lists them all)",
+    ]
+    assert "more than the allowed 1.00: 12 new misses (tail 12)" in result.output
+
+
+def test_eval_per_query_writes_null_where_a_figure_is_not_measured(tmp_path):
+    golden = golden_file(
+        tmp_path / "golden.jsonl",
+        {"query_id": "fast", "mode": "first_hit", "judgments": {"a": 0, "b": 1}},
+        {"query_id": "deep", "mode": "full", "judgments": {"a": 0, "b": 1}},
+    )
+    run = trec_run(tmp_path / "run.trec", {"fast": ["a", "b"], "deep": ["a", "b"]})
+    out = tmp_path / "per_query.jsonl"
+    result = goldset("eval", "--golden", golden, "--run", run, "--per-query", out)
+    assert result.exit_code == 0, result.output
+    rows = {row["query_id"]: row for row in map(json.loads, out.read_text().splitlines())}
+    assert rows["fast"]["recall@10"] is None and rows["fast"]["ndcg@10"] is None
+    assert rows["fast"]["mrr@10"] == rows["deep"]["mrr@10"] == 0.5
+    assert rows["deep"]["recall@10"] == 1.0
