@@ -26,6 +26,7 @@ from eval.metrics import (
     parse_metric,
     per_query_frame,
     rank_run,
+    reciprocal_rank,
 )
 from eval.ranking import concurrently
 from eval.readers import Golden, Run
@@ -339,7 +340,7 @@ def compare_runs(
         _means(compared, "candidate"),
         {name: _means(entry["metrics"], "baseline") for name, entry in compared_slices.items()},
         {name: _means(entry["metrics"], "candidate") for name, entry in compared_slices.items()},
-        new_misses=_new_misses_by_slice(changed["new_misses"], compared_slices),
+        new_misses=_new_misses_by_slice(changed["new_misses"], sliced=bool(compared_slices)),
         **(thresholds or {}),
     )
     runs = {"baseline": baseline, "candidate": candidate}
@@ -418,7 +419,7 @@ def changed_queries(
     before = baseline.first_relevant_within(cutoff)
     after = candidate.first_relevant_within(cutoff)
     hit_before, hit_after = before != NOT_RANKED, after != NOT_RANKED
-    rr_change = _reciprocal(after) - _reciprocal(before)
+    rr_change = reciprocal_rank(candidate, cutoff) - reciprocal_rank(baseline, cutoff)
     lists = {
         "new_misses": (hit_before & ~hit_after, before),
         "new_hits": (~hit_before & hit_after, after),
@@ -476,10 +477,6 @@ def _first_hit(ranking: Ranking) -> pd.Series | None:
     return pd.Series(ranking.first_hit, index=pd.Index(ranking.query_ids, name="query_id"))
 
 
-def _reciprocal(rank: np.ndarray) -> np.ndarray:
-    return np.where(rank != NOT_RANKED, 1.0 / np.where(rank != NOT_RANKED, rank, 1), 0.0)
-
-
 def _rank_or_none(rank: int) -> int | None:
     return None if rank == NOT_RANKED else int(rank)
 
@@ -490,11 +487,9 @@ def _natural_key(text: str) -> tuple[list[object], str]:
     return [int(part) if position % 2 else part for position, part in enumerate(parts)], text
 
 
-def _new_misses_by_slice(
-    new_misses: Sequence[Mapping[str, object]], slices: Mapping[str, object]
-) -> Counter:
+def _new_misses_by_slice(new_misses: Sequence[Mapping[str, object]], sliced: bool) -> Counter:
     """How many new misses fall in each slice (all under "" when the set has no slices)."""
-    if not slices:
+    if not sliced:
         return Counter({"": len(new_misses)})
     return Counter(item["slice"] or NO_SLICE for item in new_misses)
 

@@ -407,3 +407,19 @@ def test_eval_per_query_writes_null_where_a_figure_is_not_measured(tmp_path):
     assert rows["fast"]["recall@10"] is None and rows["fast"]["ndcg@10"] is None
     assert rows["fast"]["mrr@10"] == rows["deep"]["mrr@10"] == 0.5
     assert rows["deep"]["recall@10"] == 1.0
+
+
+def test_eval_judged_against_beir_qrels_says_it_counts_relevant_docs_only(cranfield_dir):
+    report = goldset_json(
+        "eval",
+        "--golden",
+        cranfield_dir / "qrels.tsv",
+        "--run",
+        cranfield_dir / "runs" / "bm25.trec",
+        "--bootstrap",
+        "0",
+    )
+    judged = report["metrics"]["judged@10"]
+    assert judged["judged_relevant_only"] is True
+    assert judged["mean"] == report["metrics"]["precision@10"]["mean"]  # nothing else is judged
+    assert any("lists only relevant documents" in note for note in report["notes"])
