@@ -121,7 +121,11 @@ def ndcg(ranking: Ranking, k: int, gain: str = "linear") -> np.ndarray:
 
 def judged(ranking: Ranking, k: int) -> np.ndarray:
     """Judged share: ``judged@k = |judged ∩ top k| / min(k, retrieved)``, the share of the
-    run's top k that have a judgement (coverage); 0 where the run retrieved nothing."""
+    run's top k that have a judgement (coverage); 0 where the run retrieved nothing.
+
+    Against labels that list only relevant docs (a BEIR ``qrels.tsv``) it is the share of
+    the top k known to be relevant instead; the report says so (``judged_relevant_only``).
+    """
     judged_count = ranking.per_query_sum(
         np.ones(len(ranking.rank)), ranking.judged & ranking.top(k)
     )

@@ -279,6 +279,7 @@ def build_report(
         ),
     )
     first_hit = _first_hit(ranking)
+    relevant_only = lists_only_relevant(golden, rel_threshold)
     report = {
         "run": run.name,
         "golden_version": version,
@@ -287,10 +288,10 @@ def build_report(
         "slices": slice_summaries(per_query, _slices(golden), bootstrap, seed, first_hit),
         "worst": worst_queries(golden, ranking, per_query, worst),
         "abstention": abstention(golden, run, ranking, abstain_below),
-        "notes": _notes(ranking, gain, lists_only_relevant(golden, rel_threshold)),
+        "notes": _notes(ranking, gain, relevant_only),
         "per_query": per_query,
     }
-    if lists_only_relevant(golden, rel_threshold):
+    if relevant_only:
         for summary in [report["metrics"], *(s["metrics"] for s in report["slices"].values())]:
             for spec, entry in summary.items():
                 if parse_metric(spec)[0] == "judged":
