@@ -322,10 +322,16 @@ def compare_runs(
     """
     for_gate = [spec for spec in ("mrr@10", "miss@10") if spec not in metrics]
     metrics = [*metrics, *for_gate]
-    rankings, frames = {}, {}
-    for role, run in (("baseline", baseline), ("candidate", candidate)):
-        rankings[role], frames[role] = _scored(golden, run, metrics, gain, **options)
-    before, after = frames["baseline"], frames["candidate"]
+    runs = {"baseline": baseline, "candidate": candidate}
+    # The golden set's version needs no ranking: it is hashed meanwhile.
+    version, scored = concurrently(
+        lambda: golden.version,
+        lambda: {
+            role: _scored(golden, run, metrics, gain, **options) for role, run in runs.items()
+        },
+    )
+    rankings = {role: ranking for role, (ranking, _) in scored.items()}
+    before, after = scored["baseline"][1], scored["candidate"][1]
     first_hit = _first_hit(rankings["baseline"])
     compared_slices = {
         name: {
@@ -344,11 +350,10 @@ def compare_runs(
         new_misses=_new_misses_by_slice(changed["new_misses"], sliced=bool(compared_slices)),
         **(thresholds or {}),
     )
-    runs = {"baseline": baseline, "candidate": candidate}
     return {
         "baseline": baseline.name,
         "candidate": candidate.name,
-        "golden_version": golden.version,
+        "golden_version": version,
         "queries": {
             role: query_accounting(golden, runs[role], ranking, _cutoffs(metrics))
             for role, ranking in rankings.items()
