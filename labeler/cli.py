@@ -6,6 +6,8 @@ import functools
 import hashlib
 import json
 import sys
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import click
 import pandas as pd
@@ -13,7 +15,6 @@ import pandas as pd
 from eval import report as reports
 from eval.cost import Cost, labelling_cost
 from eval.metrics import DEFAULT_METRICS, parse_metric
-from eval.ranking import concurrently
 from eval.readers import (
     Golden,
     InputError,
@@ -116,6 +117,18 @@ def _load_run(path: str | None, db: str | None) -> Run:
     return run_from_frame(Store(db).candidate_run_frame(), name="candidates", source=db)
 
 
+def _read_concurrently(*readers: Callable[[], object]) -> list:
+    """Call each reader on its own thread, all at once; their results, in order.
+
+    Reading is mostly Arrow's parsing and numpy's hashing, which release the GIL, so a
+    golden set and a run (or two) are read in about the time of the longest. An error is
+    raised from the first reader (in order) that failed.
+    """
+    with ThreadPoolExecutor(len(readers)) as pool:
+        futures = [pool.submit(reader) for reader in readers]
+        return [future.result() for future in futures]
+
+
 def _scoring(options: dict) -> dict:
     """The keyword arguments of ``build_report`` taken from the command's options."""
     names = ("rel_threshold", "depth", "keep_order", "gain", "abstain_below")
@@ -188,9 +201,7 @@ def eval_command(
     """
     if record and not db:
         raise click.UsageError("--record keeps the results in a project: give --db PATH")
-    # Reading is mostly Arrow's parsing and numpy's hashing, which release the GIL: the files
-    # are read at once, in about the time of the longest.
-    run, golden_set = concurrently(
+    run, golden_set = _read_concurrently(
         lambda: _load_run(run_path, db), lambda: _load_golden(golden, db)
     )
     result = reports.build_report(
@@ -256,7 +267,7 @@ def compare(baseline, candidate, golden, db, metrics, bootstrap, seed, as_json, 
     thresholds = {
         name: options.pop(name) for name in ("max_miss_rise", "max_mrr_drop", "max_slice_drop")
     }
-    golden_set, baseline_run, candidate_run = concurrently(
+    golden_set, baseline_run, candidate_run = _read_concurrently(
         lambda: _load_golden(golden, db), lambda: read_run(baseline), lambda: read_run(candidate)
     )
     result = reports.compare_runs(
