@@ -966,3 +966,128 @@ def _queue_text(queue: list[dict]) -> str:
             f"  ({ranks})"
         )
     return "\n".join(lines)
+
+
+# --- machine judges -----------------------------------------------------------------------------
+
+
+@cli.command()
+@click.option("--db", type=click.Path(exists=True, dir_okay=False), required=True)
+@click.option(
+    "--base-url", required=True, help="OpenAI-compatible API, e.g. http://127.0.0.1:8080/v1"
+)
+@click.option("--model", required=True, help="Model name sent with every request.")
+@click.option("--name", help="Judge name, stored as machine:NAME [default: the model].")
+@click.option(
+    "--api-key-env",
+    default="GOLDSET_JUDGE_API_KEY",
+    show_default=True,
+    help="Environment variable holding the API key (unset: no key, for a local server).",
+)
+@click.option(
+    "--prompt",
+    "prompt_path",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Prompt template [default: labeler/judge_prompt.md].",
+)
+@click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0.1),
+    default=60.0,
+    show_default=True,
+    help="Seconds per request.",
+)
+@click.option(
+    "--retries",
+    type=click.IntRange(min=0),
+    default=4,
+    show_default=True,
+    help="Retries on 429/5xx/timeouts, with exponential backoff.",
+)
+@click.option("--run", "run_name", help="Only this pooled run's top DEPTH.")
+@click.option(
+    "--holes",
+    "holes_run",
+    type=click.Path(exists=True, dir_okay=False),
+    help="A new run file: fill its top DEPTH that no human has labelled.",
+)
+@click.option("--depth", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option("--limit", type=click.IntRange(min=0), help="Judge at most N pairs this time.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@_fail_on_bad_input
+def judge(
+    db,
+    base_url,
+    model,
+    name,
+    api_key_env,
+    prompt_path,
+    concurrency,
+    timeout,
+    retries,
+    run_name,
+    holes_run,
+    depth,
+    limit,
+    as_json,
+):
+    """Label pooled (query, document) pairs with a machine judge.
+
+    \b
+    Example:
+        python -m llama_cpp.server --model gemma.gguf --port 8080 &
+        goldset judge --db project.db --base-url http://127.0.0.1:8080/v1 \\
+            --model gemma-3-270m --limit 200
+        GOLDSET_JUDGE_API_KEY=sk-... goldset judge --db project.db \\
+            --base-url https://api.example.com/v1 --model big-model --holes new.trec
+
+    Any OpenAI-compatible chat-completions server (hosted, vLLM, Ollama, llama.cpp).
+    Labels are kept apart, as machine:NAME: they enter no golden set, agreement or metric
+    unless asked (goldset eval --labels machine|both). Resumable: pairs this judge has
+    labelled are skipped. Every call's model, prompt hash, tokens and seconds are kept.
+    """
+    from labeler import judges
+    from labeler.pooling import read_pooled_run
+    from labeler.store import Store
+
+    if run_name and holes_run:
+        raise click.UsageError("give --run NAME or --holes RUN_FILE, not both")
+    identity = judges.judge_identity(name or model)
+    endpoint = judges.Endpoint.from_env(
+        base_url, model, api_key_env, timeout=timeout, retries=retries
+    )
+    pairs = None
+    if holes_run:
+        rankings = read_pooled_run(holes_run, depth).rankings
+        pairs = [(query_id, doc_id) for query_id, docs in rankings.items() for doc_id, _ in docs]
+    with Store(db) as store:
+        prompt = judges.Prompt.from_template(prompt_path, store.settings()["max_grade"])
+        rows = store.machine_pairs(
+            identity,
+            run=run_name,
+            depth=depth,
+            pairs=pairs,
+            holes_only=bool(holes_run),
+            limit=limit,
+        )
+        summary = judges.judge_project(store, endpoint, prompt, identity, rows, concurrency)
+    if as_json:
+        click.echo(json.dumps(summary.as_dict(), indent=2))
+    else:
+        click.echo(_judging_text(summary))
+    if summary.stopped:
+        sys.exit(1)
+
+
+def _judging_text(summary) -> str:
+    failed = ", ".join(f"{outcome} {count}" for outcome, count in sorted(summary.failed.items()))
+    lines = [
+        f"{summary.judge}: {summary.labelled} of {summary.pairs} pairs labelled"
+        + (f"; failed: {failed}" if failed else ""),
+        f"{summary.calls} calls, {summary.prompt_tokens:,} prompt + "
+        f"{summary.completion_tokens:,} completion tokens, {summary.seconds:.1f} s",
+    ]
+    if summary.stopped:
+        lines.append(f"stopped ({summary.stopped}): run the same command again to resume")
+    return "\n".join(lines)

@@ -391,3 +391,22 @@ def call_rows(pair: Pair, calls: Sequence[Call], context: Mapping[str, object]) 
         }
         for attempt, call in enumerate(calls, start=1)
     ]
+
+
+def judge_project(
+    store,
+    endpoint: Endpoint,
+    prompt: Prompt,
+    judge: str,
+    rows: Sequence[Mapping[str, str]],
+    concurrency: int = 4,
+) -> JudgingSummary:
+    """Judge ``rows`` (from :meth:`labeler.store.Store.machine_pairs`) and keep every call
+    and label in ``store`` as each pair finishes, so that a stop loses nothing recorded."""
+    context = {"judge": judge, "model": endpoint.model, "prompt_sha256": prompt.sha256}
+
+    def record(pair: Pair, calls: list[Call]) -> None:
+        store.record_judge_calls(call_rows(pair, calls, context))
+
+    pairs = [Pair(**{name: row[name] for name in Pair.__dataclass_fields__}) for row in rows]
+    return judge_pairs(pairs, endpoint, prompt, record, judge=judge, concurrency=concurrency)
