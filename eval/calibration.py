@@ -94,7 +94,10 @@ def wilson_interval(successes: int, trials: int, confidence: float = 0.95) -> tu
     centre = (share + z * z / (2 * trials)) / (1 + z * z / trials)
     half = z * np.sqrt(share * (1 - share) / trials + z * z / (4 * trials * trials))
     half /= 1 + z * z / trials
-    return (float(max(0.0, centre - half)), float(min(1.0, centre + half)))
+    # At 0 and n successes the bound is exactly 0 (or 1); float rounding would leave 1e-17.
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    high = 1.0 if successes == trials else min(1.0, centre + half)
+    return (float(low), float(high))
 
 
 def paired_labels(golden: Golden, machine: pd.DataFrame) -> pd.DataFrame:
@@ -133,7 +136,13 @@ def agreement_figures(
     positives, negatives = int(human.sum()), int(len(human) - human.sum())
     true_positives = int((human & machine).sum())
     true_negatives = int(((1 - human) & (1 - machine)).sum())
-    top = int(max(max_grade or 0, pairs["human"].max(initial=0), pairs["machine"].max(initial=0)))
+    top = int(
+        max(
+            max_grade or 0,
+            pairs["human"].to_numpy().max(initial=0),
+            pairs["machine"].to_numpy().max(initial=0),
+        )
+    )
     grades = np.arange(top + 1)
     graded = agreement.confusion_table(pairs["human"], pairs["machine"], grades)
     return {

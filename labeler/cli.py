@@ -1275,9 +1275,8 @@ def calibrate(
             )
             sent = store.assign(second_annotator, queries)
     paths = list(dict.fromkeys([*runs, *filter(None, (baseline, candidate))]))
-    loaded = dict(
-        zip(paths, _read_concurrently(*(lambda p=p: read_run(p) for p in paths)), strict=True)
-    )
+    readers = [lambda path=path: read_run(path) for path in paths]
+    loaded = dict(zip(paths, _read_concurrently(*readers) if readers else [], strict=True))
     report = calibration_report(
         golden_set,
         machine,
