@@ -1048,6 +1048,14 @@ def _queue_text(queue: list[dict]) -> str:
     show_default=True,
     help="Retries on 429/5xx/timeouts, with exponential backoff.",
 )
+@click.option(
+    "--response-format",
+    type=click.Choice(["json", "json-schema", "json-object-schema", "none"]),
+    default="json",
+    show_default=True,
+    help="How to ask for JSON: json_object; OpenAI's json_schema; json_object with a schema "
+    "(llama-cpp-python's server); nothing.",
+)
 @click.option("--run", "run_name", help="Only this pooled run's top DEPTH.")
 @click.option(
     "--holes",
@@ -1069,6 +1077,7 @@ def judge(
     concurrency,
     timeout,
     retries,
+    response_format,
     run_name,
     holes_run,
     depth,
@@ -1081,7 +1090,7 @@ def judge(
     Example:
         python -m llama_cpp.server --model gemma.gguf --port 8080 &
         goldset judge --db project.db --base-url http://127.0.0.1:8080/v1 \\
-            --model gemma-3-270m --limit 200
+            --model gemma-3-270m --response-format json-object-schema --limit 200
         GOLDSET_JUDGE_API_KEY=sk-... goldset judge --db project.db \\
             --base-url https://api.example.com/v1 --model big-model --holes new.trec
 
@@ -1098,7 +1107,12 @@ def judge(
         raise click.UsageError("give --run NAME or --holes RUN_FILE, not both")
     identity = judges.judge_identity(name or model)
     endpoint = judges.Endpoint.from_env(
-        base_url, model, api_key_env, timeout=timeout, retries=retries
+        base_url,
+        model,
+        api_key_env,
+        timeout=timeout,
+        retries=retries,
+        response_format=response_format,
     )
     pairs = None
     if holes_run:

@@ -49,6 +49,7 @@ RETRYABLE = "retryable"  # 429/5xx: retried while attempts remain
 TIMEOUT = "timeout"
 UNREACHABLE = "unreachable"  # connection refused or reset: the server is not there
 TRANSPORT_FAILURES = frozenset({RETRYABLE, TIMEOUT, UNREACHABLE})
+RESPONSE_FORMATS = ("json", "json-schema", "json-object-schema", "none")
 
 
 def judge_identity(name: str) -> str:
@@ -155,7 +156,7 @@ class Endpoint:
     retries: int = 4  # further attempts after the first, on 429/5xx/timeouts/refusals
     backoff: float = 1.0  # seconds before the first retry; doubles each time
     max_tokens: int = 200
-    json_mode: bool = True  # ask for response_format json_object (llama.cpp: a JSON grammar)
+    response_format: str = "json"  # one of RESPONSE_FORMATS
 
     @classmethod
     def from_env(cls, base_url: str, model: str, api_key_env: str, **options) -> Endpoint:
@@ -167,6 +168,41 @@ class Endpoint:
     def url(self) -> str:
         """The chat-completions URL under the base URL."""
         return self.base_url.rstrip("/") + "/chat/completions"
+
+
+def answer_schema(max_grade: int) -> dict:
+    """The JSON schema of an answer: exactly a grade of the scale and a short reason."""
+    return {
+        "type": "object",
+        "properties": {
+            "grade": {"type": "integer", "enum": list(range(max_grade + 1))},
+            "reason": {"type": "string", "maxLength": MAX_REASON_CHARS},
+        },
+        "required": ["grade", "reason"],
+        "additionalProperties": False,
+    }
+
+
+def response_format(name: str, max_grade: int) -> dict:
+    """The request's ``response_format``, by how much the server can be asked:
+
+    - ``json``: ``{"type": "json_object"}``, understood by OpenAI, vLLM, Ollama and llama.cpp;
+    - ``json-schema``: OpenAI's structured output, ``{"type": "json_schema", ...}`` with
+      :func:`answer_schema` (OpenAI, vLLM, Ollama, llama.cpp's C++ server);
+    - ``json-object-schema``: ``{"type": "json_object", "schema": ...}``, the form that
+      llama-cpp-python's server turns into a grammar (it refuses ``json_schema``).
+
+    A constrained server still has its answer parsed strictly: the schema helps a small
+    model answer in form, it is never trusted.
+    """
+    if name == "json":
+        return {"type": "json_object"}
+    if name == "json-schema":
+        schema = {"name": "judgement", "strict": True, "schema": answer_schema(max_grade)}
+        return {"type": "json_schema", "json_schema": schema}
+    if name == "json-object-schema":
+        return {"type": "json_object", "schema": answer_schema(max_grade)}
+    raise ValueError(f"response format must be one of {RESPONSE_FORMATS}, got {name!r}")
 
 
 @dataclass
@@ -191,8 +227,8 @@ def request_once(endpoint: Endpoint, messages: list[dict], max_grade: int) -> Ca
         "temperature": 0,
         "max_tokens": endpoint.max_tokens,
     }
-    if endpoint.json_mode:
-        body["response_format"] = {"type": "json_object"}
+    if endpoint.response_format != "none":
+        body["response_format"] = response_format(endpoint.response_format, max_grade)
     headers = {"Content-Type": "application/json"}
     if endpoint.api_key:
         headers["Authorization"] = f"Bearer {endpoint.api_key}"
