@@ -60,6 +60,8 @@ def build(db: Path) -> int:
                 grade = grades.get(query_id, {}).get(candidate["doc_id"], 0)
                 store.judge(query_id, candidate["doc_id"], grade, "qrels", seconds=5.0, mode="full")
                 judgements += 1
+            if store.query_state(query_id, "qrels")["needs_verdict"]:
+                store.mark(query_id, "miss", "qrels")  # relevant docs exist, not in the pool
             query_id = store.next_query("qrels")
     return judgements
 

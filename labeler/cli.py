@@ -1240,6 +1240,27 @@ def _machine_labels(store, judge_name: str | None) -> tuple[str, pd.DataFrame]:
     help="Assign the queries where the machine and the first human disagree to this "
     "annotator (a second opinion).",
 )
+@click.option(
+    "--price-in",
+    type=click.FloatRange(min=0),
+    default=0.0,
+    show_default=True,
+    help="Dollars per million prompt tokens (0: a local server).",
+)
+@click.option(
+    "--price-out",
+    type=click.FloatRange(min=0),
+    default=0.0,
+    show_default=True,
+    help="Dollars per million completion tokens.",
+)
+@click.option(
+    "--rate",
+    type=click.FloatRange(min=0),
+    default=0.0,
+    show_default=True,
+    help="Annotators' hourly rate, in dollars: prices the human hours saved.",
+)
 @click.option("--bootstrap", type=click.IntRange(min=0), default=1000, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
@@ -1253,6 +1274,9 @@ def calibrate(
     min_kappa,
     max_mrr_delta,
     second_annotator,
+    price_in,
+    price_out,
+    rate,
     bootstrap,
     seed,
     as_json,
@@ -1270,7 +1294,9 @@ def calibrate(
     each run's MRR@10, hit@1 and miss@10 under machine vs human labels (paired bootstrap
     CI), whether the release gate decides the same, and a verdict: usable for
     hole-filling where kappa >= --min-kappa and every ΔMRR@10 CI is within
-    ±--max-mrr-delta. --baseline and --candidate are compared too.
+    ±--max-mrr-delta. --baseline and --candidate are compared too. The cost: the judge's
+    tokens at --price-in/--price-out and its call time, beside the human hours its labels
+    of unlabelled pairs (filled holes) saved at the median human seconds per judgement.
     """
     from eval.calibration import calibration_report
     from labeler.store import Store
@@ -1281,6 +1307,7 @@ def calibrate(
         identity, machine = _machine_labels(store, judge_name)
         golden_set = golden_from_records(store.golden_records(), source=db)
         settings = store.settings()
+        cost = _machine_cost(store, identity, golden_set, machine, price_in, price_out, rate)
         if second_annotator:
             from eval.calibration import disagreeing_queries
 
@@ -1303,9 +1330,31 @@ def calibrate(
         n_resamples=bootstrap,
         seed=seed,
     )
+    report["cost"] = cost
     if second_annotator:
         report["sent_to_second_annotator"] = {"annotator": second_annotator, "queries": sent}
     click.echo(json.dumps(report, indent=2) if as_json else _calibration_text(report))
+
+
+def _machine_cost(store, identity, golden_set, machine, price_in, price_out, rate) -> dict:
+    """The judge's cost so far, and the human time its filled holes saved (see calibrate)."""
+    from eval.calibration import with_labels
+    from eval.cost import machine_judging_cost
+
+    figures = next(row for row in store.machine_judges() if row["judge"] == identity)
+    human_seconds = store.judgement_seconds()["seconds"]
+    filled = len(with_labels(golden_set, machine, "both").judgments) - len(golden_set.judgments)
+    return machine_judging_cost(
+        figures["labels"],
+        figures["prompt_tokens"],
+        figures["completion_tokens"],
+        figures["seconds"],
+        input_price=price_in,
+        output_price=price_out,
+        human_seconds_per_judgement=float(human_seconds.median()) if len(human_seconds) else 0.0,
+        hourly_rate=rate,
+        holes_filled=filled,
+    ).as_dict()
 
 
 def _calibration_text(report: dict) -> str:
@@ -1346,6 +1395,14 @@ def _calibration_text(report: dict) -> str:
             f"machine {decided['machine']} ({same} decision)",
         ]
     lines += ["", *(f"verdict: {text}" for text in report["verdicts"].values())]
+    cost = report["cost"]
+    saved = cost["human_saved"]
+    lines.append(
+        f"cost: {cost['pairs']} machine labels, {cost['prompt_tokens']:,} + "
+        f"{cost['completion_tokens']:,} tokens = ${cost['dollars']:.4f}, "
+        f"{cost['wall_seconds']:.0f} s of calls; {cost['holes_filled']} holes filled "
+        f"= {saved['hours'] or 0:.2f} human hours (${saved['dollars'] or 0:.2f}) saved"
+    )
     if "sent_to_second_annotator" in report:
         sent = report["sent_to_second_annotator"]
         lines.append(f"{sent['queries']} disagreeing queries sent to {sent['annotator']}")
