@@ -51,6 +51,12 @@ def run_judge(store, fake, concurrency=2, **options) -> judges.JudgingSummary:
     return judges.judge_project(store, endpoint(fake, **options), prompt, JUDGE, rows, concurrency)
 
 
+def goldset_judge(store, fake: FakeJudge, *options: str):
+    """``goldset judge`` on the project with the fake server, model ``m``."""
+    args = ["judge", "--db", str(store.path), "--base-url", fake.base_url, "--model", "m"]
+    return CliRunner().invoke(cli, [*args, *options])
+
+
 def test_every_pair_gets_a_label_and_every_call_its_model_prompt_hash_and_tokens(store):
     with FakeJudge() as fake:
         summary = run_judge(store, fake)
@@ -229,23 +235,8 @@ def test_a_hostile_candidate_is_sent_as_quoted_data_and_cannot_change_the_parse(
 def test_the_api_key_comes_from_the_named_environment_variable(store, tmp_path, monkeypatch):
     monkeypatch.setenv("MY_JUDGE_KEY", "sk-test-123")
     with FakeJudge() as fake:
-        result = CliRunner().invoke(
-            cli,
-            [
-                "judge",
-                "--db",
-                str(store.path),
-                "--base-url",
-                fake.base_url,
-                "--model",
-                "m",
-                "--name",
-                "fake",
-                "--api-key-env",
-                "MY_JUDGE_KEY",
-                "--limit",
-                "2",
-            ],
+        result = goldset_judge(
+            store, fake, "--name", "fake", "--api-key-env", "MY_JUDGE_KEY", "--limit", "2"
         )
     assert result.exit_code == 0, result.output
     assert "2 of 2 pairs labelled" in result.output
@@ -264,20 +255,7 @@ def test_without_a_key_no_authorization_header_is_sent(store, monkeypatch):
 def test_goldset_judge_exits_1_and_says_how_to_resume_when_the_server_is_gone(store):
     fake = FakeJudge()
     fake.stop()  # never started: the port is closed
-    result = CliRunner().invoke(
-        cli,
-        [
-            "judge",
-            "--db",
-            str(store.path),
-            "--base-url",
-            fake.base_url,
-            "--model",
-            "m",
-            "--retries",
-            "0",
-        ],
-    )
+    result = goldset_judge(store, fake, "--retries", "0")
     assert result.exit_code == 1 and "run the same command again to resume" in result.output
     assert "traceback" not in result.output.lower()
 
