@@ -107,7 +107,7 @@ def number(value: object, field: str, where: Where, finite: bool = True) -> floa
     try:
         result = float(value)
     except OverflowError:  # an integer beyond the double range
-        result = math.copysign(math.inf, value)
+        result = math.inf if value > 0 else -math.inf
     if math.isnan(result) or (finite and math.isinf(result)):
         what = "a finite number" if finite else "a number (not NaN)"
         raise InputError(*where, field, f"must be {what}, got {_short(value)}")
