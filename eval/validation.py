@@ -266,7 +266,8 @@ def golden_record(record: object, where: Where, max_grade: int | None = None) ->
     for doc_id, value in judgments.items():
         if not doc_id:
             raise InputError(*where, "judgments", "a doc_id is empty")
-        checked_id(doc_id, f"judgments.{doc_id}", where)
+        # The field names the doc only once it is known to print on one line.
+        checked_id(doc_id, "judgments", where)
         grade(value, f"judgments.{doc_id}", where, max_grade)
     depth = record.get("judged_depth", len(judgments))
     if isinstance(depth, bool) or not isinstance(depth, int) or not 0 <= depth <= len(judgments):

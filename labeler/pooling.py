@@ -183,7 +183,8 @@ def line_of_doc(path: str | Path, query_id: str, doc_id: str) -> int | None:
     """The line of a run file that gives ``doc_id`` for ``query_id`` (for error messages)."""
     with Path(path).open("rb") as handle:
         for line, raw in enumerate(handle, start=1):
-            fields = raw.decode("utf-8", errors="replace").split()
+            # Split as the TREC readers do: on ASCII whitespace only (eval/trec.py).
+            fields = [field.decode("utf-8", errors="replace") for field in raw.split()]
             if len(fields) >= 3 and fields[0] == query_id and fields[2] == doc_id:
                 return line
     return None
