@@ -312,8 +312,9 @@ def _csv_records(path: Path) -> Iterator[tuple[int, dict]]:
         if len(values) > len(columns):
             raise InputError(source, line, None, "more fields than the header has columns")
         row = dict(zip(columns, values + [""] * (len(columns) - len(values)), strict=True))
-        query_id = identifier(row["query_id"] or None, "query_id", (source, line))
+        query_id = row["query_id"]
         if query_id not in records:
+            identifier(query_id or None, "query_id", (source, line))
             fields = {column: row[column] for column in query_columns}
             record = {"query_id": query_id, **fields, "candidates": []}
             records[query_id] = (line, record, set())
