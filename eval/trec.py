@@ -40,7 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
-from eval.columns import arrow_strings, factorize_runs, first_repeat
+from eval.columns import arrow_strings, factorize_runs, first_repeat, string_buffers
 from eval.errors import InputError
 from eval.validation import INT64_MAX, INT64_MIN, control_character
 
@@ -358,15 +358,7 @@ def _clean_ids(column: pa.Array | pa.ChunkedArray) -> bool:
     for chunk in chunks:
         if len(chunk) == 0:
             continue
-        wide = pa.types.is_large_string(chunk.type)
-        offset_type = np.int64 if wide else np.int32
-        _, offset_buffer, data_buffer = chunk.buffers()
-        offsets = np.frombuffer(
-            offset_buffer,
-            dtype=offset_type,
-            count=len(chunk) + 1,
-            offset=chunk.offset * np.dtype(offset_type).itemsize,
-        )
+        offsets, data_buffer = string_buffers(chunk)
         if np.any(offsets[1:] == offsets[:-1]):
             return False
         start, end = int(offsets[0]), int(offsets[-1])

@@ -10,16 +10,15 @@ with Unicode spaces, 40,000 candidates for one query).
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from helpers.projects import database_bytes, demo_project
 
 from labeler.cli import cli
-from labeler.store import DEMO_TASKS, Store
 
 TASK = {"query_id": "mal-ok", "query": "a query", "candidates": [{"doc_id": "x1", "score": 1.0}]}
 GOLDEN = {"query_id": "mal-gold", "query": "a query", "status": "done", "judgments": {"d1": 1}}
@@ -336,21 +335,10 @@ CASES = {
 }
 
 
-def database_bytes(path: Path) -> str:
-    """A digest of the database file and of its WAL, if any."""
-    digest = hashlib.sha256()
-    for part in (path, path.with_name(path.name + "-wal")):
-        digest.update(part.read_bytes() if part.exists() else b"")
-    return digest.hexdigest()
-
-
 @pytest.fixture(scope="module")
 def project(tmp_path_factory) -> Path:
-    """A project holding the demo set, closed (so that its WAL is checkpointed)."""
-    path = tmp_path_factory.mktemp("catalogue") / "project.db"
-    with Store(path) as store:
-        store.import_tasks(DEMO_TASKS)
-    return path
+    """A project holding the demo set (imported before the refusals)."""
+    return demo_project(tmp_path_factory.mktemp("catalogue") / "project.db")
 
 
 def write(path: Path, content: str | bytes) -> Path:
