@@ -340,3 +340,13 @@ def test_every_parser_gives_the_same_reading_or_the_same_refusal(case_files):
     else:
         assert outcomes[0][0] == "read"
         assert_same_values(outcomes[0][1], expected_values(case))
+
+
+INF_TIES = "q1 Q0 d1 1 inf t\nq1 Q0 d2 2 Infinity t\nq1 Q0 d3 3 1e400 t\nq2 Q0 d4 1 -inf t\n"
+
+
+@pytest.mark.parametrize("parser", PARSERS)
+def test_scores_at_inf_are_read_as_inf_on_every_path(tmp_path, parser):
+    """Ties at ±inf are ties (the ranking breaks them by doc id, as any other tie)."""
+    run = read_run(write(tmp_path / "run.trec", INF_TIES), parser=parser)
+    assert run.scores.tolist() == [math.inf, math.inf, math.inf, -math.inf]
