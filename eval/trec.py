@@ -329,26 +329,32 @@ def read_fast(path: Path, layout: Layout, first_line: str) -> Rows | None:
 
 def _single_spaced(path: Path, fields: int, rows: int) -> bool:
     """Whether the file's only whitespace (or control) bytes are single delimiters between
-    ``fields`` fields on each of ``rows`` lines, and single line ends.
+    ``fields`` fields on each of ``rows`` lines, and single line ends (LF, CRLF or CR).
 
-    No two such bytes stand side by side (which rules out empty fields, and CRLF: those files
-    take the general parser), none opens the file, and there are exactly as many as the
-    delimiters and line ends of the rows Arrow found: one byte more (a tab amid spaces, a
-    ``\v``) would split a field that Arrow kept whole. Read in blocks, to keep memory flat.
+    No two such bytes stand side by side but a CR LF (which rules out empty fields and blank
+    lines), none opens the file, and there are exactly as many as the delimiters and line
+    ends of the rows Arrow found: one byte more (a tab amid spaces, a ``\v``) would split a
+    field that Arrow kept whole. Read in blocks, to keep memory flat.
     """
-    count, previous, last = 0, True, 0x0A  # before the file, as if after a line end
+    count, pairs = 0, 0
+    previous = b"\n"  # before the file, as if after a line end
     with path.open("rb") as handle:
         while block := handle.read(1 << 22):
-            data = np.frombuffer(block, dtype=np.uint8)
+            # The previous block's last byte leads, so that pairs across blocks are seen.
+            data = np.frombuffer(previous + block, dtype=np.uint8)
             space = data <= 0x20
-            if (previous and space[0]) or np.any(space[1:] & space[:-1]):
-                return False
-            count += int(np.count_nonzero(space))
-            previous, last = bool(space[-1]), int(data[-1])
-    line_ends = rows if last in (0x0A, 0x0D) else rows - 1
-    if previous and last not in (0x0A, 0x0D):  # a delimiter ends the file: an empty field
-        return False
-    return count == (fields - 1) * rows + line_ends
+            count += int(np.count_nonzero(space[1:]))
+            side_by_side = space[1:] & space[:-1]
+            if side_by_side.any():
+                crlf = (data[:-1] == 0x0D) & (data[1:] == 0x0A)
+                if np.any(side_by_side & ~crlf):
+                    return False
+                pairs += int(np.count_nonzero(crlf))
+            previous = block[-1:]
+    if previous not in (b"\n", b"\r") and previous[0] <= 0x20:
+        return False  # a delimiter ends the file: an empty last field
+    line_ends = rows if previous in (b"\n", b"\r") else rows - 1
+    return count - pairs == (fields - 1) * rows + line_ends
 
 
 def _clean_ids(column: pa.Array | pa.ChunkedArray) -> bool:
