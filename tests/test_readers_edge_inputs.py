@@ -154,6 +154,14 @@ CASES = {
         run=run_with("q1 Q0 d2 1 -Infinity t", "q1 Q0 d3 2 INF t", "q1 Q0 d1 3 0 t"),
         run_dict={"q1": {"d2": -math.inf, "d3": math.inf, "d1": 0.0}},
     ),
+    "ties at inf break by doc id": Case(
+        run=run_with("q1 Q0 d1 1 inf t", "q1 Q0 d2 2 inf t", "q1 Q0 d3 3 inf t"),
+        run_dict={"q1": {"d1": math.inf, "d2": math.inf, "d3": math.inf}},
+    ),
+    "ties at minus inf break by doc id": Case(
+        run=run_with("q2 Q0 d4 1 -inf t", "q2 Q0 d5 2 -inf t", "q2 Q0 d6 3 -inf t"),
+        run_dict={"q2": {"d4": -math.inf, "d5": -math.inf, "d6": -math.inf}},
+    ),
     # --- ids -----------------------------------------------------------------------------
     "numeric-looking ids": Case(
         qrels="001 0 1.0 1\n001 0 1e5 0\n1 0 NA 1\n",
