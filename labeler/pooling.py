@@ -16,6 +16,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from eval.ranking import comparable_scores
 from eval.readers import InputError, json_lines, read_run
 from eval.validation import identifier, optional_text
 
@@ -169,8 +170,9 @@ def read_pooled_run(path: str | Path, depth: int) -> PooledRun:
     if depth < 1:
         raise ValueError(f"pool depth must be a positive integer, got {depth}")
     run = read_run(path)
-    ranked = run.results.sort_values(
-        ["query_id", "score", "doc_id"], ascending=[True, False, False], kind="stable"
+    # Scores compared as trec_eval (and goldset eval) compare them, in single precision.
+    ranked = run.results.assign(rank_score=comparable_scores(run.scores)).sort_values(
+        ["query_id", "rank_score", "doc_id"], ascending=[True, False, False], kind="stable"
     )
     top = ranked.groupby("query_id", sort=False).head(depth)
     rankings: dict[str, list[tuple[str, float]]] = {}
