@@ -18,7 +18,7 @@ import numpy as np
 
 from eval import agreement
 from labeler import golden
-from labeler.auth import LOCAL_ANNOTATOR, check_login
+from labeler.auth import LOCAL_ANNOTATOR, check_login, new_token, token_hash
 from labeler.golden import QueryState
 from labeler.store import ROLES, Store
 
@@ -75,22 +75,101 @@ def sign_in(store: Store, name: str, password: str, now: datetime | None = None)
     """Check a password sign-in, counting failures in the database.
 
     ``LOCK_AFTER_FAILURES`` wrong passwords in a row lock the account for ``LOCK_MINUTES``
-    minutes; while locked, no password is even checked. A successful sign-in, or a new
-    password set by an admin, clears the count. Unknown names and wrong passwords get the
-    same message (and take the same time), so that sign-in does not reveal who exists.
+    minutes; while locked, no password is even checked, and the right one is refused too. A
+    successful sign-in, or a new password set by an admin, clears the count. The lock, the
+    check and the count are one transaction (:meth:`Store.attempt_login`), so parallel
+    attempts cannot check more passwords than the limit. Unknown names and wrong passwords
+    get the same message (and take the same time), so sign-in does not reveal who exists.
     """
     now = now or datetime.now(UTC)
-    user = store.annotator(name)
-    if user and user["locked_until"] and user["locked_until"] > _log_time(now):
-        return SignIn(None, _locked_message(user["locked_until"]))
-    if check_login(name, password, user["password_hash"] if user else None):
-        store.record_login_success(name)
-        return SignIn(store.annotator(name))
-    if user is None:
-        return SignIn(None, WRONG_LOGIN)
-    until = _log_time(now + timedelta(minutes=LOCK_MINUTES))
-    locked = store.record_login_failure(name, lock_after=LOCK_AFTER_FAILURES, locked_until=until)
+    user, locked = store.attempt_login(
+        name,
+        lambda stored_hash: check_login(name, password, stored_hash),
+        now=_log_time(now),
+        lock_after=LOCK_AFTER_FAILURES,
+        locked_until=_log_time(now + timedelta(minutes=LOCK_MINUTES)),
+    )
+    if user is not None:
+        return SignIn(user)
     return SignIn(None, _locked_message(locked) if locked else WRONG_LOGIN)
+
+
+# --- browser sessions -----------------------------------------------------------------------------
+
+# A browser stays signed in until logout, 12 hours without use (a working day plus a long
+# lunch: the next morning asks again), or 7 days after sign-in, whichever comes first.
+SESSION_IDLE = timedelta(hours=12)
+SESSION_LIFETIME = timedelta(days=7)
+TICKET_LIFETIME = timedelta(minutes=2)  # from sign-in to the browser claiming its cookie
+# last_seen is written at most this often: a rerun reads the session but rarely writes.
+SESSION_TOUCH = timedelta(minutes=5)
+
+
+@dataclass(frozen=True)
+class BrowserSession:
+    """A signed-in browser session: its id, its user (``{"name", "role"}``), and the
+    one-time ticket (None once resumed) that the browser trades for its HttpOnly cookie."""
+
+    session_id: int
+    user: dict
+    ticket: str | None = None
+
+
+def start_session(store: Store, name: str, now: datetime | None = None) -> BrowserSession:
+    """Open a browser session for user ``name`` (just signed in). Its cookie does not exist
+    yet: the browser claims it with the returned ticket (:func:`claim_session`)."""
+    now = now or datetime.now(UTC)
+    ticket = new_token()
+    session_id = store.add_browser_session(
+        name,
+        token_hash(ticket),
+        ticket_expires=_log_time(now + TICKET_LIFETIME),
+        expires_at=_log_time(now + SESSION_LIFETIME),
+    )
+    user = store.annotator(name)
+    return BrowserSession(session_id, {"name": name, "role": user["role"]}, ticket)
+
+
+def claim_session(store: Store, ticket: str, now: datetime | None = None) -> str | None:
+    """Trade a one-time ticket for the session's cookie value (a new random token, of which
+    the store keeps only the hash), or None if the ticket is not valid (any more)."""
+    token = new_token()
+    claimed = store.claim_browser_session(
+        token_hash(ticket), token_hash(token), _log_time(now or datetime.now(UTC))
+    )
+    return token if claimed is not None else None
+
+
+def resume_session(
+    store: Store,
+    *,
+    session_id: int | None = None,
+    token: str | None = None,
+    now: datetime | None = None,
+) -> BrowserSession | None:
+    """The live session with this id (a tab signed in before) or cookie (a reload, a new
+    tab), or None when there is none: revoked (logout; the user removed, or given a new role
+    or password), idle for ``SESSION_IDLE``, past ``SESSION_LIFETIME``, or unknown."""
+    if token is not None:
+        row = store.browser_session(token_hash=token_hash(token))
+    elif session_id is not None:
+        row = store.browser_session(session_id=session_id)
+    else:
+        return None
+    now = now or datetime.now(UTC)
+    moment = _log_time(now)
+    if row is None or row["role"] is None or row["revoked_at"] or row["expires_at"] <= moment:
+        return None
+    if row["last_seen"] <= _log_time(now - SESSION_IDLE):
+        return None
+    if row["last_seen"] <= _log_time(now - SESSION_TOUCH):
+        store.touch_browser_session(row["id"], moment)
+    return BrowserSession(row["id"], {"name": row["annotator"], "role": row["role"]})
+
+
+def end_session(store: Store, session_id: int) -> None:
+    """Log out: the session ends for every tab of the browser that shares it."""
+    store.revoke_browser_session(session_id)
 
 
 def user_rows(store: Store, now: datetime | None = None) -> list[dict]:
