@@ -56,7 +56,7 @@ def current_user(store: Store, identity_provider_account: Callable[[], dict | No
     if SESSION_KEY in state:
         session = team.resume_session(store, session_id=state[SESSION_KEY])
         if session is None:
-            forget()
+            forget(store)
             state[SIGNED_OUT_KEY] = True
             return None
         state[USER_KEY] = session.user["name"]
@@ -74,40 +74,40 @@ def current_user(store: Store, identity_provider_account: Callable[[], dict | No
         if account is None:
             return None
         session = team.start_session(store, account["name"])
-    _keep(session)
+    _keep(store, session)
     return session.user
 
 
 def sign_in(store: Store, name: str) -> None:
     """Sign this tab in as ``name`` (whose password was just checked) with a new session."""
     st.session_state.pop(SIGNED_OUT_KEY, None)
-    _keep(team.start_session(store, name))
+    _keep(store, team.start_session(store, name))
 
 
 def log_out(store: Store) -> None:
     """End this tab's session: every tab of the browser is signed out at its next run."""
     if SESSION_KEY in st.session_state:
         team.end_session(store, st.session_state[SESSION_KEY])
-    forget()
+    forget(store)
     st.session_state[SIGNED_OUT_KEY] = True
 
 
-def forget() -> None:
-    """Forget, in this tab, who is signed in and their session (and nothing in the database)."""
+def forget(store: Store) -> None:
+    """Forget, in this tab, who is signed in and their session (nothing in the database)."""
+    team.bind_session(store, None)
     for key in (SESSION_KEY, TICKET_KEY, USER_KEY):
         st.session_state.pop(key, None)
 
 
 def deliver_cookie() -> None:
     """Have the page trade its pending ticket for the session cookie (once; see module doc).
-    Call it once per run, after the sign-in gate."""
-    ticket = st.session_state.get(TICKET_KEY)
-    if ticket:
-        _CLAIM(
-            key="goldset_session_cookie",
-            data={"ticket": ticket, "path": CLAIM_PATH},
-            on_claimed_change=_claimed,
-        )
+    Call it once per run, after the sign-in gate. It renders nothing visible, and renders at
+    every run (idle without a ticket) so that the elements after it keep their place."""
+    _CLAIM(
+        key="goldset_session_cookie",
+        data={"ticket": st.session_state.get(TICKET_KEY), "path": CLAIM_PATH},
+        on_claimed_change=_claimed,
+    )
 
 
 def _claimed() -> None:
@@ -116,7 +116,8 @@ def _claimed() -> None:
     st.session_state.pop(TICKET_KEY, None)
 
 
-def _keep(session: team.BrowserSession) -> None:
+def _keep(store: Store, session: team.BrowserSession) -> None:
+    team.bind_session(store, session.session_id)
     st.session_state[SESSION_KEY] = session.session_id
     st.session_state[USER_KEY] = session.user["name"]
     if session.ticket:

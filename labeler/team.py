@@ -13,6 +13,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from weakref import WeakKeyDictionary
 
 import numpy as np
 
@@ -54,13 +55,18 @@ def authorize(store: Store, name: str, needed: str) -> None:
     """Raise PermissionError unless user ``name`` — their role read from the database now —
     may do what ``needed`` may. Every reviewer and admin action calls it before acting, so a
     demoted user, or a request crafted without the page, is refused on the server. With no
-    users in the project, the local annotator owns it (admin)."""
+    users in the project, the local annotator owns it (admin). When the store acts for a
+    browser session (:func:`bind_session`), that session must still be live: a tab signed
+    out elsewhere cannot act, even in a callback that runs before its page checks sign-in."""
     user = store.annotator(name)
     role = user["role"] if user else None
     if user is None and name == LOCAL_ANNOTATOR and not store.annotators():
         role = "admin"
     if not has_role(role, needed):
         raise PermissionError(f"{name!r} may not do this: it needs the {needed} role")
+    session_id = _BOUND_SESSIONS.get(store)
+    if session_id is not None and resume_session(store, session_id=session_id) is None:
+        raise PermissionError("you were signed out (in another tab, or by an admin)")
 
 
 @dataclass(frozen=True)
@@ -170,6 +176,19 @@ def resume_session(
 def end_session(store: Store, session_id: int) -> None:
     """Log out: the session ends for every tab of the browser that shares it."""
     store.revoke_browser_session(session_id)
+
+
+# The browser session each app connection acts for (the app opens one Store per browser tab).
+_BOUND_SESSIONS: WeakKeyDictionary[Store, int] = WeakKeyDictionary()
+
+
+def bind_session(store: Store, session_id: int | None) -> None:
+    """Make every :func:`authorize` on ``store`` also require browser session ``session_id``
+    to be live (None: no session to require, e.g. the CLI or the local admin)."""
+    if session_id is None:
+        _BOUND_SESSIONS.pop(store, None)
+    else:
+        _BOUND_SESSIONS[store] = session_id
 
 
 def user_rows(store: Store, now: datetime | None = None) -> list[dict]:

@@ -187,7 +187,7 @@ def logout() -> None:
 
 
 def _forget_user() -> None:
-    signin.forget()
+    signin.forget(store())
     st.session_state.pop("label_session", None)
 
 
