@@ -1535,18 +1535,18 @@ class Store:
     # --- browser sessions -------------------------------------------------------------------------
 
     def add_browser_session(
-        self, name: str, ticket_hash: str, *, ticket_expires: str, expires_at: str
+        self, name: str, ticket_hash: str, *, now: str, ticket_expires: str, expires_at: str
     ) -> int:
-        """Open a browser session for user ``name``, to be claimed once with the ticket
-        whose hash is ``ticket_hash`` before ``ticket_expires``; returns its id."""
-        moment = golden.now()
+        """Open a browser session for user ``name`` at ``now`` (log times throughout), to be
+        claimed once with the ticket whose hash is ``ticket_hash`` before ``ticket_expires``;
+        returns its id."""
         with self._writing() as conn:
             if not conn.execute("SELECT 1 FROM annotators WHERE name = ?", (name,)).fetchone():
                 raise ValueError(f"unknown annotator {name!r}")
             return conn.execute(
                 "INSERT INTO browser_sessions (annotator, ticket_hash, ticket_expires, "
                 "created_at, last_seen, expires_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
-                (name, ticket_hash, ticket_expires, moment, moment, expires_at),
+                (name, ticket_hash, ticket_expires, now, now, expires_at),
             ).fetchone()[0]
 
     def claim_browser_session(self, ticket_hash: str, token_hash: str, now: str) -> int | None:

@@ -129,6 +129,7 @@ def start_session(store: Store, name: str, now: datetime | None = None) -> Brows
     session_id = store.add_browser_session(
         name,
         token_hash(ticket),
+        now=_log_time(now),
         ticket_expires=_log_time(now + TICKET_LIFETIME),
         expires_at=_log_time(now + SESSION_LIFETIME),
     )
