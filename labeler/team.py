@@ -212,6 +212,18 @@ def user_rows(store: Store, now: datetime | None = None) -> list[dict]:
     ]
 
 
+def admin_warning(store: Store) -> str | None:
+    """A warning when the project has users but none of them is an admin: everyone must sign
+    in, and nobody who can is allowed to manage users in the app. None when all is well."""
+    users = store.annotators()
+    if not users or any(user["role"] == "admin" for user in users):
+        return None
+    return (
+        "warning: no user is an admin, so nobody can manage the project in the app; "
+        "add one with `goldset user add NAME --role admin`"
+    )
+
+
 def _locked_message(locked_until: str) -> str:
     return (
         "Too many failed sign-ins: this account is locked until "

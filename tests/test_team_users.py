@@ -283,3 +283,13 @@ def test_cli_user_add_without_password_is_for_identity_provider_sign_in(tmp_path
     assert added.exit_code == 0, added.output
     listing = goldset("user", "list", "--db", db, "--json")
     assert '"sign_in": "identity provider"' in listing.output
+
+
+def test_cli_warns_when_no_user_can_manage_the_project(tmp_path):
+    db = str(tmp_path / "p.db")
+    annotator_only = goldset("user", "add", "ana", "--password", "x", "--db", db)
+    assert annotator_only.exit_code == 0 and "no user is an admin" in annotator_only.output
+    admin = goldset("user", "add", "alan", "--role", "admin", "--password", "x", "--db", db)
+    assert admin.exit_code == 0 and "no user is an admin" not in admin.output
+    removed = goldset("user", "remove", "alan", "--db", db)
+    assert "no user is an admin" in removed.output
