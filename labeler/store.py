@@ -245,11 +245,17 @@ def create_key_presses(db: sqlite_utils.Database) -> None:
 
 
 @migrations()
-def create_browser_sessions(db: sqlite_utils.Database) -> None:
-    """Version 5: signed-in browsers. Only hashes of the cookie's session id and of the
-    one-time ticket that claims it are stored: a copy of the database signs nobody in."""
+def create_sign_in_tables(db: sqlite_utils.Database) -> None:
+    """Version 5: signed-in browsers, and password checks in flight (see attempt_login). Only
+    hashes of the cookie's session id and of the one-time ticket that claims it are stored: a
+    copy of the database signs nobody in."""
     db.executescript(
         """
+        CREATE TABLE login_attempts (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            annotator TEXT NOT NULL,
+            started_at TEXT NOT NULL                   -- log time
+        );
         CREATE TABLE browser_sessions (
             id INTEGER PRIMARY KEY AUTOINCREMENT,
             annotator TEXT NOT NULL,
@@ -1475,52 +1481,79 @@ class Store:
         verify: Callable[[str | None], bool],
         *,
         now: str,
+        stale_before: str,
         lock_after: int,
         locked_until: str,
-    ) -> tuple[dict | None, str | None]:
-        """Check a sign-in of registered user ``name`` atomically: in ONE write transaction
-        (``BEGIN IMMEDIATE``) the lock is read, ``verify(password_hash)`` runs and a failure is
-        counted, so parallel attempts queue on the write lock and can never check more than
-        ``lock_after`` passwords in a row, nor clear a lock that another attempt just set.
+    ) -> tuple[str, object]:
+        """Check a sign-in of user ``name`` so that parallel attempts can never check more than
+        ``lock_after`` passwords in a row, nor clear a lock another attempt has just set.
 
-        While the account is locked (``locked_until`` later than ``now``) nothing is checked.
-        The ``lock_after``-th failure in a row locks it until ``locked_until`` and starts the
-        count again; a success clears the count. Returns ``(user, None)`` on success,
-        ``(None, lock time)`` when the account is (now) locked, ``(None, None)`` for a wrong
-        password; for an unknown name ``verify(None)`` runs outside the transaction (it holds
-        no lock while an unknown name is tried) and the result is ``(None, None)``.
+        The slow ``verify(password_hash)`` (scrypt) runs outside any transaction, so a burst
+        of sign-ins never holds the write lock that annotators' key presses need. Instead one
+        short ``BEGIN IMMEDIATE`` transaction reads the lock and reserves an attempt slot —
+        only while failures so far plus attempts in flight stay below ``lock_after`` — and a
+        second one records the outcome. A reservation older than ``stale_before`` (its
+        process died mid-check) frees its slot. Returns one of:
+
+        - ``("ok", user)``: the password is right; the count of failures starts again;
+        - ``("locked", until)``: locked (now or by this failure) until that log time; while
+          locked no password is checked, and a right one checked meanwhile is refused;
+        - ``("wrong", None)``: a wrong password, or an unknown name (``verify(None)`` then
+          runs, so that it takes as long);
+        - ``("busy", None)``: the slots are taken by attempts in flight: nothing checked.
         """
         if lock_after < 1:
             raise ValueError(f"lock_after must be at least 1, got {lock_after}")
         with self._writing() as conn:
             row = conn.execute(
-                "SELECT password_hash, locked_until FROM annotators WHERE name = ?", (name,)
+                "SELECT password_hash, locked_until, failed_logins FROM annotators WHERE name = ?",
+                (name,),
             ).fetchone()
             if row is not None:
-                stored_hash, locked = row
+                stored_hash, locked, failures = row
                 if locked and locked > now:
-                    return None, locked
-                if verify(stored_hash):
-                    conn.execute(
-                        "UPDATE annotators SET failed_logins = 0, locked_until = NULL "
-                        "WHERE name = ?",
-                        (name,),
-                    )
-                    return self.annotator(name), None
-                failures = conn.execute(
-                    "UPDATE annotators SET failed_logins = failed_logins + 1 WHERE name = ? "
-                    "RETURNING failed_logins",
-                    (name,),
+                    return "locked", locked
+                conn.execute("DELETE FROM login_attempts WHERE started_at < ?", (stale_before,))
+                in_flight = conn.execute(
+                    "SELECT count(*) FROM login_attempts WHERE annotator = ?", (name,)
                 ).fetchone()[0]
-                if failures < lock_after:
-                    return None, None
+                if failures + in_flight >= lock_after:
+                    return "busy", None
+                attempt = conn.execute(
+                    "INSERT INTO login_attempts (annotator, started_at) VALUES (?, ?) RETURNING id",
+                    (name, now),
+                ).fetchone()[0]
+        if row is None:
+            verify(None)
+            return "wrong", None
+        right = verify(stored_hash)
+        with self._writing() as conn:
+            conn.execute("DELETE FROM login_attempts WHERE id = ?", (attempt,))
+            current = conn.execute(
+                "SELECT password_hash, locked_until FROM annotators WHERE name = ?", (name,)
+            ).fetchone()
+            if current is None or current[0] != stored_hash:
+                return "wrong", None  # removed, or given a new password, meanwhile
+            if current[1] and current[1] > now:
+                return "locked", current[1]
+            if right:
                 conn.execute(
-                    "UPDATE annotators SET failed_logins = 0, locked_until = ? WHERE name = ?",
-                    (locked_until, name),
+                    "UPDATE annotators SET failed_logins = 0, locked_until = NULL WHERE name = ?",
+                    (name,),
                 )
-                return None, locked_until
-        verify(None)
-        return None, None
+                return "ok", self.annotator(name)
+            failures = conn.execute(
+                "UPDATE annotators SET failed_logins = failed_logins + 1 WHERE name = ? "
+                "RETURNING failed_logins",
+                (name,),
+            ).fetchone()[0]
+            if failures < lock_after:
+                return "wrong", None
+            conn.execute(
+                "UPDATE annotators SET failed_logins = 0, locked_until = ? WHERE name = ?",
+                (locked_until, name),
+            )
+            return "locked", locked_until
 
     def remove_annotator(self, name: str) -> None:
         """Remove a user's account and end their browser sessions. Their events stay in the

@@ -30,6 +30,9 @@ ROLE_LEVEL = {role: level for level, role in enumerate(ROLES)}
 LOCK_AFTER_FAILURES = 5
 LOCK_MINUTES = 15
 WRONG_LOGIN = "Unknown user name or wrong password."
+BUSY_LOGIN = "Too many sign-ins to this account at once: try again in a moment."
+# A password check still unfinished after this long died with its process: its slot is freed.
+ATTEMPT_TIMEOUT = timedelta(minutes=1)
 MRR_CUTOFF = 10  # the queue is ordered by the effect on MRR@10
 FIGURE_NAMES = {
     "relevance_kappa": "kappa (relevant or not)",
@@ -82,22 +85,26 @@ def sign_in(store: Store, name: str, password: str, now: datetime | None = None)
 
     ``LOCK_AFTER_FAILURES`` wrong passwords in a row lock the account for ``LOCK_MINUTES``
     minutes; while locked, no password is even checked, and the right one is refused too. A
-    successful sign-in, or a new password set by an admin, clears the count. The lock, the
-    check and the count are one transaction (:meth:`Store.attempt_login`), so parallel
-    attempts cannot check more passwords than the limit. Unknown names and wrong passwords
+    successful sign-in, or a new password set by an admin, clears the count. Each check holds
+    one of ``LOCK_AFTER_FAILURES`` slots, reserved atomically (:meth:`Store.attempt_login`),
+    so parallel attempts cannot check more passwords than the limit (an attempt finding
+    every slot taken is refused unchecked, ``BUSY_LOGIN``). Unknown names and wrong passwords
     get the same message (and take the same time), so sign-in does not reveal who exists.
     """
     now = now or datetime.now(UTC)
-    user, locked = store.attempt_login(
+    outcome, detail = store.attempt_login(
         name,
         lambda stored_hash: check_login(name, password, stored_hash),
         now=_log_time(now),
+        stale_before=_log_time(now - ATTEMPT_TIMEOUT),
         lock_after=LOCK_AFTER_FAILURES,
         locked_until=_log_time(now + timedelta(minutes=LOCK_MINUTES)),
     )
-    if user is not None:
-        return SignIn(user)
-    return SignIn(None, _locked_message(locked) if locked else WRONG_LOGIN)
+    if outcome == "ok":
+        return SignIn(detail)
+    if outcome == "locked":
+        return SignIn(None, _locked_message(detail))
+    return SignIn(None, BUSY_LOGIN if outcome == "busy" else WRONG_LOGIN)
 
 
 # --- browser sessions -----------------------------------------------------------------------------

@@ -71,6 +71,6 @@ def test_reopening_a_project_applies_its_schema_once(tmp_path):
                 "create_eval_records",
                 "create_team_tables",
                 "create_key_presses",
-                "create_browser_sessions",
+                "create_sign_in_tables",
             ]
         )

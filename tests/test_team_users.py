@@ -21,6 +21,8 @@ from labeler.auth import (
 from labeler.cli import cli
 from labeler.store import Store
 from labeler.team import (
+    ATTEMPT_TIMEOUT,
+    BUSY_LOGIN,
     LOCK_AFTER_FAILURES,
     LOCK_MINUTES,
     SESSION_IDLE,
@@ -38,6 +40,7 @@ from labeler.team import (
 )
 
 NOON = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
+LOCKED = team._locked_message("2026-01-05T12:15:00.000000Z")
 
 
 @pytest.fixture
@@ -140,6 +143,43 @@ def test_user_rows_show_roles_locks_and_work_but_never_hashes(store):
     assert later["ana"]["locked_until"] is None
 
 
+def test_a_right_password_checked_while_the_account_got_locked_is_refused(store, monkeypatch):
+    def locked_meanwhile(name, password, stored_hash):
+        # As by an attempt whose check outlived its slot (ATTEMPT_TIMEOUT) and then failed.
+        store.conn.execute(
+            "UPDATE annotators SET locked_until = '2026-01-05T12:15:00.000000Z' WHERE name = 'ana'"
+        )
+        return check_login(name, password, stored_hash)
+
+    monkeypatch.setattr(team, "check_login", locked_meanwhile)
+    result = sign_in(store, "ana", "right", NOON)
+    assert result.user is None and result.message == LOCKED
+    assert store.annotator("ana")["locked_until"].startswith("2026-01-05T12:15")
+
+
+def test_an_attempt_finding_every_slot_taken_is_refused_unchecked(store, monkeypatch):
+    fail(store, LOCK_AFTER_FAILURES - 1)
+    inner = []
+
+    def another_attempt_meanwhile(name, password, stored_hash):
+        inner.append(sign_in(store, "ana", "right", NOON))  # the last slot is taken
+        return check_login(name, password, stored_hash)
+
+    monkeypatch.setattr(team, "check_login", another_attempt_meanwhile)
+    assert sign_in(store, "ana", "right", NOON).user["name"] == "ana"
+    assert [attempt.message for attempt in inner] == [BUSY_LOGIN]
+
+
+def test_a_check_that_died_mid_way_frees_its_slot_after_a_minute(store):
+    fail(store, LOCK_AFTER_FAILURES - 1)
+    store.conn.execute(  # a reservation left by a process killed while checking
+        "INSERT INTO login_attempts (annotator, started_at) VALUES ('ana', ?)",
+        (NOON.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),),
+    )
+    assert sign_in(store, "ana", "right", NOON).message == BUSY_LOGIN
+    assert sign_in(store, "ana", "right", NOON + ATTEMPT_TIMEOUT * 2).user["name"] == "ana"
+
+
 def test_twenty_parallel_wrong_passwords_check_no_more_than_five_and_lock(store, monkeypatch):
     checked = []
 
@@ -159,7 +199,8 @@ def test_twenty_parallel_wrong_passwords_check_no_more_than_five_and_lock(store,
     with ThreadPoolExecutor(20) as pool:
         results = list(pool.map(attempt, range(20)))
     assert len(checked) == LOCK_AFTER_FAILURES
-    assert sum("locked" in result.message for result in results) == 20 - LOCK_AFTER_FAILURES + 1
+    assert all(result.user is None for result in results)
+    assert {result.message for result in results} <= {WRONG_LOGIN, BUSY_LOGIN, LOCKED}
     locked_until = store.annotator("ana")["locked_until"]
     during = sign_in(store, "ana", "right", NOON + timedelta(minutes=1))
     assert during.user is None and "locked" in during.message
