@@ -11,7 +11,9 @@ from click.testing import CliRunner
 from starlette.requests import Request
 from streamlit.testing.v1 import AppTest
 from streamlit.web.server.app_discovery import discover_asgi_app
+from test_app_team import OIDC
 
+from labeler import signin
 from labeler.auth import (
     LOCAL_ANNOTATOR,
     check_login,
@@ -24,7 +26,7 @@ from labeler.cli import cli
 from labeler.launch import APP, DB_ENV, app_environment, check_host, streamlit_command
 from labeler.session_cookie import CLAIM_PATH, COOKIE, claim
 from labeler.store import DEMO_TASKS, Store
-from labeler.team import resume_session, start_session
+from labeler.team import end_session, resume_session, start_session
 from labeler.views import context
 
 
@@ -259,3 +261,54 @@ def test_an_unexpected_error_shows_an_id_never_a_traceback(lone_project, monkeyp
     error_id = re.search(r"error ([0-9a-f]{8})", message).group(1)
     assert str(lone_project) not in message and "secret" not in message
     assert error_id in caplog.text and "secret detail" in caplog.text  # the log keeps it
+
+
+# --- sessions in the app --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def ana_project(lone_project) -> Path:
+    with Store(lone_project) as store:
+        store.add_annotator("ana", password_hash=hash_password("pw"))
+        store.add_annotator("sso@example.com")
+    return lone_project
+
+
+def tab(session_id: int | None = None, **user) -> AppTest:
+    """A tab of a browser: resumed from the browser's session ``session_id`` if given (as a
+    reload or a new tab is), signed in through the identity provider as ``user`` if given."""
+    at = AppTest.from_file("../labeler/app.py", default_timeout=30)
+    if session_id is not None:
+        at.session_state[signin.SESSION_KEY] = session_id
+    if user:
+        at.secrets.update(OIDC)
+        at.user.update({"is_logged_in": True, "email_verified": True, **user})
+    return at.run()
+
+
+def test_a_password_sign_in_opens_a_session_and_logout_ends_it_in_every_tab(ana_project):
+    first = tab()
+    field(first, "User name").input("ana")
+    field(first, "Password").input("pw")
+    first = click(first, "Log in")
+    session_id = first.session_state[signin.SESSION_KEY]
+    second = tab(session_id)
+    assert "Labelling as ana" in page_text(second)
+    click(first, "Log out")
+    second.run()
+    assert [button.label for button in second.button] == ["Log in"]
+    with Store(ana_project) as store:
+        assert store.browser_session(session_id=session_id)["revoked_at"] is not None
+
+
+def test_an_identity_provider_sign_in_opens_a_session_and_its_end_signs_the_tab_out(
+    ana_project,
+):
+    at = tab(email="sso@example.com")
+    assert "Labelling as sso@example.com" in page_text(at)
+    session_id = at.session_state[signin.SESSION_KEY]
+    with Store(ana_project) as store:
+        assert store.browser_session(session_id=session_id)["annotator"] == "sso@example.com"
+        end_session(store, session_id)  # logged out in another tab of the browser
+    at.run()  # the provider's sign-in is still cached in this tab: it does not sign in again
+    assert "Labelling as" not in page_text(at) and "Log in" in [b.label for b in at.button]
