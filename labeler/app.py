@@ -52,6 +52,7 @@ def main() -> None:
         ]
     if has_role(user["role"], "admin"):
         pages += [st.Page("views/admin.py", title="Admin", icon=":material/admin_panel_settings:")]
+        pages += [st.Page("views/judges.py", title="Machine judges", icon=":material/smart_toy:")]
     st.navigation(pages).run()
 
 
