@@ -265,3 +265,46 @@ def test_a_prompt_template_with_an_unknown_placeholder_is_refused(tmp_path):
     template.write_text("Grade on $scale, from 0 to $top.")
     with pytest.raises(ValueError, match="placeholder"):
         judges.Prompt.from_template(template, 3)
+
+
+def test_holes_of_a_new_run_are_its_top_k_pairs_that_no_human_labelled(store, tmp_path):
+    store.judge("q0", "d0-0", 1, "ana")  # first-hit: q0 done at rank 1
+    new_run = tmp_path / "new.trec"
+    # q0's top 3: a labelled pair, an unlabelled candidate, and q1's document (in the project).
+    lines = ["q0 Q0 d0-0 1 3 new", "q0 Q0 d0-1 2 2 new", "q0 Q0 d1-0 3 1 new", "zz Q0 d0-0 1 1 new"]
+    new_run.write_text("\n".join(lines) + "\n")
+    with FakeJudge() as fake:
+        result = goldset_judge(
+            store, fake, "--name", "fake", "--holes", str(new_run), "--depth", "2"
+        )
+    assert result.exit_code == 0, result.output
+    asked = [json.loads(body["messages"][1]["content"])["document"] for body in fake.requests]
+    assert asked == [{"title": "title 1", "text": "text 0 1"}]  # d0-1 only: depth 2, d0-0 labelled
+    with FakeJudge() as fake:
+        goldset_judge(store, fake, "--name", "fake", "--holes", str(new_run), "--depth", "3")
+    assert [json.loads(b["messages"][1]["content"])["document"]["text"] for b in fake.requests] == [
+        "text 1 0"
+    ]
+
+
+def test_a_pooled_runs_pairs_are_judged_to_the_depth_asked(tmp_path):
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(
+        "".join(json.dumps({"_id": f"d{n}", "text": f"t{n}"}) + "\n" for n in range(6))
+    )
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text(json.dumps({"_id": "q", "text": "question"}) + "\n")
+    runs = []
+    for name, docs in (("a", [0, 1, 2]), ("b", [3, 4, 5])):
+        path = tmp_path / f"{name}.trec"
+        path.write_text("".join(f"q Q0 d{d} {r} {9 - r} {name}\n" for r, d in enumerate(docs)))
+        runs.append(path)
+    with Store(tmp_path / "pooled.db") as pooled:
+        pooled.pool(corpus, queries, runs, 3)
+        assert [row["doc_id"] for row in pooled.machine_pairs(JUDGE, run="b", depth=2)] == [
+            "d3",
+            "d4",
+        ]
+        assert len(pooled.machine_pairs(JUDGE)) == 6
+        with pytest.raises(ValueError, match="no pooled run"):
+            pooled.machine_pairs(JUDGE, run="c")
