@@ -72,5 +72,6 @@ def test_reopening_a_project_applies_its_schema_once(tmp_path):
                 "create_team_tables",
                 "create_key_presses",
                 "create_sign_in_tables",
+                "create_machine_judges",
             ]
         )
