@@ -479,11 +479,12 @@ def _measured_cost(db, queries, docs_per_query, seconds, rate, as_json) -> None:
 
 
 def _db_option(command):
-    """``--db PATH``, defaulting to the bundled project ``data/goldset.db``."""
+    """``--db PATH``, defaulting to the default project (``labeler.store.DEFAULT_DB``)."""
     return click.option(
         "--db",
         type=click.Path(dir_okay=False),
-        help="Project database [default: data/goldset.db, created from the demo set].",
+        help="Project database [default: the default project, created from the demo set; "
+        "see goldset app --help].",
     )(command)
 
 
@@ -613,22 +614,34 @@ def status(db, as_json):
 @_db_option
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", type=click.IntRange(1, 65535), default=8501, show_default=True)
+@click.option(
+    "--open/--no-open",
+    "open_browser",
+    default=None,
+    help="Open the app in the browser once it is up [default: when a display exists].",
+)
 @_fail_on_bad_input
-def app(db, host, port):
-    """Start the labelling app in the browser.
+def app(db, host, port, open_browser):
+    """Start the labelling app and open it in the browser.
 
     \b
     Example:
         goldset app --db project.db --port 8501
 
-    With no users in the project the app serves one local annotator and listens on
-    loopback only; once users exist (goldset user add NAME) everyone logs in.
+    Without --db the default project is used (created from the demo set on first use):
+    data/goldset.db in a clone of the repository, else goldset/goldset.db in the user's data
+    folder (~/.local/share on Linux). The app's settings (theme, toolbar, address) ship with
+    the package, so it behaves the same from any directory. With no users in the project the
+    app serves one local annotator and listens on loopback only; once users exist
+    (goldset user add NAME) everyone logs in.
     """
-    from labeler.launch import serve
+    from labeler.launch import app_url, has_display, serve
 
     with _open_store(db) as store:
         has_users = bool(store.annotators())
-    serve(db, host, port, has_users)
+        path = store.path
+    click.echo(f"goldset: serving {path} on {app_url(host, port)}", err=True)
+    serve(db, host, port, has_users, has_display() if open_browser is None else open_browser)
 
 
 @cli.group()
