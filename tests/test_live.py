@@ -299,13 +299,15 @@ def test_coverage_counts_done_pending_and_skipped_per_slice(demo):
     assert frame.loc["head", "queries"] + frame.loc["tail", "queries"] == 50
 
 
-def test_throughput_counts_judgements_per_hour_with_idle_hours_as_zero(demo):
+def test_throughput_counts_judgements_made_only_in_the_hours_that_have_some(demo):
     now = datetime.now(UTC)
     frame = live.throughput(demo, hours=3, now=now + timedelta(hours=1))
     per_hour = frame.groupby("hour")["judgements"].sum()
     judgements = len(demo.judgement_seconds())
-    assert len(per_hour) == 3 and per_hour.iloc[-1] == 0 and per_hour.sum() == judgements
+    assert list(per_hour.index) == [pd.Timestamp(now).floor("h")]  # the idle hour is left out
+    assert per_hour.sum() == judgements
     assert set(frame["annotator"]) == {"ana", "ben"}
+    assert live.throughput(demo, hours=3, now=now + timedelta(hours=5)).empty
 
 
 # --- keeping the figures fresh -----------------------------------------------------------
