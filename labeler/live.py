@@ -300,7 +300,10 @@ def runs_table(reports: Mapping[str, Mapping], slice_name: str = ALL) -> pd.Data
     ordered = [m for m in names if m != JUDGED] + [JUDGED]
     rows = [
         {"Metric": metric_label(metric)}
-        | {run: figure_text(metrics_of(r).get(metric), metric) for run, r in reports.items()}
+        | {
+            run: figure_text(metrics_of(r).get(metric), metric, ci=metric != JUDGED)
+            for run, r in reports.items()
+        }
         for metric in ordered
     ]
     return pd.DataFrame(rows, columns=["Metric", *reports])

@@ -23,26 +23,27 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from eval.readers import Run
+from eval.readers import Golden, Run
 from labeler import live, team
 from labeler.store import Store
 from labeler.views import context
 
-NUMBER = st.column_config.NumberColumn(format="%.3f")
 TREND_METRICS = ("mrr@10", "hit@1", "hit@10", "miss@10")
-FIGURES = {
-    "value": NUMBER,
-    "ci_low": st.column_config.NumberColumn("95% CI low", format="%.3f"),
-    "ci_high": st.column_config.NumberColumn("95% CI high", format="%.3f"),
-    live.JUDGED: NUMBER,
-}
+CHANGE_COLORS = {"new miss": "#c0392b", "new hit": "#1e8449", "moved down": "#e67e22",
+                 "moved up": "#2e86c1"}  # fmt: skip
+NONE_RANK = 11  # where "no relevant doc in the top 10" sits on the rank-change chart
 
 uploaded_run = st.cache_data(**context.CACHE)(live.read_uploaded_run)
 
 
-def project_run_name(run: str | None) -> str:
-    """How a run held in the project is named in the selector."""
-    return f"{live.CANDIDATES} (the project's candidate lists)" if run is None else run
+def project_run_name(run: str | None, pooled: int = 0) -> str:
+    """How a run held in the project is named in the selector: its own order (the imported
+    candidate lists, or the pool of ``pooled`` runs in its fused order), or a pooled run."""
+    if run is not None:
+        return f"{run} (pooled run)"
+    if pooled:
+        return f"{live.CANDIDATES} (the pool of {pooled} runs, fused order)"
+    return f"{live.CANDIDATES} (the project's imported candidate lists)"
 
 
 def chosen_runs(store: Store, state: live.ProjectState) -> tuple[list[Run], dict[str, tuple]]:
@@ -51,8 +52,11 @@ def chosen_runs(store: Store, state: live.ProjectState) -> tuple[list[Run], dict
     files = st.file_uploader(
         "Run files (TREC or JSONL)", accept_multiple_files=True, key="compare_runs"
     )
+    project = live.project_runs(store)
     held = st.multiselect(
-        "Runs held in the project", live.project_runs(store), format_func=project_run_name
+        "Runs held in the project",
+        project,
+        format_func=lambda run: project_run_name(run, len(project) - 1),
     )
     runs, uploads = [], {}
     for number, file in enumerate(files or [], start=1):
@@ -101,11 +105,15 @@ def upload_sha256(upload: tuple[str, bytes]) -> str:
 def evaluate_section(state: live.ProjectState, runs: list[Run], uploads: dict) -> dict:
     """Each run's figures, overall and per slice, with judged@10 beside every one."""
     st.subheader("Evaluation on the current golden set")
-    table, reports = evaluation(state, runs, tuple(run_key(run, uploads) for run in runs))
-    st.dataframe(table, hide_index=True, column_config=FIGURES, height=context.rows_height(table))
+    _, reports = evaluation(state, runs, tuple(run_key(run, uploads) for run in runs))
+    slices = list(dict.fromkeys(name for report in reports.values() for name in report["slices"]))
+    shown = st.selectbox("Slice", [live.ALL, *slices], key="compare_slice")
+    table = live.runs_table(reports, shown)
+    st.dataframe(table, hide_index=True, height=context.rows_height(table))
     st.caption(
-        "judged@10: the share of each run's top 10 that is judged. Unjudged documents count "
-        "as not relevant, so a low judged@10 understates the run: label its holes."
+        "Mean [bootstrap 95% CI] per run. Judged@10 (last row): the share of each run's top "
+        "10 that is judged. Unjudged documents count as not relevant, so a low judged@10 "
+        "understates the run: label its holes."
     )
     return reports
 
@@ -129,20 +137,72 @@ def paired_section(state: live.ProjectState, runs: list[Run], uploads: dict) -> 
         st.error("Release gate: failed.", icon=":material/block:")
     for line in [*verdict["reasons"], *(f"warning: {w}" for w in verdict["warnings"])]:
         st.text(line)
-    deltas = live.paired_table(result)
+    paired, changes = st.columns([3, 2])
+    with paired:
+        st.markdown("**Paired figures** (candidate − baseline, same queries)")
+        deltas = live.paired_wide(result, baseline, candidate)
+        st.dataframe(deltas, hide_index=True, height=context.rows_height(deltas))
+    with changes:
+        changed_section(result, context.golden_at(state))
+
+
+def changed_section(result: dict, golden: Golden) -> None:
+    """The queries behind the means: new misses first, each opening on the label page, and
+    a chart of their first relevant ranks in both runs."""
+    st.markdown("**Queries that changed** (new misses first)")
+    if "changed_queries" not in result:
+        st.caption("This comparison does not list the queries that changed.")
+        return
+    changed = live.changed_queries(result, golden)
+    if changed.empty:
+        st.caption("No query changed its first relevant rank in the top 10.")
+        return
+    counts = changed["change"].value_counts()
+    st.caption(" · ".join(f"{counts.get(kind, 0)} {kind}" for kind in live.CHANGES.values()))
     st.dataframe(
-        deltas,
+        changed,
         hide_index=True,
-        height=context.rows_height(deltas),
+        height=context.rows_height(changed, most=12),
         column_config={
-            "baseline": NUMBER,
-            "candidate": NUMBER,
-            "delta": st.column_config.NumberColumn("delta", format="%+.3f"),
-            "ci_low": st.column_config.NumberColumn("delta 95% CI low", format="%+.3f"),
-            "ci_high": st.column_config.NumberColumn("delta 95% CI high", format="%+.3f"),
-            "p_value": st.column_config.NumberColumn("p", format="%.4f"),
+            "change": "Change",
+            "query_id": "Query id",
+            "query": st.column_config.TextColumn("Query", width="medium"),
+            "slice": "Slice",
+            "baseline_rank": st.column_config.NumberColumn("Baseline rank", format="%d"),
+            "candidate_rank": st.column_config.NumberColumn("Candidate rank", format="%d"),
+            "link": st.column_config.LinkColumn("Open", display_text="label ↗"),
         },
     )
+    st.altair_chart(rank_change_chart(changed), width="stretch")
+
+
+def rank_change_chart(changed: pd.DataFrame) -> alt.Chart:
+    """Each changed query's first relevant rank in the baseline (x) and the candidate (y);
+    "none" (not in the top 10) at the far end. New misses are drawn large and red."""
+    data = changed.assign(
+        baseline=changed["baseline_rank"].fillna(NONE_RANK).astype(int),
+        candidate=changed["candidate_rank"].fillna(NONE_RANK).astype(int),
+        new_miss=changed["change"] == live.CHANGES["new_misses"],
+    )[["change", "query_id", "slice", "baseline", "candidate", "new_miss"]]
+    labels = f"datum.value == {NONE_RANK} ? 'none' : datum.value"
+    axis = {"values": list(range(1, NONE_RANK + 1)), "labelExpr": labels}
+    scale = alt.Scale(domain=[0.5, NONE_RANK + 0.5])
+    return (
+        alt.Chart(data)
+        .mark_point(filled=True, opacity=0.8)
+        .encode(
+            x=alt.X("baseline:Q", title="baseline first relevant rank", scale=scale,
+                    axis=alt.Axis(**axis)),
+            y=alt.Y("candidate:Q", title="candidate first relevant rank", scale=scale,
+                    axis=alt.Axis(**axis)),
+            color=alt.Color("change:N", title="change",
+                            scale=alt.Scale(domain=list(CHANGE_COLORS),
+                                            range=list(CHANGE_COLORS.values()))),
+            size=alt.Size("new_miss:N", legend=None, scale=alt.Scale(range=[60, 220])),
+            tooltip=["query_id", "slice", "change", "baseline", "candidate"],
+        )
+        .properties(height=280)
+    )  # fmt: skip
 
 
 def label_the_holes(store: Store, user: dict, uploads: dict[str, tuple], reports: dict) -> None:
