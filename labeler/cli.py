@@ -459,18 +459,17 @@ def _measured_cost(db, queries, docs_per_query, seconds, rate, as_json) -> None:
         click.echo(f"nothing measured yet: no query is done; {summary.queries_remaining:,} left")
         return
     lines = [
-        f"measured: {figures.seconds_per_judgement:.1f} s per judgement (median), "
-        f"{figures.judgements_per_query:.2f} judgements per query (mean judged depth), "
+        live.work_text(summary),
         f"{summary.annotators_per_query:.2f} annotators per query",
         *(
-            f"{name:<9} {price.hours:8.2f} h  ${price.dollars:,.2f}"
+            f"{name:<9} {live.duration_text(price.hours):>10}  ${price.dollars:,.2f}"
             for name, price in (
                 ("spent", figures.spent),
                 ("remaining", figures.remaining),
                 ("total", figures.total),
             )
         ),
-        f"{summary.queries_remaining:,} queries left, at ${summary.rate:g}/h",
+        f"at ${summary.rate:g}/h",
     ]
     click.echo("\n".join(lines))
 
@@ -581,26 +580,40 @@ def export(db, export_format, out):
     click.echo(f"wrote {count} {unit} to {out}")
 
 
+# The measured work figures that `goldset status --json` adds, as `goldset cost --db` has them.
+STATUS_WORK_FIGURES = (
+    "current_labels", "judgements_made", "seconds_per_judgement", "judgements_per_query",
+    "queries_remaining",
+)  # fmt: skip
+
+
 @cli.command()
 @_db_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def status(db, as_json):
-    """Show the project: queries done / pending / skipped / unanswerable per slice.
+    """Show the project: queries done / pending / skipped / unanswerable per slice, and the
+    work figures as the app's dashboard and cost planner word them (current labels,
+    judgements made, median seconds per judgement, mean judged depth, queries left).
 
     \b
     Example:
         goldset status --db project.db
     """
+    from labeler import live
+
     with _open_store(db) as store:
         summary = store.status()
+        work = live.cost_summary(store)
     if as_json:
-        click.echo(json.dumps(summary, indent=2))
+        figures = {key: work.as_dict()[key] for key in STATUS_WORK_FIGURES}
+        click.echo(json.dumps({**summary, **figures}, indent=2))
         return
     frame = pd.DataFrame(summary["slices"]).T.rename(index={"": "(no slice)"})
     click.echo(f"{summary['path']}: {summary['queries']} queries, {summary['documents']} documents")
     click.echo(frame.to_string() if len(frame) else "no queries yet")
+    click.echo(live.work_text(work))
     click.echo(
-        f"judgements: {summary['judgements']} ({summary['events']} events); "
+        f"events in the log: {summary['events']:,}; "
         f"annotators: {', '.join(summary['annotators']) or 'none'}"
     )
     for run in summary["runs"]:
