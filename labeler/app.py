@@ -9,7 +9,9 @@ import streamlit as st
 from labeler.team import has_role
 from labeler.views import context
 
-st.set_page_config(page_title="goldset", page_icon="🏅", layout="centered")
+WIDE_PAGES = ("dashboard", "compare", "review")  # url paths of the pages laid out wide
+
+st.set_page_config(page_title="goldset", page_icon="🏅")
 user = context.require_user()  # the login form, when the project has users
 
 # Pages by role, decided on the server at every run: a page left out of the navigation cannot
@@ -25,4 +27,8 @@ if has_role(user["role"], "reviewer"):
     ]
 if has_role(user["role"], "admin"):
     pages += [st.Page("views/admin.py", title="Admin", icon=":material/admin_panel_settings:")]
-st.navigation(pages).run()
+page = st.navigation(pages)
+# The layout is set here, once a run, for the page about to run: wide for the pages of tables
+# side by side. A second call inside a page lost to an entrypoint's on reruns.
+st.set_page_config(layout="wide" if page.url_path in WIDE_PAGES else "centered")
+page.run()

@@ -237,7 +237,8 @@ def value_text(value: float | None, metric: str) -> str:
 
 
 def figure_text(entry: Mapping | None, metric: str, ci: bool = True) -> str:
-    """A report's metric entry as one cell: ``0.615 [0.511, 0.720]``, ``≥ 0.412 [...]`` for a
+    """A report's metric entry as one cell: ``0.615 [0.511, 0.720]``, ``45.5% [18.2, 72.7]``
+    for a rate, ``≥ 0.412 [...]`` for a
     lower bound (precision@k of first-hit labels), the reason (``not measured (first-hit
     labels)``) when the mean is None for recall@k or nDCG@k, ``–`` when nothing is known."""
     if not entry:
@@ -249,7 +250,9 @@ def figure_text(entry: Mapping | None, metric: str, ci: bool = True) -> str:
     text = ("≥ " if entry.get("bound") == "lower" else "") + value_text(mean, metric)
     low, high = entry.get("ci95") or (None, None)
     if ci and finite(low) and finite(high):
-        text += f" [{value_text(low, metric)}, {value_text(high, metric)}]"
+        # a rate's CI bounds without their % signs, so that wide tables fit: 45.5% [18.2, 72.7]
+        bounds = [f"{b:.1%}"[:-1] if is_rate(metric) else f"{b:.3f}" for b in (low, high)]
+        text += f" [{bounds[0]}, {bounds[1]}]"
     return text
 
 

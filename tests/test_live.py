@@ -9,6 +9,7 @@ helpers from here: ``labelled_demo`` (the demo set with the MRR worked example l
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -497,3 +498,37 @@ def test_downloads_equal_the_exports_and_the_report(demo, tmp_path):
     assert csv.loc[(csv["slice"] == "all") & (csv["metric"] == "mrr@10"), "value"].item() == (
         pytest.approx(report["metrics"]["mrr@10"]["mean"])
     )
+
+
+# --- how figures are written ----------------------------------------------------------------
+
+
+def test_a_figure_cell_holds_the_mean_and_its_ci_rates_in_percent():
+    assert live.figure_text({"mean": 0.615, "ci95": [0.511, 0.72]}, "mrr@10") == (
+        "0.615 [0.511, 0.720]"
+    )
+    assert live.figure_text({"mean": 0.455, "ci95": [0.182, 0.727]}, "hit@1") == (
+        "45.5% [18.2, 72.7]"
+    )
+    assert live.figure_text({"mean": 0.34, "ci95": [0.2, 0.5]}, "judged@10", ci=False) == "34.0%"
+    assert live.figure_text({"mean": None, "ci95": [None, None]}, "mrr@10") == "–"
+
+
+def test_first_hit_figures_say_not_measured_or_lower_bound():
+    not_measured = {"mean": None, "ci95": None, "queries": 0}
+    assert live.figure_text(not_measured, "ndcg@10") == "not measured (first-hit labels)"
+    given = {**not_measured, "reason": "not measured (no full-mode query)"}
+    assert live.figure_text(given, "recall@10") == "not measured (no full-mode query)"
+    lower = {"mean": 0.412, "ci95": [0.3, 0.5], "bound": "lower"}
+    assert live.figure_text(lower, "precision@10") == "≥ 0.412 [0.300, 0.500]"
+
+
+def test_durations_read_in_minutes_below_an_hour():
+    assert [live.duration_text(h) for h in (0.2, 0.004, 3.44, 42.4, math.nan)] == [
+        "≈ 12 min", "≈ 1 min", "≈ 3.4 h", "≈ 42 h", "–",
+    ]  # fmt: skip
+
+
+def test_query_ids_sort_with_their_numbers_as_numbers():
+    ids = pd.Series(["q219", "q22", "q3", "a10", "q22b"])
+    assert ids.sort_values(key=live.id_order).tolist() == ["a10", "q3", "q22", "q22b", "q219"]

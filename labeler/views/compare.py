@@ -24,7 +24,7 @@ import pandas as pd
 import streamlit as st
 
 from eval.readers import Golden, Run
-from labeler import live, team
+from labeler import live, render, team
 from labeler.store import Store
 from labeler.views import context
 
@@ -102,8 +102,9 @@ def upload_sha256(upload: tuple[str, bytes]) -> str:
     return hashlib.sha256(upload[1]).hexdigest()
 
 
-def evaluate_section(state: live.ProjectState, runs: list[Run], uploads: dict) -> dict:
-    """Each run's figures, overall and per slice, with judged@10 beside every one."""
+def evaluate_section(state: live.ProjectState, runs: list[Run], uploads: dict) -> tuple[dict, str]:
+    """Each run's figures on the whole set or a chosen slice, with judged@10 beside them.
+    Returns the reports by run name and the chosen slice."""
     st.subheader("Evaluation on the current golden set")
     _, reports = evaluation(state, runs, tuple(run_key(run, uploads) for run in runs))
     slices = list(dict.fromkeys(name for report in reports.values() for name in report["slices"]))
@@ -115,11 +116,14 @@ def evaluate_section(state: live.ProjectState, runs: list[Run], uploads: dict) -
         "10 that is judged. Unjudged documents count as not relevant, so a low judged@10 "
         "understates the run: label its holes."
     )
-    return reports
+    return reports, shown
 
 
-def paired_section(state: live.ProjectState, runs: list[Run], uploads: dict) -> None:
-    """Two runs on the same queries: deltas with paired CIs per slice, and the gate."""
+def paired_section(
+    state: live.ProjectState, runs: list[Run], uploads: dict, slice_name: str = live.ALL
+) -> None:
+    """Two runs on the same queries: deltas with paired CIs (on the slice chosen above), the
+    gate, and the queries that changed."""
     st.subheader("Paired comparison")
     names = [run.name for run in runs]
     left, right = st.columns(2)
@@ -137,11 +141,23 @@ def paired_section(state: live.ProjectState, runs: list[Run], uploads: dict) -> 
         st.error("Release gate: failed.", icon=":material/block:")
     for line in [*verdict["reasons"], *(f"warning: {w}" for w in verdict["warnings"])]:
         st.text(line)
-    paired, changes = st.columns([3, 2])
+    paired, changes = st.columns(2)
     with paired:
-        st.markdown("**Paired figures** (candidate − baseline, same queries)")
         deltas = live.paired_wide(result, baseline, candidate)
-        st.dataframe(deltas, hide_index=True, height=context.rows_height(deltas))
+        deltas = deltas[deltas["Slice"] == slice_name].drop(columns="Slice")
+        queries = deltas["Queries"].iloc[0] if len(deltas) else 0
+        st.html(  # the slice's name is data: escaped
+            render.note(
+                f"Paired figures on {slice_name}: candidate − baseline over the same "
+                f"{queries:,} answerable queries"
+            )
+        )
+        st.dataframe(
+            deltas.drop(columns="Queries"),
+            hide_index=True,
+            height=context.rows_height(deltas),
+            column_config={"Change [95% CI]": st.column_config.TextColumn(width="medium")},
+        )
     with changes:
         changed_section(result, context.golden_at(state))
 
@@ -310,15 +326,14 @@ def history_section(store: Store) -> None:
 
 def main() -> None:
     """Render the compare page (reviewers and admins; the actions for admins)."""
-    st.set_page_config(layout="wide")
     user = context.open_page("reviewer", "Compare runs")
     store = context.store()
     state = live.ProjectState.of(store)
     runs, uploads = chosen_runs(store, state)
     if runs:
-        reports = evaluate_section(state, runs, uploads)
+        reports, slice_name = evaluate_section(state, runs, uploads)
         if len(runs) >= 2:
-            paired_section(state, runs, uploads)
+            paired_section(state, runs, uploads, slice_name)
         if team.has_role(user["role"], "admin"):
             label_the_holes(store, user, uploads, reports)
             record_section(store, user, state, runs, uploads)

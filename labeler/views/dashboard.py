@@ -83,11 +83,16 @@ def mrr_chart(table: pd.DataFrame) -> alt.Chart:
         ],
     )
     bars = base.mark_errorbar(ticks=True).encode(
-        x=alt.X("ci_low:Q", title="MRR@10 with 95% CI", scale=alt.Scale(domain=[0, 1])),
+        x=alt.X(
+            "ci_low:Q",
+            title="MRR@10 with its 95% CI",
+            scale=alt.Scale(domain=[0, 1]),
+            axis=alt.Axis(format=".1f", tickCount=10),
+        ),
         x2="ci_high:Q",
     )
     points = base.mark_point(filled=True, size=80).encode(x="value:Q")
-    return (bars + points).properties(height=40 + 30 * len(order))
+    return (bars + points).properties(height=60 + 36 * len(order))
 
 
 def rank_chart(first_relevant: pd.DataFrame) -> alt.Chart:
@@ -119,12 +124,17 @@ def throughput_chart(per_hour: pd.DataFrame) -> alt.Chart:
         alt.Chart(data)
         .mark_bar()
         .encode(
-            x=alt.X("label:O", sort=list(dict.fromkeys(data["label"])), title="hour (UTC)"),
+            x=alt.X(
+                "label:O",
+                sort=list(dict.fromkeys(data["label"])),
+                title="hour (UTC)",
+                axis=alt.Axis(labelAngle=0),
+            ),
             y=alt.Y("judgements:Q", title="judgements made"),
             color=alt.Color("annotator:N", title="annotator"),
             tooltip=[alt.Tooltip("label:N", title="hour (UTC)"), "annotator", "judgements"],
         )
-        .properties(height=200)
+        .properties(height=200, width=alt.Step(60))  # one slim bar per hour, however few
     )
 
 
@@ -168,7 +178,16 @@ def live_figures(store: Store, run: str | None, target: float, rate: float) -> N
         st.warning(alert.message, icon=":material/warning:")
     headline(snap.table)
     st.subheader("Per slice")
-    st.dataframe(snap.wide, hide_index=True, height=context.rows_height(snap.wide))
+    st.dataframe(
+        snap.wide,
+        hide_index=True,
+        height=context.rows_height(snap.wide),
+        column_config={
+            "Slice": st.column_config.TextColumn(width="small"),
+            "Answerable queries": st.column_config.NumberColumn("Queries", width="small",
+                help="Answerable done queries behind the figures"),
+        },
+    )  # fmt: skip
     st.caption(
         "Mean [bootstrap 95% CI] over the answerable done queries; the unanswerable share is "
         "over all done queries. Judged@10: how much of the top 10 is judged (unjudged "
@@ -218,7 +237,7 @@ def live_figures(store: Store, run: str | None, target: float, rate: float) -> N
     if per_hour.empty:
         st.caption("No judgements in the last 24 hours.")
     else:
-        st.altair_chart(throughput_chart(per_hour), width="stretch")
+        st.altair_chart(throughput_chart(per_hour), width="content")
     if report["notes"]:
         st.caption(" ".join(report["notes"]))
 
@@ -256,7 +275,6 @@ def downloads(store: Store, user: dict, run: str | None, target: float, rate: fl
 
 def main() -> None:
     """Render the dashboard page (reviewers and admins; downloads for admins)."""
-    st.set_page_config(layout="wide")
     user = context.open_page("reviewer", "Dashboard")
     store = context.store()
     run, target, rate = controls(store)

@@ -229,7 +229,6 @@ def _record(decide, done: str) -> None:
 
 def main() -> None:
     """Render the review page (reviewers and admins)."""
-    st.set_page_config(layout="wide")  # the queue's columns and the candidates side by side
     reviewer = context.open_page("reviewer", "Review")
     store = context.store()
     agreement_section(store)
