@@ -35,6 +35,10 @@ PAGES = {  # name: URL path of the page
     "admin": "admin",
 }
 SIZES = ("1280x800", "1920x1080")
+FOCUS = {  # the part of a page worth the screenshot, when it is not the top
+    "compare": "Paired comparison",
+    "review": "Disagreement to decide",
+}
 OUT = REPO / "docs" / "screenshots"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run"]
@@ -94,8 +98,10 @@ def photograph(page: Page, url: str, name: str, runs: list[Path], out: Path, siz
     if name == "compare":
         page.get_by_test_id("stFileUploaderDropzoneInput").set_input_files(runs)
         page.get_by_text("Release gate:").first.wait_for(timeout=60_000)
-        page.get_by_text("Evaluation on the current golden set").scroll_into_view_if_needed()
     wait_idle(page, timeout=60_000)
+    if name in FOCUS:
+        focus = page.get_by_text(FOCUS[name], exact=True).first
+        focus.evaluate("element => element.scrollIntoView({block: 'start'})")
     page.wait_for_timeout(800)  # charts draw after the script finished
     path = out / f"{name}-{size}.png"
     page.screenshot(path=path)

@@ -9,7 +9,7 @@ import streamlit as st
 from labeler.team import has_role
 from labeler.views import context
 
-WIDE_PAGES = ("dashboard", "compare", "review")  # url paths of the pages laid out wide
+WIDE_PAGES = ("dashboard", "compare", "planner", "review")  # url paths of the pages laid out wide
 
 st.set_page_config(page_title="goldset", page_icon="🏅")
 user = context.require_user()  # the login form, when the project has users

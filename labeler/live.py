@@ -314,13 +314,19 @@ def runs_table(reports: Mapping[str, Mapping], slice_name: str = ALL) -> pd.Data
 
 def paired_wide(comparison: Mapping, baseline: str, candidate: str) -> pd.DataFrame:
     """A comparison as one row per slice and metric: the baseline's and the candidate's
-    means in columns named after the runs, the delta with its paired 95% CI in one cell, the
-    p-value and the queries compared."""
+    means in columns named after the runs, the delta with its paired 95% CI in one cell (a
+    rate's in percentage points: ``-27.3 pts [-72.7, +18.2]``), the p-value and the queries
+    compared."""
+
+    def change(value: float, rate: bool) -> str:  # a rate's change in percentage points
+        return f"{value * 100:+.1f}" if rate else f"{value:+.3f}"
+
     rows = []
     for row in paired_table(comparison).itertuples(index=False):
-        delta = "–" if not finite(row.delta) else f"{row.delta:+.3f}"
+        rate = is_rate(row.metric)
+        delta = "–" if not finite(row.delta) else change(row.delta, rate) + (" pts" if rate else "")
         if finite(row.ci_low) and finite(row.ci_high):
-            delta += f" [{row.ci_low:+.3f}, {row.ci_high:+.3f}]"
+            delta += f" [{change(row.ci_low, rate)}, {change(row.ci_high, rate)}]"
         rows.append(
             {
                 "Slice": row.slice,

@@ -101,7 +101,11 @@ def test_paired_comparison_equals_goldset_compare_with_the_gate_verdict(project,
     for metric, entry in expected["metrics"].items():
         row = shown.loc[live.metric_label(metric)]
         low, high = entry["ci95"]
-        assert row["Change [95% CI]"] == f"{entry['delta']:+.3f} [{low:+.3f}, {high:+.3f}]"
+        if live.is_rate(metric):  # in percentage points
+            change = f"{entry['delta'] * 100:+.1f} pts [{low * 100:+.1f}, {high * 100:+.1f}]"
+        else:
+            change = f"{entry['delta']:+.3f} [{low:+.3f}, {high:+.3f}]"
+        assert row["Change [95% CI]"] == change
         assert row["p-value"] == f"{entry['p_value']:.4f}"
         assert row["baseline"] == live.value_text(entry["baseline"], metric)
     tail = expected["slices"]["tail"]["metrics"]["mrr@10"]

@@ -235,7 +235,8 @@ def test_a_disagreement_shows_the_query_the_candidates_texts_and_each_annotators
     assert query in page
     # the candidates' own texts (a disputed one in full), to decide with the evidence
     assert f'<div class="gs-text gs-text-current"><bdi>{first["text"]}</bdi>' in page
-    assert "disputed · ana: 0 · " in page and "bob: 1 · " in page
+    assert '<span class="gs-now">disputed</span>' in page
+    assert "ana: 0 · not relevant · bob: 1 · relevant" in page
 
 
 def test_the_decision_form_starts_with_no_choice_for_a_disputed_grade_and_requires_one(project):

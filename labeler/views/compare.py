@@ -141,7 +141,7 @@ def paired_section(
         st.error("Release gate: failed.", icon=":material/block:")
     for line in [*verdict["reasons"], *(f"warning: {w}" for w in verdict["warnings"])]:
         st.text(line)
-    paired, changes = st.columns(2)
+    paired, changes = st.columns([4, 3])
     with paired:
         deltas = live.paired_wide(result, baseline, candidate)
         deltas = deltas[deltas["Slice"] == slice_name].drop(columns="Slice")

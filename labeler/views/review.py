@@ -66,7 +66,7 @@ def queue_section(store: Store, reviewer: dict) -> None:
     st.dataframe(
         pd.DataFrame([_queue_row(item) for item in queue]),
         hide_index=True,
-        column_config={"Query": st.column_config.TextColumn(width="large")},
+        column_config={"Query": st.column_config.TextColumn(width="medium")},
     )
     by_id = {item["query_id"]: item for item in queue}
     chosen = st.selectbox(  # option labels are plain text: data text is safe there
@@ -134,8 +134,9 @@ def disagreement(store: Store, reviewer: dict, item: dict) -> None:
                 text=doc["text"],
                 terms=render.query_terms(item["query"]),
                 state="current" if disputed else "judged",
-                label=("disputed · " if disputed else "") + grades,
+                label=grades,
                 details=f"doc {doc['doc_id']}" + ("" if doc["rank"] else " · attached from search"),
+                marker="disputed",
             )
         )
     if item["decision"] is not None:
