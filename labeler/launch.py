@@ -61,10 +61,10 @@ def config_settings(config: Path | None = CONFIG) -> dict[str, str]:
     }
 
 
-def streamlit_command(host: str, port: int) -> list[str]:
-    """The command line that serves the app on ``host:port``: the shipped settings as flags,
-    with the ones that must hold whatever a config says."""
-    settings = config_settings() | {
+def streamlit_command(host: str, port: int, config: Path | None = CONFIG) -> list[str]:
+    """The command line that serves the app on ``host:port``: the settings of ``config`` (the
+    shipped one) as flags, with the ones that must hold whatever a config says."""
+    settings = config_settings(config) | {
         "server.address": host,
         "server.port": str(port),
         "server.headless": "true",
