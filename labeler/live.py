@@ -283,7 +283,7 @@ def wide_figures(report: Mapping, shares: Mapping[str, Mapping]) -> pd.DataFrame
     for name, queries, metrics in groups:
         row = {"Slice": name, "Answerable queries": queries}
         row |= {metric_label(m): figure_text(metrics.get(m), m) for m in HEADLINE}
-        row["Unanswerable share"] = figure_text(shares.get(name), UNANSWERABLE)
+        row["Unanswerable"] = figure_text(shares.get(name), UNANSWERABLE)
         row["Judged@10"] = figure_text(metrics.get(JUDGED), JUDGED, ci=False)
         rows.append(row)
     return pd.DataFrame(rows)

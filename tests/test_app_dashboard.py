@@ -34,13 +34,13 @@ def goldset_eval(db) -> dict:
 def test_dashboard_shows_one_row_per_slice_with_goldset_eval_db_figures(project):
     at = open_page(DASHBOARD)
     assert not at.exception, at.exception
-    shown = table_with(at, "Unanswerable share").set_index("Slice")
+    shown = table_with(at, "Unanswerable").set_index("Slice")
     report = goldset_eval(project)
 
     assert list(shown.index) == ["all", "head", "tail"]
     assert list(shown.columns) == [
         "Answerable queries", "MRR@10", "hit@1", "hit@10", "miss rate@10",
-        "Unanswerable share", "Judged@10",
+        "Unanswerable", "Judged@10",
     ]  # fmt: skip
     groups = {"all": report["metrics"]}
     groups |= {name: entry["metrics"] for name, entry in report["slices"].items()}
@@ -55,7 +55,7 @@ def test_dashboard_shows_one_row_per_slice_with_goldset_eval_db_figures(project)
     low, high = report["metrics"]["mrr@10"]["ci95"]
     assert shown.loc["all", "MRR@10"] == f"0.458 [{low:.3f}, {high:.3f}]"
     assert shown.loc["all", "miss rate@10"].startswith("25.0% [")
-    assert shown.loc["all", "Unanswerable share"].startswith("33.3% [")
+    assert shown.loc["all", "Unanswerable"].startswith("33.3% [")
     tiles = {metric.label: metric.value for metric in at.metric}
     assert tiles["MRR@10"] == f"{report['metrics']['mrr@10']['mean']:.3f}" == "0.458"
     assert tiles["miss rate"] == "25.0%"

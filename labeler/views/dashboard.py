@@ -186,6 +186,8 @@ def live_figures(store: Store, run: str | None, target: float, rate: float) -> N
             "Slice": st.column_config.TextColumn(width="small"),
             "Answerable queries": st.column_config.NumberColumn("Queries", width="small",
                 help="Answerable done queries behind the figures"),
+            "Unanswerable": st.column_config.TextColumn(
+                help="Share of the done queries flagged unanswerable"),
         },
     )  # fmt: skip
     st.caption(
