@@ -20,8 +20,9 @@ from pathlib import Path
 from playwright.sync_api import Page, sync_playwright
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests" / "e2e"))  # the browser tests' server helpers
+sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "e2e")]  # the tests' helpers
 from e2e_support import free_port, wait_healthy, wait_idle  # noqa: E402
+from test_live import label  # noqa: E402 - judges top-down to a first relevant rank
 
 from labeler import live  # noqa: E402
 from labeler.store import DEMO_TASKS, Store  # noqa: E402
@@ -58,15 +59,7 @@ def build_project(path: Path, folder: Path) -> list[Path]:
         store.import_tasks(DEMO_TASKS)
         for annotator, ranks in LABELS.items():
             for query_id, rank in ranks.items():
-                candidates = store.candidates(query_id)
-                for candidate in candidates[: (rank or len(candidates) + 1) - 1]:
-                    store.judge(query_id, candidate["doc_id"], 0, annotator, seconds=9.0)
-                if rank is None:
-                    store.mark(query_id, "miss", annotator, seconds=4.0)
-                else:
-                    store.judge(
-                        query_id, candidates[rank - 1]["doc_id"], 1, annotator, seconds=14.0
-                    )
+                label(store, query_id, rank, annotator)
         for query_id in UNANSWERABLE:
             store.mark(query_id, "unanswerable", "ana", seconds=6.0)
         store.mark("q07", "skip", "ana", seconds=2.0)
