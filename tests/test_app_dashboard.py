@@ -8,6 +8,7 @@ import json
 import pytest
 from click.testing import CliRunner
 from streamlit.testing.v1 import AppTest
+from test_app_planner import pooled  # noqa: F401 - the pooled project, a fixture
 from test_live import demo_opened_by_the_app, open_page, table_with
 
 from labeler import live
@@ -101,3 +102,22 @@ def test_dashboard_is_for_reviewers_and_downloads_for_admins(project):
     admin = open_page(DASHBOARD, user="alan")
     labels = [button.proto.label for button in admin.get("download_button")]
     assert labels == ["Golden set (JSONL)", "TREC qrels", "Report (JSON)", "Report (CSV)"]
+
+
+def test_a_pooled_projects_runs_are_named_for_what_they_are(pooled):  # noqa: F811
+    at = open_page(DASHBOARD)
+    assert not at.exception, at.exception
+    assert at.sidebar.selectbox[0].options == [
+        "the pool of 2 runs (fused order)",
+        "pooled run bm25",
+        "pooled run dense",
+    ]
+    assert open_page("../labeler/views/compare.py").multiselect[0].options == [
+        "candidates (the pool of 2 runs, fused order)",
+        "bm25 (pooled run)",
+        "dense (pooled run)",
+    ]
+
+
+def test_an_imported_projects_run_is_its_candidate_lists(project):
+    assert open_page(DASHBOARD).sidebar.selectbox[0].options == ["candidate lists (imported)"]

@@ -32,6 +32,13 @@ TREND_METRICS = ("mrr@10", "hit@1", "hit@10", "miss@10")
 CHANGE_COLORS = {"new miss": "#c0392b", "new hit": "#1e8449", "moved down": "#e67e22",
                  "moved up": "#2e86c1"}  # fmt: skip
 NONE_RANK = 11  # where "no relevant doc in the top 10" sits on the rank-change chart
+HISTORY_COLUMNS = {
+    "record": "Record",
+    "recorded_at": "Recorded at (UTC)",
+    "run": "Run",
+    "golden_version": "Golden set",
+    "tags": "Tags",
+}
 
 uploaded_run = st.cache_data(**context.CACHE)(live.read_uploaded_run)
 
@@ -313,7 +320,12 @@ def history_section(store: Store) -> None:
         st.dataframe(
             pd.DataFrame(flags),
             hide_index=True,
-            column_config={"message": st.column_config.TextColumn(width="large")},
+            column_config={
+                "record": "Record",
+                "previous": "Previous record",
+                "kind": "Kind",
+                "message": st.column_config.TextColumn("Message", width="large"),
+            },
         )
     versions = {record["golden_version"] for record in records}
     if len(versions) > 1:
@@ -321,7 +333,7 @@ def history_section(store: Store) -> None:
             f"{len(versions)} golden-set versions: figures of different versions are drawn as "
             "separate lines and never compared."
         )
-    st.dataframe(live.history_records(records), hide_index=True)
+    st.dataframe(live.history_records(records), hide_index=True, column_config=HISTORY_COLUMNS)
 
 
 def main() -> None:
