@@ -324,15 +324,20 @@ def paired_wide(comparison: Mapping, baseline: str, candidate: str) -> pd.DataFr
     rows = []
     for row in paired_table(comparison).itertuples(index=False):
         rate = is_rate(row.metric)
-        delta = "–" if not finite(row.delta) else change(row.delta, rate) + (" pts" if rate else "")
+        if finite(row.delta):
+            delta = change(row.delta, rate) + (" pts" if rate else "")
+        else:
+            entry = {"mean": None, "reason": row.reason}
+            delta = figure_text(entry, row.metric)  # not measured, and why
         if finite(row.ci_low) and finite(row.ci_high):
             delta += f" [{change(row.ci_low, rate)}, {change(row.ci_high, rate)}]"
+        bound = "≥ " if row.bound == "lower" else ""
         rows.append(
             {
                 "Slice": row.slice,
                 "Metric": metric_label(row.metric),
-                baseline: value_text(row.baseline, row.metric),
-                candidate: value_text(row.candidate, row.metric),
+                baseline: bound + value_text(row.baseline, row.metric),
+                candidate: bound + value_text(row.candidate, row.metric),
                 "Change [95% CI]": delta,
                 "p-value": "–" if not finite(row.p_value) else f"{row.p_value:.4f}",
                 "Queries": row.queries,
@@ -890,6 +895,8 @@ def paired_table(comparison: Mapping) -> pd.DataFrame:
             "ci_low": (entry["ci95"] or [None, None])[0],
             "ci_high": (entry["ci95"] or [None, None])[1],
             "p_value": entry["p_value"],
+            "reason": entry.get("reason"),  # why a figure is not measured (first-hit labels)
+            "bound": entry.get("bound"),  # "lower": precision@k of first-hit labels
             "queries": queries
             if queries is not None
             else comparison["queries"]["baseline"]["answerable"],

@@ -532,3 +532,23 @@ def test_durations_read_in_minutes_below_an_hour():
 def test_query_ids_sort_with_their_numbers_as_numbers():
     ids = pd.Series(["q219", "q22", "q3", "a10", "q22b"])
     assert ids.sort_values(key=live.id_order).tolist() == ["a10", "q3", "q22", "q22b", "q219"]
+
+
+def test_paired_figures_say_not_measured_and_mark_lower_bounds():
+    measured = {"baseline": 0.5, "candidate": 0.6, "delta": 0.1, "ci95": [0.0, 0.2]}
+    comparison = {
+        "queries": {"baseline": {"answerable": 4}},
+        "metrics": {
+            "mrr@10": {**measured, "p_value": 0.25},
+            "ndcg@10": {"baseline": None, "candidate": None, "delta": None, "ci95": None,
+                        "p_value": None, "reason": "not measured (first-hit labels)"},
+            "precision@10": {**measured, "p_value": 0.5, "bound": "lower"},
+        },
+        "slices": {},
+    }  # fmt: skip
+    table = live.paired_wide(comparison, "old", "new").set_index("Metric")
+    assert table.loc["MRR@10", ["old", "new", "Change [95% CI]", "p-value"]].tolist() == [
+        "0.500", "0.600", "+0.100 [+0.000, +0.200]", "0.2500",
+    ]  # fmt: skip
+    assert table.loc["nDCG@10", "Change [95% CI]"] == "not measured (first-hit labels)"
+    assert table.loc["precision@10", ["old", "new"]].tolist() == ["≥ 0.500", "≥ 0.600"]
