@@ -357,9 +357,9 @@ CHANGES = {  # the kinds of changed queries, in the order a reviewer reads them
 def changed_queries(comparison: Mapping, golden: Golden) -> pd.DataFrame:
     """The queries behind a comparison (``changed_queries`` of eval's comparison; empty when
     an older result lacks it), new misses first, each with its text and a link opening it on
-    the label page: DataFrame(change, query_id, query, slice, baseline_rank, candidate_rank,
-    link). A rank is None when no relevant doc is in the top 10."""
-    columns = ["change", "query_id", "query", "slice", "baseline_rank", "candidate_rank", "link"]
+    the label page: DataFrame(link, change, query_id, query, slice, baseline_rank,
+    candidate_rank). A rank is None when no relevant doc is in the top 10."""
+    columns = ["link", "change", "query_id", "query", "slice", "baseline_rank", "candidate_rank"]
     texts = golden.queries.set_index("query_id")["query"]
     changed = comparison.get("changed_queries") or {}
     rows = [

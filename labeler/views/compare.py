@@ -200,29 +200,33 @@ def changed_section(result: dict, golden: Golden) -> None:
 
 
 def rank_change_chart(changed: pd.DataFrame) -> alt.Chart:
-    """Each changed query's first relevant rank in the baseline (x) and the candidate (y);
-    "none" (not in the top 10) at the far end. New misses are drawn large and red."""
-    data = changed.assign(
-        baseline=changed["baseline_rank"].fillna(NONE_RANK).astype(int),
-        candidate=changed["candidate_rank"].fillna(NONE_RANK).astype(int),
-        new_miss=changed["change"] == live.CHANGES["new_misses"],
-    )[["change", "query_id", "slice", "baseline", "candidate", "new_miss"]]
+    """The changed queries' first relevant ranks in the baseline (x) and the candidate (y),
+    one circle per move sized by how many queries made it; "none" (not in the top 10) at the
+    far end, so new misses sit on the top edge, in red."""
+    data = (
+        changed.assign(
+            baseline=changed["baseline_rank"].fillna(NONE_RANK).astype(int),
+            candidate=changed["candidate_rank"].fillna(NONE_RANK).astype(int),
+        )
+        .groupby(["change", "baseline", "candidate"], as_index=False)
+        .agg(queries=("query_id", "size"), ids=("query_id", ", ".join))
+    )
     labels = f"datum.value == {NONE_RANK} ? 'none' : datum.value"
     axis = {"values": list(range(1, NONE_RANK + 1)), "labelExpr": labels}
     scale = alt.Scale(domain=[0.5, NONE_RANK + 0.5])
+    colors = alt.Scale(domain=list(CHANGE_COLORS), range=list(CHANGE_COLORS.values()))
     return (
         alt.Chart(data)
-        .mark_point(filled=True, opacity=0.8)
+        .mark_circle(opacity=0.85)
         .encode(
             x=alt.X("baseline:Q", title="baseline first relevant rank", scale=scale,
                     axis=alt.Axis(**axis)),
             y=alt.Y("candidate:Q", title="candidate first relevant rank", scale=scale,
                     axis=alt.Axis(**axis)),
-            color=alt.Color("change:N", title="change",
-                            scale=alt.Scale(domain=list(CHANGE_COLORS),
-                                            range=list(CHANGE_COLORS.values()))),
-            size=alt.Size("new_miss:N", legend=None, scale=alt.Scale(range=[60, 220])),
-            tooltip=["query_id", "slice", "change", "baseline", "candidate"],
+            color=alt.Color("change:N", title="change", scale=colors),
+            size=alt.Size("queries:Q", title="queries", scale=alt.Scale(range=[80, 600])),
+            tooltip=["change", "baseline", "candidate", "queries",
+                     alt.Tooltip("ids:N", title="query ids")],
         )
         .properties(height=280)
     )  # fmt: skip
