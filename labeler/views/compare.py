@@ -181,7 +181,7 @@ def changed_section(result: dict, golden: Golden) -> None:
         st.caption("No query changed its first relevant rank in the top 10.")
         return
     counts = changed["change"].value_counts()
-    st.caption(" · ".join(f"{counts.get(kind, 0)} {kind}" for kind in live.CHANGES.values()))
+    st.caption(" · ".join(f"{kind}: {counts.get(kind, 0)}" for kind in live.CHANGES.values()))
     st.dataframe(
         changed,
         hide_index=True,
