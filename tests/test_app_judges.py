@@ -15,7 +15,7 @@ PAGE = "../labeler/views/judges.py"
 @pytest.fixture
 def project(tmp_path, monkeypatch):
     """Six queries of two candidates, every pair labelled by a human in full mode: the
-    first candidate relevant, the second not. No users: the local admin."""
+    first candidate relevant, the second not, 3 s each. No users: the local admin."""
     with Store(tmp_path / "project.db") as store:
         store.configure(mode="full", max_grade=1)
         store.import_records(
@@ -29,7 +29,7 @@ def project(tmp_path, monkeypatch):
         )
         for q in range(6):
             for d in range(2):
-                store.judge(f"q{q}", f"d{q}-{d}", int(d == 0), "ana", mode="full")
+                store.judge(f"q{q}", f"d{q}-{d}", int(d == 0), "ana", seconds=3.0, mode="full")
     with opened_by_the_app(tmp_path / "project.db", monkeypatch) as path:
         yield path
 
@@ -83,3 +83,20 @@ def test_an_unreachable_server_is_reported_not_raised(project):
     assert not at.exception
     outcome = " ".join(html.proto.body for html in at.get("html"))
     assert "0 of 3 pairs labelled" in outcome and "run again to resume" in outcome
+
+
+def test_the_planner_prices_filling_holes_beside_the_human_hours_saved(project):
+    with FakeJudge(agreeing) as fake:
+        run_judge_from_the_form(fake.base_url, 12)
+    at = open_page("../labeler/views/planner.py")
+    prices = [n for n in at.number_input if "million" in n.label]
+    prices[0].set_value(1.0)
+    prices[1].set_value(4.0)
+    holes = next(n for n in at.number_input if n.label == "Holes to fill")
+    holes.set_value(1200)
+    at.run()
+    row = table_with(at, "machine dollars").iloc[0]
+    # 12 labels took 600 prompt and 108 completion tokens (the fake's usage): 100 times that.
+    assert row["machine dollars"] == pytest.approx((60_000 * 1.0 + 10_800 * 4.0) / 1e6)
+    # Every human judgement took 3 s: 1,200 of them are an hour.
+    assert row["human hours saved"] == pytest.approx(1.0) and row["labels so far"] == 12
