@@ -920,3 +920,7 @@ def _queue_text(queue: list[dict]) -> str:
             f"  ({ranks})"
         )
     return "\n".join(lines)
+
+
+if __name__ == "__main__":  # python -m labeler.cli, as the benchmarks and -X importtime run it
+    cli()

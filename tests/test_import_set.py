@@ -117,3 +117,17 @@ def test_cost_estimate_loads_neither_streamlit_nor_sqlite():
     )
     assert "$533.33" in output
     assert [name for name in APP_ONLY if loaded(modules, name)] == []
+
+
+def test_importtime_of_python_m_labeler_cli_help_lists_no_pandas():
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "labeler.cli", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Usage:" in done.stdout
+    imported = {line.rpartition("|")[2].strip() for line in done.stderr.splitlines()}
+    assert "click" in imported
+    assert {"pandas", "numpy", "pyarrow"} & imported == set()
