@@ -460,18 +460,18 @@ def parsed_line(measurement: Measurement, prefix: str) -> dict:
     raise ValueError(f"the child printed no line starting with {prefix!r}")
 
 
-def measure_tools(tools: list[str], rounds: int, qrels_path: Path, run_path: Path) -> dict:
-    """Every run of each tool, ``rounds`` each; a tool that failed once is not run again.
+def measure_tools(rounds: dict[str, int], qrels_path: Path, run_path: Path) -> dict:
+    """Every run of each tool, ``rounds[tool]`` of them; a tool that failed is not run again.
 
     The tools take turns (A, B, C, A, B, C, ...), so that a slow spell of a shared machine
     falls on every tool alike rather than on whichever ran then.
     """
-    runs: dict[str, list[dict]] = {tool: [] for tool in tools}
-    for turn in range(1, rounds + 1):
-        for tool in tools:
-            if runs[tool] and "failed" in runs[tool][-1]:
+    runs: dict[str, list[dict]] = {tool: [] for tool in rounds}
+    for turn in range(1, max(rounds.values()) + 1):
+        for tool, count in rounds.items():
+            if turn > count or (runs[tool] and "failed" in runs[tool][-1]):
                 continue
-            print(f"  {tool} ({turn}/{rounds}) ...", flush=True)
+            print(f"  {tool} ({turn}/{count}) ...", flush=True)
             runs[tool].append(time_tool(tool, qrels_path, run_path))
     return runs
 
@@ -533,9 +533,14 @@ def measure_case(args: argparse.Namespace, shape: str, queries: int) -> dict:
     out = args.out / f"{shape}-{queries}x{args.results}"
     manifest = generate(out, shape, queries, args.results, args.seed)
     rounds = args.repeat or (3 if queries >= LARGE else 5)
+    # ranx spends seconds loading numba at every size, 10-80x goldset's time: fewer of its
+    # runs tell as much and keep the whole benchmark within half an hour.
+    per_tool = {
+        tool: min(rounds, args.ranx_rounds) if tool == "ranx" else rounds for tool in args.tools
+    }
     load = os.getloadavg()[0]
-    print(f"{queries:,} queries, shape {shape}: {rounds} rounds (load {load:.2f})", flush=True)
-    runs = measure_tools(args.tools, rounds, out / "qrels.txt", out / "run.trec")
+    print(f"{queries:,} queries, shape {shape}: {per_tool} rounds (load {load:.2f})", flush=True)
+    runs = measure_tools(per_tool, out / "qrels.txt", out / "run.trec")
     medians = [median_run(runs[tool]) for tool in args.tools]
     goldset = next((t for t in medians if t["tool"] == "goldset" and "failed" not in t), None)
     versus = {
@@ -569,6 +574,7 @@ def ratio_text(ratio: float, faster: str, slower: str) -> str:
 def markdown(case: dict, cpus: int) -> str:
     """One size and shape: a heading with the data and the machine's load, then the table."""
     data = case["data"]
+    ranx_rounds = f"ranx {len(case['runs']['ranx'])}" if "ranx" in case["runs"] else "no ranx"
     command = (
         f"python bench/eval_speed.py --sizes {case['queries']} --shapes {case['shape']}"
         f" --results {data['results_per_query']}"
@@ -579,7 +585,7 @@ def markdown(case: dict, cpus: int) -> str:
         "",
         f"{data['description']}: {data['run_lines']:,} run lines ({data['run_mib']} MiB), "
         f"{data['qrels_lines']:,} qrels lines, {data['judged_queries']:,} judged queries. "
-        f"Median of {case['rounds']} interleaved rounds; load average "
+        f"Median of {case['rounds']} interleaved rounds ({ranx_rounds}); load average "
         f"{case['load_average_1m_at_start']:.2f} at the start, "
         f"{case['load_average_1m_at_end']:.2f} at the end, {cpus} CPUs. `{command}`",
         "",
@@ -707,6 +713,9 @@ def parse_arguments(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument(
         "--repeat", type=int, help="rounds per size, tools taking turns (5; 3 at 100,000)"
+    )
+    parser.add_argument(
+        "--ranx-rounds", type=int, default=3, help="at most this many runs of ranx per size (3)"
     )
     parser.add_argument(
         "--tools", nargs="+", choices=TOOLS, default=list(TOOLS), help="tools to measure, in order"
