@@ -22,6 +22,7 @@ from __future__ import annotations
 import gc
 import json
 import math
+import os
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -244,6 +245,11 @@ def create_key_presses(db: sqlite_utils.Database) -> None:
     )
 
 
+class ProjectError(ValueError):
+    """A database path that is not a usable goldset project (missing, a directory, a foreign
+    or corrupt file, read-only for a write). The message is one line, for the user."""
+
+
 # The key press being applied on this thread (see Store.key_press): (page id, sequence number).
 _KEY_PRESS: ContextVar[tuple[str, int] | None] = ContextVar("goldset_key_press", default=None)
 
@@ -264,16 +270,30 @@ class Store:
     commit and closes that gap too, at the cost of one fsync per judgement.
     """
 
-    def __init__(self, path: str | Path, *, synchronous: str = "NORMAL", timeout: float = 30.0):
-        """Open (creating and migrating if needed) the project database at ``path``."""
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        synchronous: str = "NORMAL",
+        timeout: float = 30.0,
+        read_only: bool = False,
+    ):
+        """Open (creating and migrating if needed) the project database at ``path``.
+
+        ``read_only=True`` opens it with SQLite's ``mode=ro``: nothing is written to the file,
+        not even the switch to WAL or a migration (see :meth:`open_project`, which decides).
+        """
         if synchronous not in SYNCHRONOUS:
             raise ValueError(f"synchronous must be one of {SYNCHRONOUS}, got {synchronous!r}")
         self.path = Path(path)
+        target = f"{self.path.resolve().as_uri()}?mode=ro" if read_only else self.path
         self.conn = sqlite3.connect(
-            self.path, check_same_thread=False, isolation_level=None, timeout=timeout
+            target, check_same_thread=False, isolation_level=None, timeout=timeout, uri=read_only
         )
         self.db = sqlite_utils.Database(self.conn)
         self._lock = threading.RLock()
+        if read_only:
+            return
         self.db.enable_wal()
         self.conn.execute(f"PRAGMA synchronous={synchronous}")
         self.conn.execute("PRAGMA foreign_keys=ON")
@@ -282,9 +302,47 @@ class Store:
                 migrations.apply(self.db)
 
     @classmethod
+    def open_project(cls, path: str | Path, *, write: bool, create: bool = False) -> Store:
+        """Open the goldset project at ``path`` for a command, or raise :class:`ProjectError`
+        (a one-line message for the user) — and then the file has not been touched.
+
+        A missing path is created only with ``create=True`` (the commands that create a
+        project: import, pool). An existing file must be a goldset project (goldset's own
+        migration record, checked through a read-only connection before anything is written),
+        pass ``PRAGMA quick_check`` (a scribbled page is caught here, not halfway through a
+        command) and, for ``write=True``, be writable. Read commands (``write=False``) get a
+        read-only connection, so they never change the file's bytes. The app calls this with
+        ``write=True`` for the project named by ``GOLDSET_DB``.
+        """
+        path = Path(path)
+        if path.is_dir():
+            raise ProjectError(f"{path} is a directory, not a goldset project")
+        if not path.exists() or (create and path.stat().st_size == 0):
+            if not create:
+                raise ProjectError(f"no goldset project at {path}; `goldset import` creates one")
+            if not path.parent.is_dir():
+                raise ProjectError(f"cannot create a project at {path}: no folder {path.parent}")
+            return cls._opened(path)
+        pending = _inspect_project(path)
+        if write or pending:
+            if not _writable(path):
+                why = "must upgrade it to this goldset version" if pending else "would change it"
+                raise ProjectError(f"{path} is read-only, and this command {why}")
+            return cls._opened(path)
+        return cls._opened(path, read_only=True)
+
+    @classmethod
+    def _opened(cls, path: Path, *, read_only: bool = False) -> Store:
+        try:
+            return cls(path, read_only=read_only)
+        except sqlite3.Error as error:
+            raise ProjectError(f"cannot open the project {path}: {error}") from None
+
+    @classmethod
     def open_default(cls) -> Store:
-        """The default project, ``data/goldset.db``, created from the demo set on first use."""
-        store = cls(DEFAULT_DB)
+        """The default project, ``data/goldset.db``, created from the demo set on first use
+        (and checked, when it exists, as :meth:`open_project` checks any project)."""
+        store = cls.open_project(DEFAULT_DB, write=True, create=True)
         if not store.has_queries():
             store.import_tasks(DEMO_TASKS)
         return store
@@ -2011,6 +2069,52 @@ def _collector_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+def _inspect_project(path: Path) -> list:
+    """Check, through a read-only connection, that ``path`` is an intact goldset project;
+    return its pending migrations. Raises :class:`ProjectError` otherwise."""
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error as error:
+        raise ProjectError(f"cannot open {path}: {error}") from None
+    try:
+        try:
+            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+        except sqlite3.DatabaseError:
+            problem = "is not a goldset project (not an SQLite database)"
+            raise ProjectError(f"{path} {problem}") from None
+        applied = set()
+        if Migrations.migrations_table in tables:
+            applied = {
+                row[0]
+                for row in conn.execute(
+                    f"SELECT name FROM {Migrations.migrations_table} WHERE migration_set = ?",
+                    (migrations.name,),
+                )
+            }
+        if create_schema.__name__ not in applied or "queries" not in tables:
+            raise ProjectError(
+                f"{path} is not a goldset project (an SQLite file without goldset's tables)"
+            )
+        try:
+            problems = [row[0] for row in conn.execute("PRAGMA quick_check(1)")]
+        except sqlite3.DatabaseError as error:
+            problems = [str(error)]
+        if problems != ["ok"]:
+            problem = " ".join(problems[0].split())  # one line
+            raise ProjectError(
+                f"{path} is corrupt (PRAGMA quick_check: {problem}); restore it from a backup"
+            )
+        return migrations.pending(sqlite_utils.Database(conn))
+    finally:
+        conn.close()
+
+
+def _writable(path: Path) -> bool:
+    """True when the file may be written: its permission bits allow it (checked even for root,
+    who may write anything: a file made read-only is meant to stay so) and so does the OS."""
+    return bool(path.stat().st_mode & 0o222) and os.access(path, os.W_OK)
 
 
 def _progress_key(status: str, answerable: bool) -> str:
