@@ -161,3 +161,22 @@ def test_an_import_killed_halfway_shows_nothing_and_a_retry_completes(project):
         ).fetchone()[0]
         total = store.conn.execute("SELECT count(*) FROM candidates").fetchone()[0]
     assert unpublished == 0 and total == 650 * CANDIDATES
+
+
+def test_a_refused_pool_leaves_none_of_its_staged_corpus(project, tmp_path):
+    path, _ = project
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(
+        "".join(json.dumps({"_id": f"c{n}", "text": f"corpus {n}"}) + "\n" for n in range(3_000)),
+        encoding="utf-8",
+    )
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text(json.dumps({"_id": "p1", "text": "pooled"}) + "\n", encoding="utf-8")
+    run = tmp_path / "A.trec"
+    run.write_text("p1 Q0 c1 1 2.0 A\np1 Q0 not-in-corpus 2 1.0 A\n", encoding="utf-8")
+    with Store(path) as store:
+        with pytest.raises(ValueError, match="not-in-corpus"):
+            store.pool(corpus, queries, [run], depth=10)
+        documents = store.conn.execute("SELECT count(*) FROM documents").fetchone()[0]
+        assert store.search("corpus") == []
+    assert documents == 50 * CANDIDATES
