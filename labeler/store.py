@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from dataclasses import field as default_field
 from pathlib import Path
 
 import pandas as pd
@@ -572,6 +573,7 @@ class Store:
                     for doc_id in plans[task.query_id].doc_ids:
                         documents.setdefault(doc_id, (task.line, "", _NO_TEXT))
             new_documents, fill_ins = self._new_documents(documents, source)
+            replay = _replayed(new, plans, self.settings(), source)
             candidates = [
                 row
                 for task in new
@@ -594,9 +596,7 @@ class Store:
                     )
                     for doc_id, (title, text) in fill_ins.items():
                         self._rewrite_document(doc_id, title, text)
-                    for task in new:
-                        if task.query_id in plans:
-                            self._replay_golden(task, plans[task.query_id], source, batch)
+                    self._replay_golden(replay, batch)
                     self._publish(batch)
         return {
             "queries_added": len(new),
@@ -818,51 +818,54 @@ class Store:
             "INSERT INTO documents_fts (rowid, title, text) VALUES (?, ?, ?)", (rowid, title, text)
         )
 
-    def _replay_golden(self, task: Task, plan: GoldenPlan, source: str, batch: int) -> None:
-        """Write the events that reproduce an imported golden record, then its projections;
-        a record whose labels cannot come out as it says (a ``pending`` query whose judged
-        docs already hold a relevant one, say) is an input error.
-
-        The events carry the import ``batch``: they are on nobody's undo stack. Each
-        annotator's own label (``labels``) is replayed as theirs, and a reviewer's decision
-        (``adjudication``) as it was, so that the export comes out the same again.
-        """
-        for run, ranking in plan.runs.items():
-            if run == IMPORT_RUN:
-                continue
-            self.conn.execute(
-                "INSERT INTO runs (name, path, sha256, depth, pooled_at) VALUES (?, ?, '', ?, ?) "
-                "ON CONFLICT (name) DO UPDATE SET depth = max(depth, excluded.depth)",
-                (run, source, len(ranking), golden.now()),
-            )
-            self.conn.executemany(
-                "INSERT INTO pool_ranks (query_id, run, rank, doc_id, score) "
-                "VALUES (?, ?, ?, ?, ?)",
-                [
-                    (task.query_id, run, rank, doc_id, 1.0 / rank)
-                    for rank, doc_id in enumerate(ranking, start=1)
-                ],
-            )
-        threshold = self.settings()["rel_threshold"]
-        for created_at, record in plan.replayed:
-            for event in golden.events_for_record(record, threshold):
-                self._append(task.query_id, created_at=created_at, batch=batch, **event)
-        if plan.decision is not None:
-            self.conn.execute(
-                "INSERT INTO adjudications (query_id, reviewer, judgments, answerable, adopted, "
-                "note, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (task.query_id, *plan.decision),
-            )
-        self._refresh(task.query_id)
-        state = self.query_state(task.query_id)
-        replayed = {
-            "status": golden.EXPORTED_STATUS[state["status"]],
-            "answerable": state["answerable"],
-        }
-        for field, value in replayed.items():
-            if value != plan.expected[field]:
-                problem = f"{plan.expected[field]!r}, but these labels give {value!r}"
-                raise InputError(source, task.line, field, problem)
+    def _replay_golden(self, replay: Replay, batch: int) -> None:
+        """Write the events, projections and decisions that reproduce imported golden
+        records (computed beforehand by :func:`_replayed`), inside the publishing
+        transaction: bulk statements only, so that it stays short. The events carry the
+        import ``batch``: they are on nobody's undo stack. Event ids are the replay's own
+        numbers shifted past the log's last id."""
+        base = self.conn.execute(
+            "SELECT max(coalesce(max(id), 0), "
+            "coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0)) FROM events"
+        ).fetchone()[0]
+        self.conn.executemany(
+            "INSERT INTO events (id, query_id, doc_id, annotator, action, grade, mode, seconds, "
+            "note, created_at, batch) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(base + row[0], *row[1:], batch) for row in replay.events],
+        )
+        self.conn.executemany(
+            "INSERT INTO labels (query_id, annotator, doc_id, grade, event_id) "
+            "VALUES (?, ?, ?, ?, ?)",
+            [(*row[:4], base + row[4]) for row in replay.labels],
+        )
+        self.conn.executemany(
+            "INSERT INTO query_state (query_id, annotator, slice, status, answerable, "
+            "needs_verdict, mode, first_relevant_rank, judged_depth, seconds, last_event_id, "
+            "updated_at, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(*row[:10], base + row[10], *row[11:]) for row in replay.states],
+        )
+        self.conn.executemany(
+            "UPDATE queries SET status = ?, answerable = ? WHERE query_id = ?", replay.statuses
+        )
+        self.conn.executemany(
+            "INSERT INTO progress (annotator, slice, state, n) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (annotator, slice, state) DO UPDATE SET n = n + excluded.n",
+            [(*key, n) for key, n in replay.counts.items()],
+        )
+        self.conn.executemany(
+            "INSERT INTO adjudications (query_id, reviewer, judgments, answerable, adopted, "
+            "note, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            replay.decisions,
+        )
+        self.conn.executemany(
+            "INSERT INTO runs (name, path, sha256, depth, pooled_at) VALUES (?, ?, '', ?, ?) "
+            "ON CONFLICT (name) DO UPDATE SET depth = max(depth, excluded.depth)",
+            [(run, replay.source, depth, golden.now()) for run, depth in replay.runs.items()],
+        )
+        self.conn.executemany(
+            "INSERT INTO pool_ranks (query_id, run, rank, doc_id, score) VALUES (?, ?, ?, ?, ?)",
+            replay.pool_ranks,
+        )
 
     # --- pooling ----------------------------------------------------------------------------------
 
@@ -2322,6 +2325,101 @@ class GoldenPlan:
             (query_id, doc_id, position, None, imported.get(doc_id))
             for position, doc_id in enumerate(self.order, start=1)
         ]
+
+
+@dataclass
+class Replay:
+    """The rows that reproduce imported golden records (see :func:`_replayed`); event ids
+    (in ``events``, ``labels`` and ``states``) count from 1, shifted when written."""
+
+    source: str
+    events: list[tuple] = default_field(default_factory=list)
+    labels: list[tuple] = default_field(default_factory=list)
+    states: list[tuple] = default_field(default_factory=list)
+    statuses: list[tuple] = default_field(default_factory=list)
+    counts: dict[tuple[str, str, str], int] = default_field(default_factory=dict)
+    decisions: list[tuple] = default_field(default_factory=list)
+    runs: dict[str, int] = default_field(default_factory=dict)
+    pool_ranks: list[tuple] = default_field(default_factory=list)
+
+    def count(self, annotator: str, slice_name: str, state: str, delta: int) -> None:
+        key = (annotator, slice_name, state)
+        self.counts[key] = self.counts.get(key, 0) + delta
+
+
+def _replayed(
+    tasks: Sequence[Task], plans: Mapping[str, GoldenPlan], settings: Mapping, source: str
+) -> Replay:
+    """Derive, without the database, what importing these golden records writes: each
+    annotator's events (as :func:`labeler.golden.events_for_record` gives them) and the
+    projections :func:`labeler.golden.derive_state` makes of them — the same functions as
+    every key press, so :meth:`Store.rebuild_projections` finds the same. A record whose
+    labels cannot come out as it says (a ``pending`` query whose judged docs already hold a
+    relevant one, say) is an input error, raised before anything is written."""
+    replay, next_id = Replay(source), 1
+    threshold = settings["rel_threshold"]
+    for task in tasks:
+        plan = plans.get(task.query_id)
+        if plan is None:
+            continue
+        query_id = task.query_id
+        context = QueryContext(
+            plan.runs,
+            {doc_id: position for position, doc_id in enumerate(plan.order, start=1)},
+            threshold,
+            settings["mode"],
+        )
+        events: dict[str, list[Event]] = {}
+        for created_at, record in plan.replayed:
+            for event in golden.events_for_record(record, threshold):
+                events.setdefault(event["annotator"], []).append(
+                    Event(id=next_id, query_id=query_id, created_at=created_at, **event)
+                )
+                next_id += 1
+        states = {name: golden.derive_state(mine, context) for name, mine in events.items()}
+        for name, mine in events.items():
+            replay.events += [
+                (e.id, query_id, e.doc_id, name, e.action, e.grade, e.mode, float(e.seconds))
+                + (e.note, e.created_at)
+                for e in mine
+            ]
+            state = states[name]
+            replay.labels += [
+                (query_id, name, doc_id, grade, state.label_events[doc_id])
+                for doc_id, grade in state.grades.items()
+            ]
+            replay.states.append(
+                (query_id, name, task.slice, state.status, int(state.answerable))
+                + (int(state.needs_verdict), state.mode, state.first_relevant_rank)
+                + (state.judged_depth, state.seconds, state.last_event_id, state.updated_at)
+                + (state.note,)
+            )
+            replay.count(name, task.slice, _progress_key(state.status, state.answerable), 1)
+        decision = None
+        if plan.decision is not None:
+            replay.decisions.append((query_id, *plan.decision))
+            reviewer, judgments, decided_answerable = plan.decision[:3]
+            decision = Decision(0, query_id, reviewer, json.loads(judgments), decided_answerable)
+        status, answerable = golden.merged_status(states.values(), decision)
+        for field_name, value in (
+            ("status", golden.EXPORTED_STATUS[status]),
+            ("answerable", answerable),
+        ):
+            if value != plan.expected[field_name]:
+                problem = f"{plan.expected[field_name]!r}, but these labels give {value!r}"
+                raise InputError(source, task.line, field_name, problem)
+        if status != "pending":
+            replay.statuses.append((status, int(answerable), query_id))
+            replay.count("", task.slice, "pending", -1)
+            replay.count("", task.slice, _progress_key(status, answerable), 1)
+        for run, ranking in plan.runs.items():
+            if run != IMPORT_RUN:
+                replay.runs[run] = max(replay.runs.get(run, 0), len(ranking))
+                replay.pool_ranks += [
+                    (query_id, run, rank, doc_id, 1.0 / rank)
+                    for rank, doc_id in enumerate(ranking, start=1)
+                ]
+    return replay
 
 
 def _golden_plan(task: Task, source: str, max_grade: int) -> GoldenPlan:

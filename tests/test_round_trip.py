@@ -154,3 +154,22 @@ def test_a_malformed_pool_is_refused_with_its_line(tmp_path):
         with pytest.raises(ValueError, match=r"<records>:1: field 'pool.order'"):
             store.import_records([record])
         assert not store.has_queries()
+
+
+def projections(store: Store) -> dict:
+    tables = {
+        "labels": "SELECT * FROM labels ORDER BY 1, 2, 3",
+        "query_state": "SELECT * FROM query_state ORDER BY 1, 2",
+        "progress": "SELECT * FROM progress WHERE n != 0 ORDER BY 1, 2, 3",
+        "queries": "SELECT query_id, status, answerable FROM queries ORDER BY 1",
+    }
+    return {name: store.conn.execute(sql).fetchall() for name, sql in tables.items()}
+
+
+def test_an_imported_golden_set_has_the_projections_its_log_gives(every_state, tmp_path):
+    every_state.write_jsonl(tmp_path / "g.jsonl")
+    with Store(tmp_path / "fresh.db") as fresh:
+        fresh.import_tasks(tmp_path / "g.jsonl")
+        imported = projections(fresh)
+        fresh.rebuild_projections()
+        assert projections(fresh) == imported
