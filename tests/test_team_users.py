@@ -331,6 +331,7 @@ def test_cli_user_add_without_password_is_for_identity_provider_sign_in(tmp_path
 
 def test_cli_warns_when_no_user_can_manage_the_project(tmp_path):
     db = str(tmp_path / "p.db")
+    Store(db).close()
     annotator_only = goldset("user", "add", "ana", "--password", "x", "--db", db)
     assert annotator_only.exit_code == 0 and "no user is an admin" in annotator_only.output
     admin = goldset("user", "add", "alan", "--role", "admin", "--password", "x", "--db", db)
