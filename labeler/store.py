@@ -1055,6 +1055,16 @@ class Store:
             )
         ]
 
+    def recent_states(self, annotator: str, query_ids: Sequence[str]) -> dict[str, dict]:
+        """Status, answerable and first_relevant_rank of some queries for the annotator, read
+        from the maintained projection (cheap: the label page's history strip)."""
+        rows = self._rows(
+            "SELECT query_id, status, answerable, first_relevant_rank FROM query_state "
+            f"WHERE annotator = ? AND query_id IN ({_marks(query_ids)})",
+            (annotator, *query_ids),
+        )
+        return {row.pop("query_id"): row for row in rows}
+
     def resume_query(self, annotator: str) -> str | None:
         """Where the annotator left off: their most recent query if it is not finished for
         them, else :meth:`next_query`. What the app opens after a reload or a new login."""
