@@ -209,7 +209,7 @@ function focusWhenThere(label, tries = 40) {
   const field = findField(label);
   if (field) {
     field.focus();
-    field.select();
+    requestAnimationFrame(() => field.select()); // after React has set the value
   } else if (tries > 0) {
     setTimeout(() => focusWhenThere(label, tries - 1), 50);
   }

@@ -194,8 +194,10 @@ def test_hostile_text_shows_as_text_runs_nothing_and_calls_nowhere(
     wait_idle(page)  # a rerun still drawing the panel would replace the box "/" focuses
     page.keyboard.press("/")
     search = page.get_by_label("Search the corpus")
-    expect(search).to_be_focused()  # "/" focuses the box; typing before that would be lost
+    expect(search).to_be_focused()  # "/" opens and focuses the box, pre-filled with the query
     wait_idle(page)
+    expect(search).to_have_value(f"alert {HOSTILE}")
+    page.keyboard.press("ControlOrMeta+a")
     page.keyboard.type("alert")
     expect(search).to_have_value("alert")
     page.keyboard.press("Enter")
