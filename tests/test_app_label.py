@@ -350,3 +350,24 @@ def test_guidelines_are_one_collapsed_panel_away(project):
     at = open_app()
     assert at.expander[0].label == "Guidelines"
     assert "unanswerable" in at.expander[0].markdown[0].value
+
+
+def test_the_protocol_an_admin_saves_is_what_annotators_get(project_with_user):
+    with Store(project_with_user) as store:
+        store.add_annotator("alan", role="admin")
+    admin = AppTest.from_file(APP, default_timeout=30)
+    admin.session_state["annotator"] = "alan"
+    admin.run()
+    admin.switch_page("views/admin.py").run()
+    field = {widget.label: widget for widget in [*admin.radio, *admin.number_input]}
+    field["Mode"].set_value("full")
+    field["Depth k (0 = every candidate)"].set_value(2)
+    field["Top grade (1 = binary)"].set_value(4)
+    next(b for b in admin.button if b.label == "Save protocol").click().run()
+    assert not admin.exception, admin.exception
+    with Store(project_with_user) as store:
+        assert store.settings() == {"mode": "full", "max_grade": 4, "rel_threshold": 1, "depth": 2}
+        assert store.protocol_log()[-1]["changed_by"] == "alan"
+    at = log_in(open_app(), "ana", "s3cret")
+    press(at, "4", "0")
+    assert record(project_with_user, "q1")["judgments"] == {"q1-d1": 4, "q1-d2": 0}
