@@ -17,7 +17,7 @@ import streamlit as st
 
 from labeler import keys, render, team
 from labeler.auth import LOCAL_ANNOTATOR
-from labeler.judging import KEY_HELP, LabelSession, QueryView, StillBusy, grade_name
+from labeler.judging import KEY_HELP, LabelSession, QueryView, Search, StillBusy, grade_name
 from labeler.views import context
 
 GUIDELINES = Path(__file__).resolve().parents[1] / "guidelines.md"
@@ -180,7 +180,12 @@ def search_panel(session: LabelSession, view: QueryView) -> None:
     search = session.search
     if search is None or search.query_id != view.query["query_id"]:
         return
-    key = f"search_{view.query['query_id']}"
+    with st.container(key="gs-search"):
+        search_box(session, search, f"search_{view.query['query_id']}")
+
+
+def search_box(session: LabelSession, search: Search, key: str) -> None:
+    """The search field and its results (see :func:`search_panel`)."""
     st.text_input(
         SEARCH_LABEL,
         value=search.text,
