@@ -23,14 +23,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 from _common import add_project_options
-from keypress_speed import PATTERN, build
+from keypress_speed import PATTERN, build, summary
 from playwright.sync_api import sync_playwright
 
 REPO = Path(__file__).resolve().parents[1]
@@ -63,18 +62,6 @@ PROBE = """() => {
     }).observe(document.body, { subtree: true, childList: true, attributes: true,
                                 characterData: true });
 }"""
-
-
-def summary(values: list[float]) -> dict[str, float]:
-    """Count, median, 95th percentile and maximum, rounded to 0.1 ms."""
-    ordered = sorted(values)
-    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
-    return {
-        "presses": len(ordered),
-        "median": round(statistics.median(ordered), 1),
-        "p95": round(p95, 1),
-        "max": round(ordered[-1], 1),
-    }
 
 
 def type_presses(url: str, presses: int, gap_ms: int) -> dict[str, list[float]]:
@@ -110,7 +97,7 @@ def main() -> None:
         with streamlit_app(REPO / "labeler" / "app.py", {"GOLDSET_DB": str(db)}) as url:
             latency = type_presses(url, options.presses, options.gap_ms)
         print(f"typed {options.presses} presses in {time.perf_counter() - started:.0f} s")
-    figures = {part: summary(values) for part, values in latency.items()}
+    figures = {part: {"presses": len(v), **summary(v)} for part, v in latency.items()}
     print(f"{'ms':<8} {'presses':>8} {'median':>8} {'p95':>8} {'max':>8}")
     for part, figure in figures.items():
         print(

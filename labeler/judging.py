@@ -250,9 +250,10 @@ class LabelSession:
         seconds = self.active_time.lap() if seconds is None else seconds
         key = key.lower()
         target = target or {}
-        if self.history_armed and key not in ("h", "escape"):
+        if self.history_armed:
             self.history_armed = False
-            self._reopen(key)
+            if key != "escape":  # Escape after H changes its mind
+                self._reopen(key)
             return
         actions = {
             **{

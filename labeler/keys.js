@@ -68,7 +68,7 @@ function gradeOf(m, doc) {
 // server answers.
 function reduce(m, key) {
   if (!m || m.query == null) return m;
-  if (m.armed) return { ...m, query: null }; // H then a digit: another query opens
+  if (m.armed) return key === "escape" ? { ...m, armed: false } : { ...m, query: null };
   if (key === "/") return { ...m, searching: true };
   if (key === "escape") return { ...m, searching: false };
   if (m.searching && (key === "j" || key === "k")) return m;

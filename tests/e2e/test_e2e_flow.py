@@ -5,6 +5,7 @@ screen, and presses that land only where they were aimed."""
 from __future__ import annotations
 
 import json
+import sqlite3
 
 from e2e_support import current_rank, open_app, query_heading, wait_idle
 from playwright.sync_api import Browser, Page, expect
@@ -136,3 +137,24 @@ def test_a_stale_tabs_press_never_lands_on_a_candidate_it_did_not_show(
         events = store.events_frame("q01")
     assert events[["doc_id", "grade"]].values.tolist() == [["cirrus/timeutil.py#parse_duration", 0]]
     context.close()
+
+
+def test_presses_while_another_writer_holds_the_database_wait_say_saving_and_are_all_stored(
+    page: Page, serve_app, demo_db
+):
+    open_app(page, serve_app(demo_db))
+    blocker = sqlite3.connect(demo_db, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")  # as a long import would hold the write lock
+    try:
+        page.keyboard.type("001", delay=50)
+        expect(page.locator(".goldset-keys")).to_have_text("saving…")
+        expect(current_rank(page)).to_have_text("#3")  # the page moved on at once
+        page.wait_for_timeout(1500)
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    expect(query_heading(page)).to_have_text("retry with jitter helper", timeout=20_000)
+    expect(page.locator(".goldset-keys")).to_have_text("⌨ keys on")
+    wait_idle(page)
+    assert "Traceback" not in page.content()
+    assert list(golden(demo_db, "q01")["judgments"].values()) == [0, 0, 1]
