@@ -66,5 +66,11 @@ def test_reopening_a_project_applies_its_schema_once(tmp_path):
     with Store(tmp_path / "project.db") as store:
         applied = store.conn.execute("SELECT name FROM _sqlite_migrations").fetchall()
         assert sorted(name for (name,) in applied) == sorted(
-            ["create_schema", "create_eval_records", "create_team_tables", "create_key_presses"]
+            [
+                "create_schema",
+                "create_eval_records",
+                "create_team_tables",
+                "create_key_presses",
+                "create_protocol_log",
+            ]
         )
