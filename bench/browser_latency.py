@@ -69,6 +69,7 @@ def type_presses(url: str, presses: int, gap_ms: int) -> dict[str, list[float]]:
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.set_default_timeout(120_000)  # the first page of a fresh server on a big project
         open_app(page, url)
         page.evaluate(PROBE)
         for number in range(presses):
