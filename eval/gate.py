@@ -36,6 +36,7 @@ def release_gate(
     max_miss_rise: float = 1.0,
     max_mrr_drop: float = 0.0,
     max_slice_drop: float = 0.05,
+    new_misses: Mapping[str, int] | None = None,
 ) -> GateVerdict:
     """Judge ``candidate`` against ``baseline`` from their mean figures.
 
@@ -47,6 +48,8 @@ def release_gate(
     - MRR@10 falls by more than ``max_mrr_drop``,
     - any slice present on both sides has its MRR@10 fall by more than ``max_slice_drop``.
 
+    ``new_misses`` (slice name → how many queries newly miss, "" for a set without slices)
+    is named in the reason when miss@10 rises too far: which queries to read first.
     A change exactly at an allowance passes. A figure missing or NaN overall fails the gate
     (nothing to compare); in a slice it only gives a warning. When MRR@10 rises while
     miss@10 rises too, the verdict carries a warning even if it passes.
@@ -54,6 +57,12 @@ def release_gate(
     >>> verdict = release_gate({"mrr@10": 0.5, "miss@10": 0.10}, {"mrr@10": 0.52, "miss@10": 0.12})
     >>> verdict.passed, verdict.reasons
     (False, ['miss@10 rose by 2.00 points (10.00% → 12.00%), more than the allowed 1.00'])
+    >>> release_gate(
+    ...     {"mrr@10": 0.5, "miss@10": 0.10},
+    ...     {"mrr@10": 0.5, "miss@10": 0.15},
+    ...     new_misses={"tail": 6, "head": 1},
+    ... ).reasons[0].split(": ")[1]
+    '7 new misses (tail 6, head 1)'
     """
     for name, allowance in (
         ("max_miss_rise", max_miss_rise),
@@ -71,7 +80,7 @@ def release_gate(
     if missing:
         return GateVerdict(False, [f"cannot compare: no figure for {', '.join(missing)}"])
     reasons = [
-        *_miss_rise(baseline[MISS], candidate[MISS], max_miss_rise),
+        *_miss_rise(baseline[MISS], candidate[MISS], max_miss_rise, new_misses),
         *_mrr_drop(baseline[MRR], candidate[MRR], max_mrr_drop, "MRR@10"),
     ]
     warnings = _mrr_up_misses_up(baseline, candidate)
@@ -86,14 +95,30 @@ def release_gate(
     return GateVerdict(not reasons, reasons, warnings)
 
 
-def _miss_rise(before: float, after: float, allowance_points: float) -> list[str]:
+def _miss_rise(
+    before: float, after: float, allowance_points: float, new_misses: Mapping[str, int] | None
+) -> list[str]:
     rise_points = (after - before) * 100
     if rise_points <= allowance_points + EPSILON:
         return []
-    return [
+    reason = (
         f"miss@10 rose by {rise_points:.2f} points ({before:.2%} → {after:.2%}), "
         f"more than the allowed {allowance_points:.2f}"
-    ]
+    )
+    return [f"{reason}: {_count_new_misses(new_misses)}" if new_misses else reason]
+
+
+def _count_new_misses(new_misses: Mapping[str, int]) -> str:
+    """'7 new misses (tail 6, head 1)': the slices with most new misses first."""
+    total = sum(new_misses.values())
+    counted = f"{total} new {'miss' if total == 1 else 'misses'}"
+    per_slice = sorted(
+        ((name, count) for name, count in new_misses.items() if name and count),
+        key=lambda item: (-item[1], item[0]),
+    )
+    if not per_slice:
+        return counted
+    return f"{counted} ({', '.join(f'{name} {count}' for name, count in per_slice)})"
 
 
 def _mrr_drop(before: float, after: float, allowance: float, label: str) -> list[str]:

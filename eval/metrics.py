@@ -1,31 +1,51 @@
-"""Per-query retrieval metrics, trec_eval-conformant, computed for all queries at once.
+"""Per-query retrieval metrics, trec_eval-conformant: the textbook.
 
-A run is first turned into a :class:`Ranking`: the retrieved rows of every scored query,
-sorted the way trec_eval sorts (query, then score descending, then doc_id descending in
-byte order), with its rank and its judged grade. Each metric is then one small function
-over those flat arrays; ``np.bincount`` over the query index does the per-query sums,
-so there is no Python loop per query.
+Each metric is one short function over a :class:`~eval.ranking.Ranking` (a run ranked as
+trec_eval ranks it and joined with the judgements, see :mod:`eval.ranking`), computed for
+all queries at once: ``np.bincount`` over the query index does the per-query sums, so there
+is no Python loop per query. In the formulas, ``rel(i)`` is 1 when the doc at rank i is
+relevant (judged with grade >= the threshold), ``g(i)`` its grade (0 when unjudged) and
+``R`` the number of relevant judged docs of the query.
 
-Ranking ten million rows stays cheap because little work touches every row: runs are
-usually written query by query, best first, so most often no row moves at all; only the
-top rows that the metrics look at (and the rows tied with the last of them) have their
-doc ids compared or joined with the judgements.
+The API: :func:`parse_metric` reads ``name@k``, :func:`rank_run` ranks a run for some
+metrics, :func:`metric_values` and :func:`per_query_frame` give their per-query values and
+:func:`evaluate` does all of it at once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from functools import cached_property
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
 
-from eval.columns import PairIndex, arrow_strings, lookup, take_distinct
+from eval.ranking import NOT_RANKED, Ranking, rank
 from eval.readers import Golden, Run
+
+__all__ = [
+    "DEFAULT_METRICS",
+    "GAINS",
+    "LOWER_BOUND_FROM_FIRST_HIT",
+    "METRICS",
+    "NOT_FROM_FIRST_HIT",
+    "NOT_RANKED",
+    "Ranking",
+    "evaluate",
+    "hit",
+    "judged",
+    "metric_values",
+    "miss",
+    "ndcg",
+    "needs_first_relevant",
+    "parse_metric",
+    "per_query_frame",
+    "precision",
+    "rank_run",
+    "ranks_needed",
+    "recall",
+    "reciprocal_rank",
+    "relevant_in_top",
+]
 
 DEFAULT_METRICS = (
     "mrr@10",
@@ -38,112 +58,76 @@ DEFAULT_METRICS = (
     "judged@10",
 )
 GAINS = ("linear", "exp")
-NOT_RANKED = np.iinfo(np.int64).max  # first_relevant_rank of a query with no relevant doc
-
-
-@dataclass(frozen=True)
-class Ranking:
-    """A run ranked and joined with the judgements; rows grouped by query, best first.
-
-    Per row: ``query_index`` (into ``query_ids``), ``rank`` (1-based), ``score``, ``grade``
-    (0 when unjudged), ``judged`` and ``relevant``. Per query: ``retrieved`` (docs the run
-    returned, within ``depth``; more than the rows kept when only the top ranks are needed),
-    ``relevant_count`` (judged docs with grade >= threshold) and ``ideal_grades`` (the
-    grades > 0 of all its judged docs, sorted best first, as a padded 2-D array).
-    """
-
-    query_ids: np.ndarray
-    query_index: np.ndarray
-    rank: np.ndarray
-    score: np.ndarray
-    grade: np.ndarray
-    judged: np.ndarray
-    relevant: np.ndarray
-    retrieved: np.ndarray
-    relevant_count: np.ndarray
-    ideal_grades: np.ndarray
-
-    @property
-    def query_count(self) -> int:
-        return len(self.query_ids)
-
-    def per_query_sum(self, weights: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        """Sum ``weights`` over the rows selected by ``mask``, per query."""
-        return np.bincount(
-            self.query_index[mask], weights=weights[mask], minlength=self.query_count
-        )
-
-    @cached_property
-    def first_relevant_rank(self) -> np.ndarray:
-        """Rank of each query's first relevant row; ``NOT_RANKED`` where there is none."""
-        first = np.full(self.query_count, NOT_RANKED, dtype=np.int64)
-        relevant_queries = self.query_index[self.relevant]
-        # Rows are sorted by query then rank, so a query's first relevant row comes first.
-        starts = np.flatnonzero(np.diff(relevant_queries, prepend=-1) != 0)
-        first[relevant_queries[starts]] = self.rank[self.relevant][starts]
-        return first
+# Their denominators (all relevant docs, the ideal DCG) are unknown when only the first
+# relevant doc was looked for: on first-hit queries these are not measured (DESIGN.md).
+NOT_FROM_FIRST_HIT = ("recall", "ndcg")
+# Unknown docs below the first hit count as not relevant: from first-hit labels, too low.
+LOWER_BOUND_FROM_FIRST_HIT = ("precision",)
 
 
 # --- one small function per metric ---------------------------------------------------------
 
 
 def reciprocal_rank(ranking: Ranking, k: int | None = None) -> np.ndarray:
-    """RR@k = 1 / rank of the first relevant doc within the top k, else 0 (trec_eval
-    ``recip_rank`` when k is None)."""
-    first = ranking.first_relevant_rank
-    found = first <= (k if k is not None else NOT_RANKED - 1)
+    """Reciprocal rank: ``RR@k = 1 / min{i <= k : rel(i)}``, 0 when no relevant doc is in
+    the top k (trec_eval ``recip_rank`` when k is None: no cutoff)."""
+    first = ranking.first_relevant_within(k)
+    found = first != NOT_RANKED
     return np.where(found, 1.0 / np.where(found, first, 1), 0.0)
 
 
 def hit(ranking: Ranking, k: int) -> np.ndarray:
-    """hit@k = 1 if a relevant doc is in the top k, else 0 (trec_eval ``success_k``)."""
-    return (ranking.first_relevant_rank <= k).astype(np.float64)
+    """Hit rate: ``hit@k = 1 if sum_{i<=k} rel(i) > 0 else 0`` (trec_eval ``success_k``)."""
+    return (ranking.first_relevant_within(k) != NOT_RANKED).astype(np.float64)
 
 
 def miss(ranking: Ranking, k: int) -> np.ndarray:
-    """miss@k = 1 − hit@k: the query has no relevant doc in the top k."""
+    """Miss rate: ``miss@k = 1 − hit@k``, the query has no relevant doc in the top k."""
     return 1.0 - hit(ranking, k)
 
 
 def relevant_in_top(ranking: Ranking, k: int) -> np.ndarray:
-    """Number of relevant docs in each query's top k."""
-    return ranking.per_query_sum(np.ones(len(ranking.rank)), ranking.relevant & (ranking.rank <= k))
+    """Number of relevant docs in each query's top k: ``sum_{i<=k} rel(i)``."""
+    return ranking.per_query_sum(np.ones(len(ranking.rank)), ranking.relevant & ranking.top(k))
 
 
 def precision(ranking: Ranking, k: int) -> np.ndarray:
-    """P@k = relevant docs in the top k / k (the denominator is always k, as trec_eval)."""
+    """Precision: ``P@k = sum_{i<=k} rel(i) / k``; the denominator is always k, even when
+    the run returned fewer docs (as trec_eval)."""
     return relevant_in_top(ranking, k) / k
 
 
 def recall(ranking: Ranking, k: int) -> np.ndarray:
-    """R@k = relevant docs in the top k / all relevant judged docs of the query (0 if none)."""
+    """Recall: ``R@k = sum_{i<=k} rel(i) / R``, 0 when the query has no relevant doc."""
     found = relevant_in_top(ranking, k)
     total = ranking.relevant_count
     return np.divide(found, total, out=np.zeros(len(total)), where=total > 0)
 
 
 def ndcg(ranking: Ranking, k: int, gain: str = "linear") -> np.ndarray:
-    """nDCG@k = DCG@k / ideal DCG@k, discount log2(rank + 1), 0 when the ideal is 0.
+    """Normalised DCG: ``nDCG@k = DCG@k / IDCG@k`` with ``DCG@k = sum_{i<=k} gain(g(i)) /
+    log2(i + 1)``; 0 when the ideal is 0.
 
-    Gain is the grade (``linear``, trec_eval's default) or 2^grade − 1 (``exp``); grades
-    <= 0 gain nothing. The ideal ranking sorts all judged grades of the query, cut at k.
-    The relevance threshold does not apply, as in trec_eval.
+    ``gain(g) = g`` (``linear``, trec_eval's default) or ``2^g − 1`` (``exp``); grades <= 0
+    gain nothing. IDCG@k is the DCG of all the query's judged grades sorted best first, cut
+    at k. The relevance threshold does not apply, as in trec_eval.
     """
     gains = _gain(ranking.grade, gain)
-    top = ranking.rank <= k
-    dcg = ranking.per_query_sum(gains / np.log2(ranking.rank + 1.0), top)
+    dcg = ranking.per_query_sum(gains / np.log2(ranking.rank + 1.0), ranking.top(k))
     ideal = _gain(ranking.ideal_grades[:, :k], gain)
     ideal_dcg = (ideal / np.log2(np.arange(2, ideal.shape[1] + 2))).sum(axis=1)
     return np.divide(dcg, ideal_dcg, out=np.zeros(len(dcg)), where=ideal_dcg > 0)
 
 
 def judged(ranking: Ranking, k: int) -> np.ndarray:
-    """judged@k = share of the run's top k (at most k docs retrieved) that have a judgement.
+    """Judged share: ``judged@k = |judged ∩ top k| / min(k, retrieved)``, the share of the
+    run's top k that have a judgement (coverage); 0 where the run retrieved nothing.
 
-    0 for a query where the run retrieved nothing.
+    Against labels that list only relevant docs (a BEIR ``qrels.tsv``) it is the share of
+    the top k known to be relevant instead; the report says so (``judged_relevant_only``).
     """
     judged_count = ranking.per_query_sum(
-        np.ones(len(ranking.rank)), ranking.judged & (ranking.rank <= k)
+        np.ones(len(ranking.rank)), ranking.judged & ranking.top(k)
     )
     shown = np.minimum(ranking.retrieved, k)
     return np.divide(judged_count, shown, out=np.zeros(len(shown)), where=shown > 0)
@@ -165,23 +149,15 @@ METRICS = {
 }
 
 
-def ranks_needed(metrics: Sequence[str]) -> int:
-    """How many top ranks per query the cut-off ``metrics`` look at.
-
-    One rank more than the largest cutoff, so that a score tie across the cutoff shows.
-    (``mrr`` without a cutoff needs more, on some queries: see :func:`needs_first_relevant`.)
-    """
-    cutoffs = [cutoff for _, cutoff in map(parse_metric, metrics) if cutoff is not None]
-    return max(cutoffs, default=0) + 1
-
-
-def needs_first_relevant(metrics: Sequence[str]) -> bool:
-    """Whether ``metrics`` need each query ranked down to its first relevant doc (``mrr``)."""
-    return any(cutoff is None for _, cutoff in map(parse_metric, metrics))
+# --- the API -------------------------------------------------------------------------------
 
 
 def parse_metric(spec: str) -> tuple[str, int | None]:
-    """Split ``"ndcg@10"`` into ``("ndcg", 10)``; only ``mrr`` may go without a cutoff."""
+    """Split ``name@k`` into its name and cutoff; only ``mrr`` may go without a cutoff.
+
+    >>> parse_metric("ndcg@10"), parse_metric("mrr")
+    (('ndcg', 10), ('mrr', None))
+    """
     name, _, cutoff = spec.partition("@")
     if name not in METRICS:
         raise ValueError(f"unknown metric {spec!r}; known: {', '.join(METRICS)} (as name@k)")
@@ -194,341 +170,60 @@ def parse_metric(spec: str) -> tuple[str, int | None]:
     return name, int(cutoff)
 
 
-# --- ranking a run -------------------------------------------------------------------------
+def ranks_needed(metrics: Sequence[str]) -> int:
+    """How many top ranks per query the cut-off ``metrics`` look at.
 
+    One rank more than the largest cutoff, so that a score tie across the cutoff shows.
+    (``mrr`` without a cutoff needs more, on some queries: see :func:`needs_first_relevant`.)
 
-def rank_run(
-    golden: Golden,
-    run: Run,
-    metrics: Sequence[str] | None = None,
-    *,
-    rel_threshold: int = 1,
-    depth: int | None = None,
-    keep_order: bool = False,
-    abstain_below: float | None = None,
-) -> Ranking:
-    """Rank ``run`` over the golden set's scored queries (answerable and done).
-
-    Ties in score are broken by doc_id descending, as trec_eval does; ``keep_order`` uses the
-    file's own order instead. ``depth`` keeps only each query's top ``depth`` docs (trec_eval
-    ``-M``). With ``abstain_below``, a query whose best score is below it returns nothing.
-    Queries absent from the run are kept with no rows, so every metric gives them 0.
-    Given the ``metrics`` to compute, only the rows they need are kept (None: all rows):
-    metrics cut at k need each query's top k rows, and joining fewer rows with the
-    judgements is faster; ``mrr`` without a cutoff needs all the rows of the queries that
-    have no relevant doc in those ranks, and only those queries are ranked in full.
+    >>> ranks_needed(["mrr@10", "ndcg@5"])
+    11
     """
-    keep_ranks = None if metrics is None else ranks_needed(metrics)
-    query_ids = golden.scored_query_ids()
-    # The judgements' side needs only the golden set: it is indexed on a second thread while
-    # this one ranks the run (numpy and Arrow release the GIL while they work).
-    with ThreadPoolExecutor(1) as pool:
-        indexing = pool.submit(_Judgments.of, golden, query_ids)
-        runs = _query_runs(run, query_ids, not keep_order)
-        if abstain_below is not None:
-            runs = runs.select(_best_scores(runs) >= abstain_below)
-        retrieved = np.zeros(len(query_ids), dtype=np.int64)
-        retrieved[runs.query] = runs.length if depth is None else np.minimum(runs.length, depth)
-        limit = min((cutoff for cutoff in (depth, keep_ranks) if cutoff is not None), default=None)
-        rows = _Ranked.of(run, runs, limit, keep_order, len(query_ids))
-        judgments = indexing.result()
-    rows = rows.with_grades(judgments, rel_threshold)
-    if metrics is not None and needs_first_relevant(metrics) and limit is not None:
-        found = np.zeros(len(query_ids), dtype=bool)
-        found[rows.query_index[rows.relevant]] = True
-        kept = np.bincount(rows.query_index, minlength=len(query_ids))
-        deeper = ~found & (retrieved > kept)
-        if deeper.any():
-            more = _Ranked.of(
-                run, runs.select(deeper[runs.query]), depth, keep_order, len(query_ids)
-            )
-            rows = rows.replaced_by(more.with_grades(judgments, rel_threshold), deeper)
-    return Ranking(
-        query_ids=query_ids,
-        query_index=rows.query_index,
-        rank=rows.rank,
-        score=rows.score,
-        grade=rows.grade,
-        judged=rows.judged,
-        relevant=rows.relevant,
-        retrieved=retrieved,
-        relevant_count=judgments.relevant_count(rel_threshold),
-        ideal_grades=judgments.ideal_grades,
+    cutoffs = [cutoff for _, cutoff in map(parse_metric, metrics) if cutoff is not None]
+    return max(cutoffs, default=0) + 1
+
+
+def needs_first_relevant(metrics: Sequence[str]) -> bool:
+    """Whether ``metrics`` need each query ranked down to its first relevant doc (``mrr``)."""
+    return any(cutoff is None for _, cutoff in map(parse_metric, metrics))
+
+
+def rank_run(golden: Golden, run: Run, metrics: Sequence[str] | None = None, **options) -> Ranking:
+    """Rank ``run`` over the golden set's scored queries for ``metrics`` (None: every rank).
+
+    Only the rows the metrics need are kept: metrics cut at k need each query's top k rows;
+    ``mrr`` without a cutoff needs all the rows of the queries that have no relevant doc in
+    those ranks. The ranking refuses other metrics that would need deeper ranks.
+    ``options`` are those of :func:`eval.ranking.rank`: rel_threshold, depth, keep_order
+    and abstain_below.
+    """
+    if metrics is None:
+        return rank(golden, run, **options)
+    return rank(
+        golden,
+        run,
+        top=ranks_needed(metrics),
+        to_first_relevant=needs_first_relevant(metrics),
+        **options,
     )
-
-
-@dataclass(frozen=True)
-class _Ranked:
-    """Ranked rows, grouped by query (ascending) and best first: per row its query index,
-    rank, score and doc id; once ``with_grades``, its grade, judged and relevant flags too."""
-
-    query_index: np.ndarray
-    rank: np.ndarray
-    score: np.ndarray
-    doc_ids: pa.Array | None
-    grade: np.ndarray | None = None
-    judged: np.ndarray | None = None
-    relevant: np.ndarray | None = None
-
-    @classmethod
-    def of(
-        cls, run: Run, runs: _QueryRuns, limit: int | None, keep_order: bool, query_count: int
-    ) -> _Ranked:
-        """The top ``limit`` rows (all when None) of each query of ``runs``."""
-        query_index, score, doc_ids = _ranked_rows(run.doc_ids, runs, limit, keep_order)
-        rank = _rank_within_groups(query_index, query_count)
-        if limit is not None:
-            top = rank <= limit
-            query_index, score, rank = query_index[top], score[top], rank[top]
-            doc_ids = doc_ids.filter(pa.array(top))
-        return cls(query_index, rank, score, doc_ids)
-
-    def with_grades(self, judgments: _Judgments, rel_threshold: int) -> _Ranked:
-        """These rows with their grades (the doc ids are no longer needed)."""
-        grade, judged = judgments.grades_of(self.query_index, self.doc_ids)
-        relevant = judged & (grade >= rel_threshold)
-        return _Ranked(self.query_index, self.rank, self.score, None, grade, judged, relevant)
-
-    def replaced_by(self, other: _Ranked, queries: np.ndarray) -> _Ranked:
-        """These judged rows, where the queries flagged in ``queries`` take ``other``'s rows."""
-        keep = ~queries[self.query_index]
-        fields = ("query_index", "rank", "score", "grade", "judged", "relevant")
-        joined = {
-            name: np.concatenate([getattr(self, name)[keep], getattr(other, name)])
-            for name in fields
-        }
-        # Each query's rows come from one side, already best first: a stable sort by query
-        # puts the queries back in order without moving any row within its query.
-        order = np.argsort(joined["query_index"], kind="stable")
-        return _Ranked(**{name: values[order] for name, values in joined.items()}, doc_ids=None)
-
-
-@dataclass(frozen=True)
-class _QueryRuns:
-    """A run's rows for the scored queries, laid out so that each query's rows, ranked,
-    hold consecutive positions.
-
-    ``order`` maps positions to rows of the run (None: each position is that row);
-    ``score`` is the score at each position. Per query, in ascending ``query`` (index into
-    the scored query ids): ``start`` and ``length`` of its positions. Within a query, rows
-    are in score order (equal scores in file order), or in file order for ``keep_order``.
-    """
-
-    order: np.ndarray | None
-    score: np.ndarray
-    start: np.ndarray
-    length: np.ndarray
-    query: np.ndarray
-
-    def select(self, keep: np.ndarray) -> _QueryRuns:
-        """Only the queries where ``keep`` is true."""
-        return _QueryRuns(
-            self.order, self.score, self.start[keep], self.length[keep], self.query[keep]
-        )
-
-
-def _query_runs(run: Run, query_ids: np.ndarray, by_score: bool) -> _QueryRuns:
-    """Group the run's rows by scored query (``query_ids``), ranked by score when ``by_score``."""
-    score = run.scores
-    # Where each run of rows of one query begins, and that query's index in query_ids.
-    query_index = run.query_index
-    begins_run = np.ones(len(query_index), dtype=bool)
-    begins_run[1:] = query_index[1:] != query_index[:-1]
-    starts = np.flatnonzero(begins_run)
-    scored_position = lookup(pa.array(run.query_ids, pa.large_string()), query_ids)
-    run_query = scored_position[query_index[starts]]
-    in_order = not by_score or _descending_within(score, starts)
-    lengths = np.diff(starts, append=len(score))
-    scored = run_query >= 0
-    starts, lengths, run_query = starts[scored], lengths[scored], run_query[scored]
-    by_query = np.argsort(run_query, kind="stable")
-    if in_order and np.all(np.diff(run_query[by_query]) > 0):
-        # Run files are usually written query by query, best first: then no row moves,
-        # and only the top rows of each query are ever gathered.
-        return _QueryRuns(None, score, starts[by_query], lengths[by_query], run_query[by_query])
-    row_query = np.repeat(run_query, lengths)
-    rows = _ranges(starts, lengths)
-    sort_keys = [("query", "ascending"), ("score", "descending")][: 2 if by_score else 1]
-    table = pa.table({"query": row_query, "score": score[rows]})
-    # Arrow's sort is stable: equal scores keep the file's order.
-    by_rank = pc.sort_indices(table, sort_keys=sort_keys).to_numpy()
-    order, row_query = rows[by_rank], row_query[by_rank]
-    new_starts = np.flatnonzero(np.diff(row_query, prepend=-1) != 0)
-    return _QueryRuns(
-        order,
-        score[order],
-        new_starts,
-        np.diff(new_starts, append=len(order)),
-        row_query[new_starts],
-    )
-
-
-def _descending_within(score: np.ndarray, starts: np.ndarray) -> bool:
-    """Whether the scores never rise from one row to the next inside a run of rows (the
-    runs begin at ``starts``)."""
-    rises = score[1:] > score[:-1]
-    rises[starts[1:] - 1] = False  # from the last row of a run to the first of the next
-    return not rises.any()
-
-
-def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """The positions ``start, start + 1, ..., start + length - 1`` of each range, in turn."""
-    ends = np.cumsum(lengths)
-    return np.arange(ends[-1] if len(ends) else 0) + np.repeat(starts - (ends - lengths), lengths)
-
-
-def _best_scores(runs: _QueryRuns) -> np.ndarray:
-    """The highest score of each query."""
-    if len(runs.start) == 0:
-        return np.zeros(0)
-    offsets = np.cumsum(runs.length) - runs.length
-    return np.maximum.reduceat(runs.score[_ranges(runs.start, runs.length)], offsets)
-
-
-def _top_positions(
-    runs: _QueryRuns, limit: int | None, with_ties: bool
-) -> tuple[np.ndarray, np.ndarray]:
-    """The positions of each query's top ``limit`` rows (all rows when None), grouped by
-    query, and the query index of each.
-
-    ``with_ties`` also keeps the rows tied in score with the last one kept: the tie-break
-    (doc_id) decides which of them are in the top, so all of them must be ranked.
-    """
-    length = runs.length if limit is None else np.minimum(runs.length, limit)
-    if with_ties and limit is not None:
-        length = _extend_over_ties(runs, length)
-    return _ranges(runs.start, length), np.repeat(runs.query, length)
-
-
-def _ranked_rows(
-    doc_ids: pa.Array | pa.ChunkedArray, runs: _QueryRuns, limit: int | None, keep_order: bool
-) -> tuple[np.ndarray, np.ndarray, pa.Array]:
-    """The rows that may rank within ``limit`` (all rows when None), in ranking order:
-    the query index, score and doc id of each."""
-    positions, query_index = _top_positions(runs, limit, with_ties=not keep_order)
-    # Adding 0.0 turns -0.0 into 0.0, which it equals (and ties with, as in trec_eval).
-    score = runs.score[positions] + 0.0
-    rows = positions if runs.order is None else runs.order[positions]
-    # One gather from the run's doc ids: everything after works on the few rows kept.
-    doc_ids = take_distinct(doc_ids, rows)
-    if not keep_order:
-        # Breaking ties moves docs only within equal (query, score): query_index, score stay.
-        doc_ids = doc_ids.take(pa.array(_doc_order_within_ties(query_index, score, doc_ids)))
-    return query_index, score, doc_ids
-
-
-def _extend_over_ties(runs: _QueryRuns, length: np.ndarray) -> np.ndarray:
-    """Lengthen each query's kept range over the rows tied with its last kept row.
-
-    Scores fall within a query, so the tied rows follow the last kept one: a binary search
-    per query (all queries at once) finds where they end.
-    """
-    last_score = runs.score[runs.start + np.maximum(length, 1) - 1]
-    low, high = runs.start + length, runs.start + runs.length
-    searching = (low < high) & (length > 0)
-    while searching.any():
-        middle = (low + high) // 2
-        tied = searching & (runs.score[np.minimum(middle, len(runs.score) - 1)] == last_score)
-        low = np.where(tied, middle + 1, low)
-        high = np.where(searching & ~tied, middle, high)
-        searching = low < high
-    return low - runs.start
-
-
-def _doc_order_within_ties(
-    query_index: np.ndarray, score: np.ndarray, doc_ids: pa.Array
-) -> np.ndarray:
-    """The order that sorts each run of equal (query, score) rows by doc_id descending,
-    trec_eval's tie-break, leaving every other row in place.
-
-    Only tied rows have their doc ids compared: usually a small share of the rows.
-    """
-    new_group = np.r_[True, (np.diff(query_index) != 0) | (np.diff(score) != 0)]
-    group = np.cumsum(new_group) - 1
-    tied = np.flatnonzero(np.bincount(group)[group] > 1) if len(group) else group
-    order = np.arange(len(query_index))
-    if len(tied):
-        keys = pa.table({"group": group[tied], "doc": doc_ids.take(pa.array(tied))})
-        by_doc = pc.sort_indices(keys, sort_keys=[("group", "ascending"), ("doc", "descending")])
-        order[tied] = tied[by_doc.to_numpy()]
-    return order
-
-
-def _rank_within_groups(group: np.ndarray, group_count: int) -> np.ndarray:
-    """1-based position of each row within its group; rows are already grouped and ordered."""
-    starts = np.searchsorted(group, np.arange(group_count))
-    return np.arange(len(group)) - starts[group] + 1
-
-
-@dataclass(frozen=True)
-class _Judgments:
-    """The judgements of the scored queries, indexed to be matched with ranked rows.
-
-    Per judgement: ``query_index`` (into the scored query ids) and ``grade``; ``pairs``
-    finds a (query, doc) among them; ``ideal_grades`` holds each query's positive grades,
-    best first, padded with 0 to the longest list.
-    """
-
-    query_index: np.ndarray
-    grade: np.ndarray
-    pairs: PairIndex
-    ideal_grades: np.ndarray
-
-    @classmethod
-    def of(cls, golden: Golden, query_ids: np.ndarray) -> _Judgments:
-        """The golden set's judgements of ``query_ids`` (the others are of no use here)."""
-        judgments = golden.judgments
-        query_index = lookup(arrow_strings(judgments["query_id"]), query_ids)
-        known = query_index >= 0
-        query_index = query_index[known]
-        grade = judgments["grade"].to_numpy(dtype=np.int64)[known]
-        doc_ids = arrow_strings(judgments["doc_id"]).filter(pa.array(known))
-        return cls(
-            query_index,
-            grade,
-            PairIndex(query_index, doc_ids),
-            _ideal_grades(query_index, grade, len(query_ids)),
-        )
-
-    def grades_of(
-        self, query_index: np.ndarray, doc_ids: pa.Array
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Grade and judged flag of each ranked row, matched on (query, doc)."""
-        match = self.pairs.find(query_index, doc_ids)
-        found = match >= 0
-        grade = np.zeros(len(match), dtype=np.int64)
-        grade[found] = self.grade[match[found]]
-        # A negative grade means "pooled but not judged" in TREC qrels: not a judgement.
-        return grade, found & (grade >= 0)
-
-    def relevant_count(self, rel_threshold: int) -> np.ndarray:
-        """Per query, the judged docs with grade >= ``rel_threshold``."""
-        relevant = self.grade >= rel_threshold
-        return np.bincount(self.query_index[relevant], minlength=len(self.ideal_grades))
-
-
-def _ideal_grades(query_index: np.ndarray, grade: np.ndarray, query_count: int) -> np.ndarray:
-    """Each query's positive grades, best first, padded with 0 to the longest list."""
-    positive = grade > 0
-    query_index, grades = query_index[positive], grade[positive]
-    order = np.lexsort((-grades, query_index))
-    query_index, grades = query_index[order], grades[order]
-    width = int(np.bincount(query_index).max()) if len(query_index) else 1
-    ideal = np.zeros((query_count, width), dtype=np.int64)
-    ideal[query_index, _rank_within_groups(query_index, query_count) - 1] = grades
-    return ideal
-
-
-# --- everything together -------------------------------------------------------------------
 
 
 def metric_values(ranking: Ranking, spec: str, gain: str = "linear") -> np.ndarray:
-    """Per-query values of one metric given as ``name@k`` (e.g. ``"ndcg@10"``)."""
+    """Per-query values of one metric given as ``name@k`` (e.g. ``"ndcg@10"``).
+
+    Recall and nDCG are NaN (not measured) on the queries labelled in first-hit mode:
+    only their first relevant doc is known, so the figure would come out too high.
+    A cutoff deeper than the ranking holds is refused with a ValueError.
+    """
     name, cutoff = parse_metric(spec)
     function = METRICS[name]
     if name == "ndcg":
-        return function(ranking, cutoff, gain=gain)
-    return function(ranking, cutoff) if cutoff is not None else function(ranking)
+        values = function(ranking, cutoff, gain=gain)
+    else:
+        values = function(ranking, cutoff) if cutoff is not None else function(ranking)
+    if name in NOT_FROM_FIRST_HIT and ranking.first_hit.any():
+        values = np.where(ranking.first_hit, np.nan, values)
+    return values
 
 
 def per_query_frame(ranking: Ranking, metrics: Sequence[str], gain: str = "linear") -> pd.DataFrame:

@@ -7,8 +7,9 @@ queries (misses first) and, where bootstrap resamples are asked for, a 95% CI pe
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pandas as pd
@@ -19,35 +20,88 @@ from eval import gate, stats
 from eval.columns import lookup
 from eval.metrics import (
     DEFAULT_METRICS,
+    LOWER_BOUND_FROM_FIRST_HIT,
     NOT_RANKED,
     Ranking,
     parse_metric,
     per_query_frame,
     rank_run,
+    reciprocal_rank,
 )
+from eval.ranking import concurrently
 from eval.readers import Golden, Run
 
 NO_SLICE = "(none)"
-FIRST_HIT_NOTE = (
-    "Some queries were labelled in first-hit mode: MRR and hit@k are exact for the labelled "
-    "run; recall, precision and nDCG are lower bounds."
-)
+NOT_MEASURED = "not measured (first-hit labels)"
+CHANGE_CUTOFF = 10  # changed queries are read at rank 10, as the gate's mrr@10 and miss@10
 
 
 def summarise(
-    per_query: pd.DataFrame, bootstrap: int = 1000, seed: int = 0
+    per_query: pd.DataFrame,
+    bootstrap: int = 1000,
+    seed: int = 0,
+    first_hit: pd.Series | None = None,
 ) -> dict[str, dict[str, object]]:
-    """Mean of each metric column with its percentile-bootstrap 95% CI (None if bootstrap is 0)."""
+    """Mean of each metric column with its percentile-bootstrap 95% CI (None if bootstrap is 0).
+
+    A NaN value is a figure not measured on that query (recall and nDCG on first-hit labels):
+    the column's mean and CI are over the other queries, and the entry says how many
+    (``"queries"``) when that is fewer than all; with none, the mean is None and
+    ``"reason"`` says why. ``first_hit`` (query_id → bool) marks the queries labelled in
+    first-hit mode: precision over any of them is a lower bound (``"bound": "lower"``).
+    """
     values = per_query.to_numpy(dtype=np.float64)
-    means = values.mean(axis=0) if len(values) else np.full(values.shape[1], np.nan)
-    intervals = stats.bootstrap_ci(values, n_resamples=bootstrap, seed=seed) if bootstrap else None
+    entries: dict[int, dict[str, object]] = {}
+    for columns, rows in _measured_groups(values):
+        measured = values[:, columns] if rows.all() else values[rows][:, columns]
+        means = measured.mean(axis=0) if len(measured) else np.full(len(columns), np.nan)
+        intervals = (
+            stats.bootstrap_ci(measured, n_resamples=bootstrap, seed=seed) if bootstrap else None
+        )
+        for position, column in enumerate(columns):
+            entry = {
+                "mean": _number(means[position]),
+                "ci95": None
+                if intervals is None
+                else [_number(bound) for bound in intervals[position]],
+            }
+            entries[column] = _measured_on(entry, rows)
     return {
-        spec: {
-            "mean": _number(means[column]),
-            "ci95": None if intervals is None else [_number(bound) for bound in intervals[column]],
-        }
+        spec: {**entries[column], **_bound(spec, first_hit, per_query.index, values[:, column])}
         for column, spec in enumerate(per_query.columns)
     }
+
+
+def _measured_groups(*matrices: np.ndarray) -> list[tuple[list[int], np.ndarray]]:
+    """The columns grouped by the rows where they are measured (not NaN in any of
+    ``matrices``): ``(columns, rows)`` pairs, ``rows`` a mask. Usually one group of all rows;
+    columns of one group are resampled together, as :mod:`eval.stats` expects."""
+    measured = np.logical_and.reduce([~np.isnan(matrix) for matrix in matrices])
+    groups: dict[bytes, list[int]] = {}
+    for column in range(measured.shape[1]):
+        groups.setdefault(measured[:, column].tobytes(), []).append(column)
+    return [(columns, measured[:, columns[0]]) for columns in groups.values()]
+
+
+def _measured_on(entry: dict[str, object], rows: np.ndarray) -> dict[str, object]:
+    """The entry, saying which queries it is measured on when not all of them: how many, and
+    with none, no figures at all and the reason."""
+    count = int(rows.sum())
+    if count == len(rows):
+        return entry
+    if count == 0:
+        return {**dict.fromkeys(entry), "queries": 0, "reason": NOT_MEASURED}
+    return {**entry, "queries": count}
+
+
+def _bound(
+    spec: str, first_hit: pd.Series | None, query_ids: pd.Index, values: np.ndarray
+) -> dict[str, str]:
+    """``{"bound": "lower"}`` for precision counted over any first-hit query, else nothing."""
+    if first_hit is None or parse_metric(spec)[0] not in LOWER_BOUND_FROM_FIRST_HIT:
+        return {}
+    counted = first_hit.reindex(query_ids).to_numpy(dtype=bool) & ~np.isnan(values)
+    return {"bound": "lower"} if counted.any() else {}
 
 
 def slice_groups(slices: pd.Series, query_ids: pd.Index) -> dict[str, pd.Index]:
@@ -63,12 +117,19 @@ def slice_groups(slices: pd.Series, query_ids: pd.Index) -> dict[str, pd.Index]:
 
 
 def slice_summaries(
-    per_query: pd.DataFrame, slices: pd.Series, bootstrap: int = 1000, seed: int = 0
+    per_query: pd.DataFrame,
+    slices: pd.Series,
+    bootstrap: int = 1000,
+    seed: int = 0,
+    first_hit: pd.Series | None = None,
 ) -> dict[str, dict[str, object]]:
     """``summarise`` for each slice (``slices`` maps query_id to slice name); empty when no
     query has a slice."""
     return {
-        name: {"queries": len(ids), "metrics": summarise(per_query.loc[ids], bootstrap, seed)}
+        name: {
+            "queries": len(ids),
+            "metrics": summarise(per_query.loc[ids], bootstrap, seed, first_hit),
+        }
         for name, ids in slice_groups(slices, per_query.index).items()
     }
 
@@ -199,32 +260,43 @@ def build_report(
 
     Keys: ``queries`` (accounting), ``metrics`` (mean and CI), ``slices``, ``worst``,
     ``abstention``, ``notes`` and ``per_query`` (a DataFrame, dropped from the JSON).
+    On first-hit labels recall and nDCG are over the full-mode queries only and precision
+    is marked a lower bound (see :func:`summarise`); against a golden set that lists only
+    relevant docs, judged@k entries say so (``"judged_relevant_only": true``).
     """
-    # The golden set's version needs no ranking: it is hashed on a second thread meanwhile.
-    with ThreadPoolExecutor(1) as pool:
-        version = pool.submit(lambda: golden.version)
-        ranking = rank_run(
+    # The golden set's version needs no ranking: it is hashed meanwhile.
+    version, (ranking, per_query) = concurrently(
+        lambda: golden.version,
+        lambda: _scored(
             golden,
             run,
             metrics,
+            gain,
             rel_threshold=rel_threshold,
             depth=depth,
             keep_order=keep_order,
             abstain_below=abstain_below,
-        )
-        per_query = per_query_frame(ranking, metrics, gain)
-    cutoffs = sorted({cutoff for _, cutoff in map(parse_metric, metrics) if cutoff})
-    return {
+        ),
+    )
+    first_hit = _first_hit(ranking)
+    relevant_only = lists_only_relevant(golden, rel_threshold)
+    report = {
         "run": run.name,
-        "golden_version": version.result(),
-        "queries": query_accounting(golden, run, ranking, cutoffs),
-        "metrics": summarise(per_query, bootstrap, seed),
-        "slices": slice_summaries(per_query, _slices(golden), bootstrap, seed),
+        "golden_version": version,
+        "queries": query_accounting(golden, run, ranking, _cutoffs(metrics)),
+        "metrics": summarise(per_query, bootstrap, seed, first_hit),
+        "slices": slice_summaries(per_query, _slices(golden), bootstrap, seed, first_hit),
         "worst": worst_queries(golden, ranking, per_query, worst),
         "abstention": abstention(golden, run, ranking, abstain_below),
-        "notes": _notes(golden, gain),
+        "notes": _notes(ranking, gain, relevant_only),
         "per_query": per_query,
     }
+    if relevant_only:
+        for summary in [report["metrics"], *(s["metrics"] for s in report["slices"].values())]:
+            for spec, entry in summary.items():
+                if parse_metric(spec)[0] == "judged":
+                    entry["judged_relevant_only"] = True
+    return report
 
 
 def compare_runs(
@@ -236,71 +308,196 @@ def compare_runs(
     bootstrap: int = 1000,
     seed: int = 0,
     thresholds: Mapping[str, float] | None = None,
+    gain: str = "linear",
     **options,
 ) -> dict:
     """Paired comparison of two runs on the same golden queries: what ``goldset compare`` prints.
 
     Per metric and per slice: both means, the difference (candidate − baseline), its paired
-    bootstrap 95% CI and p-value, and a seeded paired randomization p-value. ``gate`` holds
-    the release-gate verdict (``thresholds`` are passed to :func:`eval.gate.release_gate`).
+    bootstrap 95% CI and p-value, and a seeded paired randomization p-value; a figure not
+    measured (recall, nDCG on first-hit labels) has no delta. ``changed_queries`` lists the
+    queries behind the means (:func:`changed_queries`). ``gate`` holds the release-gate
+    verdict (``thresholds`` are passed to :func:`eval.gate.release_gate`). ``options`` are
+    those of :func:`eval.ranking.rank`: rel_threshold, depth, keep_order, abstain_below.
     """
     for_gate = [spec for spec in ("mrr@10", "miss@10") if spec not in metrics]
     metrics = [*metrics, *for_gate]
-    reports = {
-        role: build_report(golden, run, metrics, bootstrap=0, worst=0, **options)
-        for role, run in (("baseline", baseline), ("candidate", candidate))
-    }
-    before, after = reports["baseline"]["per_query"], reports["candidate"]["per_query"]
+    runs = {"baseline": baseline, "candidate": candidate}
+    # The golden set's version needs no ranking: it is hashed meanwhile.
+    version, scored = concurrently(
+        lambda: golden.version,
+        lambda: {
+            role: _scored(golden, run, metrics, gain, **options) for role, run in runs.items()
+        },
+    )
+    rankings = {role: ranking for role, (ranking, _) in scored.items()}
+    before, after = scored["baseline"][1], scored["candidate"][1]
+    first_hit = _first_hit(rankings["baseline"])
     compared_slices = {
         name: {
             "queries": len(ids),
-            "metrics": paired_summary(before.loc[ids], after.loc[ids], bootstrap, seed),
+            "metrics": paired_summary(before.loc[ids], after.loc[ids], bootstrap, seed, first_hit),
         }
         for name, ids in slice_groups(_slices(golden), before.index).items()
     }
-    compared = paired_summary(before, after, bootstrap, seed)
+    compared = paired_summary(before, after, bootstrap, seed, first_hit)
+    changed = changed_queries(golden, rankings["baseline"], rankings["candidate"])
     verdict = gate.release_gate(
         _means(compared, "baseline"),
         _means(compared, "candidate"),
         {name: _means(entry["metrics"], "baseline") for name, entry in compared_slices.items()},
         {name: _means(entry["metrics"], "candidate") for name, entry in compared_slices.items()},
+        new_misses=_new_misses_by_slice(changed["new_misses"], sliced=bool(compared_slices)),
         **(thresholds or {}),
     )
     return {
         "baseline": baseline.name,
         "candidate": candidate.name,
-        "golden_version": golden.version,
-        "queries": {role: report["queries"] for role, report in reports.items()},
+        "golden_version": version,
+        "queries": {
+            role: query_accounting(golden, runs[role], ranking, _cutoffs(metrics))
+            for role, ranking in rankings.items()
+        },
         "metrics": compared,
         "slices": compared_slices,
+        "changed_queries": changed,
         "gate": {
             "passed": verdict.passed,
             "reasons": verdict.reasons,
             "warnings": verdict.warnings,
         },
+        "notes": _notes(rankings["baseline"], gain, False),
     }
 
 
 def paired_summary(
-    baseline: pd.DataFrame, candidate: pd.DataFrame, bootstrap: int = 1000, seed: int = 0
+    baseline: pd.DataFrame,
+    candidate: pd.DataFrame,
+    bootstrap: int = 1000,
+    seed: int = 0,
+    first_hit: pd.Series | None = None,
 ) -> dict[str, dict[str, object]]:
     """Per metric: both means, the delta, its paired bootstrap CI and p-value, and a
-    paired randomization p-value (both seeded)."""
+    paired randomization p-value (both seeded).
+
+    As in :func:`summarise`, a metric not measured on some queries (NaN) is compared over
+    the others, and with none left has no figures at all (``"reason"`` says why);
+    ``"bound": "lower"`` marks precision over first-hit queries (both means are lower bounds,
+    so their delta is no bound).
+    """
     before = baseline.to_numpy(dtype=np.float64)
     after = candidate.to_numpy(dtype=np.float64)
-    paired = stats.paired_bootstrap(before, after, n_resamples=bootstrap or 1, seed=seed)
-    randomized = stats.randomization_test(before, after, n_permutations=bootstrap or 1, seed=seed)
-    summary = {}
-    for column, spec in enumerate(baseline.columns):
-        summary[spec] = {
-            "baseline": _number(before[:, column].mean()) if len(before) else None,
-            "candidate": _number(after[:, column].mean()) if len(after) else None,
-            "delta": _number(paired.delta[column]),
-            "ci95": [_number(bound) for bound in paired.ci[column]] if bootstrap else None,
-            "p_value": _number(paired.p_value[column]) if bootstrap else None,
-            "p_randomization": _number(randomized[column]) if bootstrap else None,
-        }
-    return summary
+    entries: dict[int, dict[str, object]] = {}
+    for columns, rows in _measured_groups(before, after):
+        old = before[:, columns] if rows.all() else before[rows][:, columns]
+        new = after[:, columns] if rows.all() else after[rows][:, columns]
+        paired = stats.paired_bootstrap(old, new, n_resamples=bootstrap or 1, seed=seed)
+        randomized = stats.randomization_test(old, new, n_permutations=bootstrap or 1, seed=seed)
+        for position, column in enumerate(columns):
+            entry = {
+                "baseline": _number(old[:, position].mean()) if len(old) else None,
+                "candidate": _number(new[:, position].mean()) if len(new) else None,
+                "delta": _number(paired.delta[position]),
+                "ci95": [_number(bound) for bound in paired.ci[position]] if bootstrap else None,
+                "p_value": _number(paired.p_value[position]) if bootstrap else None,
+                "p_randomization": _number(randomized[position]) if bootstrap else None,
+            }
+            entries[column] = _measured_on(entry, rows)
+    return {
+        spec: {**entries[column], **_bound(spec, first_hit, baseline.index, before[:, column])}
+        for column, spec in enumerate(baseline.columns)
+    }
+
+
+def changed_queries(
+    golden: Golden, baseline: Ranking, candidate: Ranking, cutoff: int = CHANGE_CUTOFF
+) -> dict[str, list[dict[str, object]]]:
+    """The queries behind a comparison (DESIGN.md, "Which queries changed"), largest change first.
+
+    Both rankings are of the same golden set (same queries, same order). Lists:
+    ``new_misses`` (a relevant doc in the baseline's top ``cutoff``, none in the
+    candidate's), ordered by the rank lost, best first; ``new_hits`` (the reverse), by the rank
+    gained; ``worse`` and ``better`` (a hit in both, the first relevant rank moved), by the
+    change of RR@cutoff. Ties go by query id, numbers in ids compared as numbers. Each item:
+    query_id, slice, baseline_rank and candidate_rank (first relevant rank within the
+    cutoff, None when there is none).
+    """
+    before = baseline.first_relevant_within(cutoff)
+    after = candidate.first_relevant_within(cutoff)
+    hit_before, hit_after = before != NOT_RANKED, after != NOT_RANKED
+    rr_change = reciprocal_rank(candidate, cutoff) - reciprocal_rank(baseline, cutoff)
+    lists = {
+        "new_misses": (hit_before & ~hit_after, before),
+        "new_hits": (~hit_before & hit_after, after),
+        "worse": (hit_before & hit_after & (after > before), rr_change),
+        "better": (hit_before & hit_after & (after < before), -rr_change),
+    }
+    slices = _slices(golden).reindex(baseline.query_ids).to_numpy(dtype=object)
+    query_ids = baseline.query_ids
+    changed = {}
+    for name, (selected, order_key) in lists.items():
+        positions = np.flatnonzero(selected)
+        keys = order_key[positions].tolist()
+        by_change = sorted(
+            range(len(positions)), key=lambda i: (keys[i], _natural_key(query_ids[positions[i]]))
+        )
+        changed[name] = [
+            {
+                "query_id": query_ids[position],
+                "slice": slices[position],
+                "baseline_rank": _rank_or_none(before[position]),
+                "candidate_rank": _rank_or_none(after[position]),
+            }
+            for position in positions[by_change]
+        ]
+    return changed
+
+
+def lists_only_relevant(golden: Golden, rel_threshold: int = 1) -> bool:
+    """Whether the golden set judges no doc non-relevant and has no labelling mode, as a BEIR
+    ``qrels.tsv`` (or a TREC qrels of relevant pairs only): then judged@k is the share of the
+    top k known relevant, not how much of it was labelled."""
+    grades = golden.judgments["grade"].to_numpy()
+    judged_not_relevant = (grades >= 0) & (grades < rel_threshold)
+    return bool(
+        len(grades) and not judged_not_relevant.any() and (golden.queries["mode"] == "").all()
+    )
+
+
+def _scored(
+    golden: Golden, run: Run, metrics: Sequence[str], gain: str, **options
+) -> tuple[Ranking, pd.DataFrame]:
+    """The run ranked for ``metrics`` and their per-query values."""
+    ranking = rank_run(golden, run, metrics, **options)
+    return ranking, per_query_frame(ranking, metrics, gain)
+
+
+def _cutoffs(metrics: Sequence[str]) -> list[int]:
+    return sorted({cutoff for _, cutoff in map(parse_metric, metrics) if cutoff})
+
+
+def _first_hit(ranking: Ranking) -> pd.Series | None:
+    """query_id → labelled in first-hit mode; None when no query was."""
+    if not ranking.first_hit.any():
+        return None
+    return pd.Series(ranking.first_hit, index=pd.Index(ranking.query_ids, name="query_id"))
+
+
+def _rank_or_none(rank: int) -> int | None:
+    return None if rank == NOT_RANKED else int(rank)
+
+
+def _natural_key(text: str) -> tuple[list[object], str]:
+    """Sort key of an id with its digit runs compared as numbers: q2 < q10."""
+    parts = re.split(r"(\d+)", text)
+    return [int(part) if position % 2 else part for position, part in enumerate(parts)], text
+
+
+def _new_misses_by_slice(new_misses: Sequence[Mapping[str, object]], sliced: bool) -> Counter:
+    """How many new misses fall in each slice (all under "" when the set has no slices)."""
+    if not sliced:
+        return Counter({"": len(new_misses)})
+    return Counter(item["slice"] or NO_SLICE for item in new_misses)
 
 
 def _means(summary: Mapping[str, Mapping[str, object]], role: str) -> dict[str, float]:
@@ -311,10 +508,35 @@ def _slices(golden: Golden) -> pd.Series:
     return golden.queries.set_index("query_id")["slice"]
 
 
-def _notes(golden: Golden, gain: str) -> list[str]:
-    notes = []
-    if (golden.queries["mode"] == "first_hit").any():
-        notes.append(FIRST_HIT_NOTE)
+def first_hit_note(ranking: Ranking) -> str | None:
+    """What the figures mean when some scored queries were labelled in first-hit mode."""
+    first_hit = int(ranking.first_hit.sum())
+    if not first_hit:
+        return None
+    full = ranking.query_count - first_hit
+    where = (
+        f"they are given over the {full} queries labelled in full mode only"
+        if full
+        else "no query was labelled in full mode, so they are not given"
+    )
+    return (
+        f"{first_hit} of the {ranking.query_count} queries were labelled in first-hit mode: "
+        "MRR, hit@k and miss@k are exact for the labelled run; precision@k is a lower bound; "
+        f"recall@k and nDCG@k are not measured on first-hit labels: {where}."
+    )
+
+
+JUDGED_RELEVANT_ONLY_NOTE = (
+    "The golden set lists only relevant documents (as a BEIR qrels.tsv does), none judged "
+    "not relevant: judged@k is the share of the top k known to be relevant, not how much of "
+    "it was labelled."
+)
+
+
+def _notes(ranking: Ranking, gain: str, relevant_only: bool) -> list[str]:
+    notes = [note] if (note := first_hit_note(ranking)) else []
+    if relevant_only:
+        notes.append(JUDGED_RELEVANT_ONLY_NOTE)
     if gain == "exp":
         notes.append("nDCG uses exponential gain 2^grade − 1 (trec_eval's default is linear).")
     return notes

@@ -215,8 +215,10 @@ def eval_command(
     )
     per_query_frame = result.pop("per_query")
     if per_query:
+        # A figure not measured on a query (recall, nDCG on first-hit labels) is NaN: null.
+        rows = per_query_frame.reset_index().astype(object)
         with open(per_query, "w", encoding="utf-8") as handle:
-            for row in per_query_frame.reset_index().to_dict(orient="records"):
+            for row in rows.where(rows.notna(), None).to_dict(orient="records"):
                 handle.write(json.dumps(row) + "\n")
     if record:
         from labeler.pooling import file_sha256
@@ -290,11 +292,15 @@ def _eval_text(result: dict) -> str:
         "queries: "
         + ", ".join(f"{count} {name.replace('_', ' ')}" for name, count in counts.items()),
         "",
-        _table({"all": result["metrics"]}, lambda entry: _with_ci(entry)),
+        _table({"all": result["metrics"]}, lambda entry: _figure(entry, _with_ci(entry))),
     ]
     if result["slices"]:
         per_slice = {name: entry["metrics"] for name, entry in result["slices"].items()}
-        lines += ["", "per slice:", _table(per_slice, lambda entry: _fixed(entry["mean"]))]
+        lines += [
+            "",
+            "per slice:",
+            _table(per_slice, lambda entry: _figure(entry, _fixed(entry["mean"]))),
+        ]
     if result["worst"]:
         lines += ["", "worst queries (misses first):", _worst_table(result["worst"])]
     abstention = result["abstention"]
@@ -327,20 +333,83 @@ def _compare_text(result: dict, gate: bool) -> str:
     lines = [
         f"{result['candidate']} vs {result['baseline']} on golden set {result['golden_version']}"
     ]
-    frame = pd.DataFrame(result["metrics"]).T
-    frame["ci95"] = frame["ci95"].map(
-        lambda ci: f"[{_fixed(ci[0])}, {_fixed(ci[1])}]" if isinstance(ci, list) else ""
-    )
-    lines.append(frame.to_string(float_format=_fixed))
+    frame = pd.DataFrame(
+        {spec: _compared_row(entry) for spec, entry in result["metrics"].items()}
+    ).T
+    lines.append(frame.to_string())
     for name, entry in result["slices"].items():
-        deltas = ", ".join(f"{spec} {_signed(m['delta'])}" for spec, m in entry["metrics"].items())
+        deltas = ", ".join(
+            f"{spec} {m['reason'] if m.get('reason') else _signed(m['delta'])}"
+            for spec, m in entry["metrics"].items()
+        )
         lines.append(f"  slice {name} ({entry['queries']} queries): {deltas}")
+    lines += _changed_text(result["changed_queries"])
     verdict = result["gate"]
     if gate:
         lines.append("gate: PASSED" if verdict["passed"] else "gate: FAILED")
         lines += [f"  - {reason}" for reason in verdict["reasons"]]
     lines += [f"warning: {warning}" for warning in verdict["warnings"]]
+    lines += ["", *result["notes"]] if result["notes"] else []
     return "\n".join(lines)
+
+
+def _compared_row(entry: dict) -> dict[str, str]:
+    """One metric's paired figures as printed; nothing beside a figure that is not measured."""
+    ci = entry["ci95"]
+    return {
+        "baseline": _figure(entry, _fixed(entry["baseline"])),
+        "candidate": _figure(entry, _fixed(entry["candidate"])),
+        "delta": "" if entry.get("reason") else _signed(entry["delta"]),
+        "ci95": f"[{_fixed(ci[0])}, {_fixed(ci[1])}]" if ci else "",
+        "p_value": "" if entry["p_value"] is None else _fixed(entry["p_value"]),
+        "p_randomization": ""
+        if entry["p_randomization"] is None
+        else _fixed(entry["p_randomization"]),
+    }
+
+
+CHANGED_SHOWN = 10  # queries listed per kind of change in the text output
+CHANGED_TITLES = {
+    "new_misses": "new misses (a relevant doc in the top 10 before, none now)",
+    "new_hits": "new hits (none in the top 10 before, one now)",
+    "worse": "worse (first relevant doc lower)",
+    "better": "better (first relevant doc higher)",
+}
+
+
+def _changed_text(changed: dict[str, list[dict]]) -> list[str]:
+    """A short section per kind of changed query, largest change first, capped with a count."""
+    lines = []
+    for name, title in CHANGED_TITLES.items():
+        items = changed[name]
+        if not items:
+            continue
+        lines += ["", f"{title}: {len(items)}"]
+        for item in items[:CHANGED_SHOWN]:
+            where = f" ({item['slice']})" if item["slice"] else ""
+            lines.append(
+                f"  {item['query_id']}{where}: rank {_rank(item['baseline_rank'])} → "
+                f"{_rank(item['candidate_rank'])}"
+            )
+        if len(items) > CHANGED_SHOWN:
+            lines.append(f"  … and {len(items) - CHANGED_SHOWN} more (--json lists them all)")
+    return [*lines, ""] if lines else lines
+
+
+def _rank(rank: int | None) -> str:
+    return "none" if rank is None else str(rank)
+
+
+def _figure(entry: dict, text: str) -> str:
+    """A figure as printed: the reason when it is not measured, marked when it is a bound,
+    with its count of queries when over fewer than all."""
+    if entry.get("reason"):
+        return entry["reason"]
+    if entry.get("bound") == "lower":
+        text += " (lower bound)"
+    if "queries" in entry:
+        text += f" ({entry['queries']} {'query' if entry['queries'] == 1 else 'queries'})"
+    return text
 
 
 def _table(rows: dict[str, dict], cell) -> str:

@@ -84,6 +84,8 @@ def test_paired_comparison_equals_goldset_compare_with_the_gate_verdict(project,
     at = upload(files)
     shown = table_with(at, "delta").set_index(["slice", "metric"])
     for metric, entry in expected["metrics"].items():
+        if entry.get("reason"):  # recall, nDCG on the demo's first-hit labels: no figures
+            continue
         row = shown.loc[("all", metric)]
         assert [row["delta"], row["ci_low"], row["ci_high"], row["p_value"]] == [
             entry["delta"],

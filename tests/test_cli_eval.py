@@ -228,15 +228,25 @@ def test_eval_reads_trec_qrels_and_beir_qrels_as_the_golden_set(tmp_path):
         assert metrics["metrics"]["mrr@10"]["mean"] == 0.75, golden.name
 
 
-def test_eval_on_cranfield_bm25_gives_the_reference_values(cranfield_dir):
-    report = goldset_json(
+def cranfield_bm25(cranfield_dir: Path, *options: str) -> dict:
+    """``goldset eval --json`` of Cranfield's bm25 run on its qrels.tsv, without CIs."""
+    return goldset_json(
         "eval",
         "--golden",
         cranfield_dir / "qrels.tsv",
         "--run",
         cranfield_dir / "runs" / "bm25.trec",
+        "--bootstrap",
+        "0",
+        *options,
+    )
+
+
+def test_eval_on_cranfield_bm25_gives_the_reference_values(cranfield_dir):
+    report = cranfield_bm25(
+        cranfield_dir,
         *("-m", "mrr", "-m", "hit@1", "-m", "hit@10", "-m", "precision@10"),
-        *("-m", "recall@10", "-m", "ndcg@10", "--bootstrap", "0"),
+        *("-m", "recall@10", "-m", "ndcg@10"),
     )
     assert report["queries"]["answerable"] == 225
     assert {spec: round(entry["mean"], 4) for spec, entry in report["metrics"].items()} == {
@@ -360,3 +370,58 @@ def test_eval_on_a_missing_project_database_creates_nothing(worked_example, tmp_
     result = goldset("eval", "--db", typo, "--run", run)
     assert result.exit_code == 2 and "does not exist" in result.output
     assert not typo.exists()
+
+
+def test_compare_json_lists_the_changed_queries(hundred_queries, tmp_path):
+    baseline = run_finding_hit(tmp_path / "old.trec", misses={"q010"})
+    candidate = run_finding_hit(tmp_path / "new.trec", misses={"q099", "q060", "q001"})
+    report = json.loads(compare(hundred_queries, baseline, candidate, "--json").stdout)
+    changed = report["changed_queries"]
+    assert changed["new_misses"] == [
+        {"query_id": query_id, "slice": slice_name, "baseline_rank": 1, "candidate_rank": None}
+        for query_id, slice_name in (("q001", "head"), ("q060", "tail"), ("q099", "tail"))
+    ]
+    assert changed["new_hits"] == [
+        {"query_id": "q010", "slice": "head", "baseline_rank": None, "candidate_rank": 1}
+    ]
+    assert changed["worse"] == changed["better"] == []
+
+
+def test_compare_text_lists_new_misses_capped_with_a_count(hundred_queries, tmp_path):
+    lost = {f"q{i:03d}" for i in range(50, 62)}
+    baseline = run_finding_hit(tmp_path / "old.trec")
+    candidate = run_finding_hit(tmp_path / "new.trec", misses=lost)
+    result = compare(hundred_queries, baseline, candidate, "--gate", "--bootstrap", "0")
+    assert result.exit_code == 1
+    lines = result.output.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("new misses"))
+    assert lines[start].endswith(": 12")
+    assert lines[start + 1 : start + 12] == [
+        *(f"  q{i:03d} (tail): rank 1 → none" for i in range(50, 60)),
+        "  … and 2 more (--json lists them all)",
+    ]
+    assert "more than the allowed 1.00: 12 new misses (tail 12)" in result.output
+
+
+def test_eval_per_query_writes_null_where_a_figure_is_not_measured(tmp_path):
+    golden = golden_file(
+        tmp_path / "golden.jsonl",
+        {"query_id": "fast", "mode": "first_hit", "judgments": {"a": 0, "b": 1}},
+        {"query_id": "deep", "mode": "full", "judgments": {"a": 0, "b": 1}},
+    )
+    run = trec_run(tmp_path / "run.trec", {"fast": ["a", "b"], "deep": ["a", "b"]})
+    out = tmp_path / "per_query.jsonl"
+    result = goldset("eval", "--golden", golden, "--run", run, "--per-query", out)
+    assert result.exit_code == 0, result.output
+    rows = {row["query_id"]: row for row in map(json.loads, out.read_text().splitlines())}
+    assert rows["fast"]["recall@10"] is None and rows["fast"]["ndcg@10"] is None
+    assert rows["fast"]["mrr@10"] == rows["deep"]["mrr@10"] == 0.5
+    assert rows["deep"]["recall@10"] == 1.0
+
+
+def test_eval_judged_against_beir_qrels_says_it_counts_relevant_docs_only(cranfield_dir):
+    report = cranfield_bm25(cranfield_dir)
+    judged = report["metrics"]["judged@10"]
+    assert judged["judged_relevant_only"] is True
+    assert judged["mean"] == report["metrics"]["precision@10"]["mean"]  # nothing else is judged
+    assert any("lists only relevant documents" in note for note in report["notes"])

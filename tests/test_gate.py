@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from eval.gate import GateVerdict, release_gate
+from eval.gate import MISS, MRR, GateVerdict, release_gate
 
 BASELINE = {"mrr@10": 0.50, "miss@10": 0.10, "hit@1": 0.40}
 
@@ -118,3 +118,23 @@ def test_gate_rejects_a_negative_allowance():
 def test_gate_verdict_is_frozen():
     with pytest.raises(dataclasses.FrozenInstanceError):
         release_gate(BASELINE, BASELINE).passed = False
+
+
+def test_gate_reason_names_the_new_misses_per_slice_most_first():
+    verdict = release_gate(
+        {MRR: 0.7, MISS: 0.09}, {MRR: 0.76, MISS: 0.14}, new_misses={"head": 1, "tail": 6, "x": 0}
+    )
+    assert verdict.reasons == [
+        "miss@10 rose by 5.00 points (9.00% → 14.00%), more than the allowed 1.00: "
+        "7 new misses (tail 6, head 1)"
+    ]
+
+
+def test_gate_reason_counts_new_misses_without_slices():
+    verdict = release_gate({MRR: 0.7, MISS: 0.0}, {MRR: 0.7, MISS: 0.02}, new_misses={"": 1})
+    assert verdict.reasons[0].endswith("more than the allowed 1.00: 1 new miss")
+
+
+def test_gate_passing_on_misses_does_not_mention_new_misses():
+    verdict = release_gate({MRR: 0.7, MISS: 0.10}, {MRR: 0.7, MISS: 0.10}, new_misses={"tail": 3})
+    assert verdict == GateVerdict(True, [], [])

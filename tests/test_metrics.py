@@ -9,6 +9,7 @@ import pytest
 from eval.metrics import (
     DEFAULT_METRICS,
     evaluate,
+    metric_values,
     needs_first_relevant,
     parse_metric,
     rank_run,
@@ -281,3 +282,69 @@ def test_row_order_in_the_file_does_not_change_any_value():
     expected = evaluate(gold, run_from_frame(grouped, name="grouped"), metrics, depth=15)
     got = evaluate(gold, run_from_frame(shuffled, name="shuffled"), metrics, depth=15)
     pd.testing.assert_frame_equal(got, expected)
+
+
+# --- a ranking knows how deep it goes ------------------------------------------------------
+
+
+def twenty_docs_all_relevant():
+    docs = [f"d{rank:02d}" for rank in range(1, 21)]
+    return golden({"query_id": "q", "judgments": dict.fromkeys(docs, 1)}), run({"q": ranked(*docs)})
+
+
+@pytest.mark.parametrize(
+    "spec", ["mrr@20", "hit@20", "miss@20", "precision@20", "recall@20", "ndcg@20", "judged@20"]
+)
+def test_a_ranking_built_for_mrr_at_10_refuses_a_cutoff_it_does_not_hold(spec):
+    gold, results = twenty_docs_all_relevant()
+    shallow = rank_run(gold, results, ["mrr@10"])
+    with pytest.raises(ValueError, match="holds only the top 11 ranks.* cutoff of 20"):
+        metric_values(shallow, spec)
+
+
+def test_a_ranking_built_for_mrr_at_10_refuses_mrr_without_cutoff():
+    gold, results = twenty_docs_all_relevant()
+    with pytest.raises(ValueError, match="holds only the top 11 ranks.*mrr without a cutoff"):
+        metric_values(rank_run(gold, results, ["mrr@10"]), "mrr")
+
+
+def test_a_ranking_for_every_rank_answers_every_cutoff_as_evaluate_does():
+    gold, results = twenty_docs_all_relevant()
+    full = rank_run(gold, results)
+    assert metric_values(full, "precision@20").tolist() == [1.0]
+    assert metric_values(full, "mrr").tolist() == [1.0]
+    assert evaluate(gold, results, ["precision@20"])["precision@20"].tolist() == [1.0]
+
+
+def test_a_ranking_answers_cutoffs_within_the_ranks_it_holds():
+    gold, results = twenty_docs_all_relevant()
+    shallow = rank_run(gold, results, ["mrr@10"])
+    assert metric_values(shallow, "precision@11").tolist() == [1.0]
+    assert metric_values(shallow, "recall@5").tolist() == [0.25]
+
+
+def test_ties_at_infinity_break_by_doc_id_descending_like_any_tie():
+    gold = golden(
+        {"query_id": "top", "judgments": {"a": 1}}, {"query_id": "bottom", "judgments": {"a": 1}}
+    )
+    inf = float("inf")
+    results = run(
+        {"top": [("a", inf), ("b", inf)], "bottom": [("c", 0.0), ("a", -inf), ("b", -inf)]}
+    )
+    result = values(gold, results, ["mrr"])
+    assert result == {"top": {"mrr": 0.5}, "bottom": {"mrr": 1 / 3}}
+
+
+# --- first-hit labels ----------------------------------------------------------------------
+
+
+def test_recall_and_ndcg_are_not_measured_on_first_hit_queries():
+    gold = golden(
+        {"query_id": "fh", "mode": "first_hit", "judgments": {"a": 0, "b": 1}},
+        {"query_id": "full", "mode": "full", "judgments": {"a": 0, "b": 1}},
+    )
+    results = run({"fh": ranked("a", "b"), "full": ranked("a", "b")})
+    result = evaluate(gold, results, ["mrr@10", "precision@2", "recall@2", "ndcg@2"])
+    assert result.loc["fh", ["mrr@10", "precision@2"]].tolist() == [0.5, 0.5]
+    assert result.loc["fh", ["recall@2", "ndcg@2"]].isna().all()
+    assert result.loc["full"].tolist() == pytest.approx([0.5, 0.5, 1.0, 1 / math.log2(3)])

@@ -8,6 +8,8 @@ scores the judged queries the run left out (as trec_eval ``-c``), so those are c
 
 from __future__ import annotations
 
+import random
+
 import pandas as pd
 import pytest
 import pytrec_eval
@@ -100,6 +102,36 @@ def test_random_run_with_ties_matches_pytrec_eval(tmp_path, seed, rel_threshold)
 
     assert sorted(got.index) == sorted(collection.qrels)  # unlabelled run queries are ignored
     assert sorted(expected.index) == sorted(set(collection.qrels) - collection.missing_from_run())
+    assert mismatches(expected, got, within_tolerance) == []
+
+
+def with_infinite_scores(collection: TrecCollection, seed: int) -> TrecCollection:
+    """The collection with about a third of each list's scores set to inf or -inf: ties at
+    both infinities, beside the finite ones."""
+    rng = random.Random(seed)
+    run = {
+        query_id: {
+            doc_id: rng.choice([score, float("inf"), float("-inf")])
+            for doc_id, score in docs.items()
+        }
+        for query_id, docs in collection.run.items()
+    }
+    return TrecCollection(collection.qrels, run)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_random_run_with_ties_at_infinity_matches_pytrec_eval(tmp_path, seed):
+    collection = with_infinite_scores(random_collection(seed), seed)
+    tied_at_infinity = [
+        query_id
+        for query_id, docs in collection.run.items()
+        if any(list(docs.values()).count(bound) > 1 for bound in (float("inf"), float("-inf")))
+    ]
+    expected = pytrec_eval_values(collection.qrels, collection.run, RANDOM_MEASURES)
+
+    got = evaluate_files(*collection.write(tmp_path), list(expected.columns))
+
+    assert len(tied_at_infinity) >= 5
     assert mismatches(expected, got, within_tolerance) == []
 
 

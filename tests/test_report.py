@@ -8,8 +8,9 @@ import json
 import pandas as pd
 import pytest
 
+from eval.metrics import rank_run
 from eval.readers import InputError, golden_from_records, read_run, run_from_frame
-from eval.report import FIRST_HIT_NOTE, NO_SLICE, build_report, compare_runs
+from eval.report import NO_SLICE, NOT_MEASURED, build_report, changed_queries, compare_runs
 
 
 def labels(*queries: dict):
@@ -232,13 +233,92 @@ def test_abstain_below_makes_low_scoring_answerable_queries_wrong_abstentions_sc
 # --- notes ----------------------------------------------------------------------------------------
 
 
-def test_first_hit_labels_bring_a_note_that_recall_precision_ndcg_are_lower_bounds():
-    first_hit = labels(needs_hit("q1", mode="first_hit"), needs_hit("q2", mode="full"))
-    full = labels(needs_hit("q1", mode="full"), needs_hit("q2", mode="full"))
-    run = system({"q1": 1, "q2": 2})
-    assert FIRST_HIT_NOTE in build_report(first_hit, run, bootstrap=0)["notes"]
-    assert "lower bounds" in FIRST_HIT_NOTE
-    assert build_report(full, run, bootstrap=0)["notes"] == []
+def test_first_hit_note_calls_only_precision_a_lower_bound():
+    golden = labels(needs_hit("q1", mode="first_hit"), needs_hit("q2", mode="full"))
+    notes = build_report(golden, system({"q1": 1, "q2": 2}), bootstrap=0)["notes"]
+    assert len(notes) == 1
+    assert notes[0].startswith("1 of the 2 queries were labelled in first-hit mode")
+    assert "precision@k is a lower bound" in notes[0]
+    assert "recall@k and nDCG@k are not measured on first-hit labels" in notes[0]
+    assert "lower bounds" not in notes[0]
+
+
+def test_full_mode_labels_bring_no_note():
+    golden = labels(needs_hit("q1", mode="full"), needs_hit("q2", mode="full"))
+    assert build_report(golden, system({"q1": 1, "q2": 2}), bootstrap=0)["notes"] == []
+
+
+# --- what first-hit labels can and cannot measure -------------------------------------------------
+
+
+def mixed_modes() -> tuple:
+    """Two first-hit queries (one relevant doc known) and two full-mode ones."""
+    golden = labels(
+        needs_hit("fh1", mode="first_hit", slice="tail"),
+        needs_hit("fh2", mode="first_hit", slice="tail"),
+        {"query_id": "full1", "mode": "full", "slice": "head", "judgments": {"hit": 1, "x": 1}},
+        {"query_id": "full2", "mode": "full", "slice": "head", "judgments": {"hit": 1, "x": 1}},
+    )
+    return golden, system({"fh1": 1, "fh2": 2, "full1": 1, "full2": 3})
+
+
+def test_recall_and_ndcg_are_over_full_mode_queries_only_with_their_count():
+    golden, run = mixed_modes()
+    report = build_report(golden, run, bootstrap=100)
+    recall = report["metrics"]["recall@10"]
+    assert (recall["mean"], recall["queries"]) == (0.5, 2)  # "x" is never retrieved
+    assert recall["ci95"] == [0.5, 0.5]
+    assert report["metrics"]["ndcg@10"]["queries"] == 2
+    assert "queries" not in report["metrics"]["mrr@10"]
+    assert report["metrics"]["mrr@10"]["mean"] == pytest.approx((1 + 1 / 2 + 1 + 1 / 3) / 4)
+
+
+def test_precision_over_first_hit_queries_is_marked_a_lower_bound():
+    golden, run = mixed_modes()
+    report = build_report(golden, run, bootstrap=0)
+    assert report["metrics"]["precision@10"]["bound"] == "lower"
+    assert report["slices"]["tail"]["metrics"]["precision@10"]["bound"] == "lower"
+    assert "bound" not in report["slices"]["head"]["metrics"]["precision@10"]
+    assert "bound" not in report["metrics"]["mrr@10"]
+
+
+def test_a_slice_of_first_hit_queries_only_has_recall_and_ndcg_not_measured():
+    golden, run = mixed_modes()
+    tail = build_report(golden, run, bootstrap=100)["slices"]["tail"]["metrics"]
+    not_measured = {"mean": None, "ci95": None, "queries": 0, "reason": NOT_MEASURED}
+    assert tail["recall@10"] == tail["ndcg@10"] == not_measured
+    assert tail["mrr@10"]["mean"] == 0.75
+
+
+def test_first_hit_per_query_values_of_recall_and_ndcg_are_missing():
+    golden, run = mixed_modes()
+    per_query = build_report(golden, run, bootstrap=0)["per_query"]
+    assert per_query.loc[["fh1", "fh2"], ["recall@10", "ndcg@10"]].isna().all(axis=None)
+    assert per_query.loc[["full1", "full2"], "recall@10"].tolist() == [0.5, 0.5]
+
+
+def test_qrels_without_labelling_modes_are_scored_as_before():
+    golden = labels(needs_hit("q1"), {"query_id": "q2", "judgments": {"hit": 1, "other1": 0}})
+    report = build_report(golden, system({"q1": 1, "q2": None}), bootstrap=50)
+    for spec, entry in report["metrics"].items():
+        assert set(entry) == {"mean", "ci95"}, spec
+    assert report["metrics"]["recall@10"]["mean"] == 0.5
+
+
+def test_judged_against_relevant_only_labels_says_what_it_means():
+    golden = labels(needs_hit("q1"), needs_hit("q2"))  # like a BEIR qrels.tsv: relevant only
+    report = build_report(golden, system({"q1": 1, "q2": 2}), bootstrap=0)
+    judged = report["metrics"]["judged@10"]
+    assert judged["judged_relevant_only"] is True
+    assert judged["mean"] == pytest.approx(0.1)
+    assert any("lists only relevant documents" in note for note in report["notes"])
+
+
+def test_judged_with_non_relevant_judgements_is_plain_coverage():
+    golden = labels({"query_id": "q1", "judgments": {"hit": 1, "other2": 0}})
+    report = build_report(golden, system({"q1": 1}), bootstrap=0)
+    assert "judged_relevant_only" not in report["metrics"]["judged@10"]
+    assert report["notes"] == []
 
 
 def test_exponential_gain_is_labelled_in_the_notes():
@@ -319,7 +399,8 @@ def test_gate_fails_when_the_candidate_misses_more_than_one_point_more():
     assert result["metrics"]["miss@10"]["delta"] == pytest.approx(0.02)
     assert result["gate"]["passed"] is False
     assert result["gate"]["reasons"] == [
-        "miss@10 rose by 2.00 points (0.00% → 2.00%), more than the allowed 1.00"
+        "miss@10 rose by 2.00 points (0.00% → 2.00%), more than the allowed 1.00: "
+        "2 new misses (head 1, tail 1)"
     ]
 
 
@@ -348,4 +429,79 @@ def test_gate_warns_when_mrr_rises_while_misses_rise():
     assert result["metrics"]["mrr@10"]["delta"] > 0
     assert result["gate"]["passed"] is False
     assert len(result["gate"]["warnings"]) == 1
+    assert result["gate"]["warnings"][0].startswith("MRR@10 went up")
+
+
+def test_compare_gives_no_delta_for_a_figure_not_measured_and_the_gate_ignores_it():
+    golden, run = mixed_modes()
+    worse = system({"fh1": 1, "fh2": 2, "full1": None, "full2": None}, name="worse")
+    result = compare_runs(golden, run, worse, bootstrap=50, thresholds={"max_miss_rise": 100.0})
+    tail_recall = result["slices"]["tail"]["metrics"]["recall@10"]
+    assert tail_recall["delta"] is None and tail_recall["reason"] == NOT_MEASURED
+    assert result["metrics"]["recall@10"]["queries"] == 2
+    assert result["metrics"]["recall@10"]["delta"] == -0.5
+    assert result["metrics"]["precision@10"]["bound"] == "lower"
+    assert not any("recall" in reason for reason in result["gate"]["reasons"])
+
+
+# --- which queries changed ------------------------------------------------------------------------
+
+
+def test_changed_queries_sort_each_list_by_the_largest_change_first():
+    ranks_before = {"a": 1, "b": 5, "c": 2, "d": None, "e": None, "f": 2, "g": 9, "h": 1, "i": 4}
+    ranks_after = {"a": None, "b": None, "c": None, "d": 3, "e": 1, "f": 3, "g": 10, "h": 1, "i": 1}
+    golden = labels(*(needs_hit(q) for q in ranks_before))
+    changed = changed_queries(
+        golden,
+        rank_run(golden, system(ranks_before), ["mrr@10"]),
+        rank_run(golden, system(ranks_after), ["mrr@10"]),
+    )
+    as_ranks = {
+        name: [(i["query_id"], i["baseline_rank"], i["candidate_rank"]) for i in items]
+        for name, items in changed.items()
+    }
+    assert as_ranks == {
+        "new_misses": [("a", 1, None), ("c", 2, None), ("b", 5, None)],
+        "new_hits": [("e", None, 1), ("d", None, 3)],
+        "worse": [("f", 2, 3), ("g", 9, 10)],
+        "better": [("i", 4, 1)],
+    }
+
+
+def test_changed_queries_break_ties_by_query_id_with_numbers_compared_as_numbers():
+    ids = ["q10", "q9", "q100", "q1"]
+    golden = labels(*(needs_hit(q) for q in ids))
+    changed = changed_queries(
+        golden,
+        rank_run(golden, system(dict.fromkeys(ids, 1)), ["mrr@10"]),
+        rank_run(golden, system(dict.fromkeys(ids)), ["mrr@10"]),
+    )
+    assert [item["query_id"] for item in changed["new_misses"]] == ["q1", "q9", "q10", "q100"]
+
+
+def test_the_seeds_incident_mrr_rises_while_the_tail_newly_misses():
+    """MRR rose after retraining, yet escalations went up: the tail fell out of the top 10."""
+    head = [f"head{i}" for i in range(80)]
+    tail = [f"tail{i}" for i in range(20)]
+    golden = labels(
+        *(needs_hit(q, slice="head") for q in head), *(needs_hit(q, slice="tail") for q in tail)
+    )
+    baseline = system({**dict.fromkeys(head, 3), **dict.fromkeys(tail, 2)}, name="old")
+    lost = {"tail3", "tail7", "tail11", "tail12", "tail19"}
+    retrained = {**dict.fromkeys(head, 1), **{q: None if q in lost else 1 for q in tail}}
+    result = compare_runs(golden, baseline, system(retrained, name="new"), bootstrap=0)
+
+    assert result["metrics"]["mrr@10"]["delta"] > 0
+    assert result["metrics"]["miss@10"]["delta"] == pytest.approx(0.05)
+    new_misses = result["changed_queries"]["new_misses"]
+    assert {item["query_id"] for item in new_misses} == lost
+    assert {
+        (item["slice"], item["baseline_rank"], item["candidate_rank"]) for item in new_misses
+    } == {("tail", 2, None)}
+    assert [item["query_id"] for item in new_misses] == sorted(lost, key=lambda q: int(q[4:]))
+    assert result["gate"]["passed"] is False
+    assert result["gate"]["reasons"] == [
+        "miss@10 rose by 5.00 points (0.00% → 5.00%), more than the allowed 1.00: "
+        "5 new misses (tail 5)"
+    ]
     assert result["gate"]["warnings"][0].startswith("MRR@10 went up")
