@@ -79,7 +79,7 @@ def wait_idle(page: Page, timeout: float = 15_000) -> None:
                 && app.dataset.testConnectionState === "CONNECTED"
                 && app.dataset.testScriptState === "notRunning"
                 && !document.querySelector('[data-testid="stSkeleton"]')
-                && !document.querySelector('.goldset-keys[data-saving="1"]');
+                && document.documentElement.dataset.goldsetSaving !== "1";
         }""",
         timeout=timeout,
     )
