@@ -7,7 +7,7 @@ Builds the project as keypress_speed.py does, serves the app (``streamlit run`` 
 opens the label page in Debian's Chromium (Playwright, /usr/bin/chromium) and types an
 annotator's first-hit presses (keypress_speed.PATTERN: grades, now and then a skip or an
 undo) ``--gap-ms`` apart. A listener in the page, registered before the app's own, takes the
-time of each keydown and of:
+time each keydown reached the browser (``event.timeStamp``) and of:
 
 - visible: the first animation frame after the first change of the page that follows the
   keydown (what the annotator sees change: the cursor moves, a card is marked, or the panel
@@ -45,8 +45,9 @@ CHROMIUM = "/usr/bin/chromium"
 PROBE = """() => {
     const lat = (window.__latency = { visible: [], saved: [] });
     let typedAt = null, seen = true, saving = false;
-    window.addEventListener("keydown", () => {
-        typedAt = performance.now(); seen = false; saving = true;
+    window.addEventListener("keydown", (event) => {
+        // When the browser received the key, not when a busy page got round to it.
+        typedAt = event.timeStamp; seen = false; saving = true;
     }, true);
     new MutationObserver((records) => {
         if (typedAt === null) return;

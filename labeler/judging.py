@@ -166,7 +166,10 @@ class LabelSession:
         with self.store.snapshot():
             return self._view(self.query_id)
 
-    def _view(self, query_id: str) -> QueryView:
+    def _view(self, query_id: str, *, own_cursor: bool = True) -> QueryView:
+        """The view of a query: its current card is the one picked with J/K (this session's
+        cursor, unless ``own_cursor`` is False), else the next one to judge."""
+        cursor = self.cursor if own_cursor else None
         annotator, protocol = self.annotator, self.protocol
         state = self.store.query_state(query_id, annotator)
         mode = state["mode"] if state["judged_depth"] else protocol["mode"]
@@ -179,7 +182,7 @@ class LabelSession:
             for doc_id, grade in self.store.labels(query_id, annotator).items()
             if doc_id not in candidate_ids
         ]
-        current = next((c for c in candidates if c["doc_id"] == self.cursor), None)
+        current = next((c for c in candidates if c["doc_id"] == cursor), None)
         if current is None and state["status"] != "done":
             current = self.store.next_candidate(query_id, annotator, mode)
         return QueryView(
@@ -190,6 +193,15 @@ class LabelSession:
             current=current,
             attached=attached,
         )
+
+    def next_view(self) -> QueryView | None:
+        """The query that completing the open one leads to (N, S, a verdict, the last
+        judgement), fetched ahead so that the page can show it before the server answers."""
+        if self.query_id is None:
+            return None
+        with self.store.snapshot():
+            next_id = self.store.next_query(self.annotator, after=self.query_id)
+            return None if next_id is None else self._view(next_id, own_cursor=False)
 
     def progress(self) -> dict[str, dict[str, int]]:
         """The annotator's progress per slice (see :meth:`Store.progress`)."""

@@ -58,6 +58,11 @@ function copyModel(panel) {
   return { ...panel, cards: panel.cards.map(([doc, grade]) => [doc, grade]) };
 }
 
+// The query on screen is done or left: show the one fetched ahead, if the server sent it.
+function advance(m) {
+  return m.next ? copyModel(m.next) : { ...m, query: null };
+}
+
 function gradeOf(m, doc) {
   const card = m.cards.find(([d]) => d === doc);
   return card ? card[1] : null;
@@ -87,16 +92,17 @@ function reduce(m, key) {
     const relevant = cards.some(([, g]) => g != null && g >= m.threshold);
     const open = cards.filter(([, g]) => g == null);
     if (m.done || (m.mode === "first_hit" && relevant) || (m.mode === "full" && !open.length)) {
-      return { ...m, cards, query: null };
+      return advance(m);
     }
     return { ...m, cards, current: open.length ? open[0][0] : null };
   }
   if (key === "u" || key === "m") {
     const relevant = m.cards.some(([, g]) => g != null && g >= m.threshold);
-    return relevant ? m : { ...m, query: null };
+    return relevant ? m : advance(m);
   }
+  if (key === "s" || key === "n") return advance(m);
   if (key === "enter" && !m.searching) return m;
-  return { ...m, query: null }; // skip, undo, next/previous, attach: the server decides
+  return { ...m, query: null }; // undo, previous, history, attach: the server decides
 }
 
 function targetOf(m, key) {
@@ -116,14 +122,30 @@ function setText(element, text) {
   if (element.textContent !== text) element.textContent = text;
 }
 
-// Paint the model on the cards rendered by the server (only for the query they show).
+// Paint the model on the cards rendered by the server: the list of the model's query is
+// shown (the one on screen, or the next one, rendered hidden ahead of time) and its cards
+// marked; the heading names the model's query.
 function paint() {
-  const list = document.querySelector(".gs-cards");
-  if (!list || !base) return;
-  const unknown = !model || model.query == null;
-  if (list.dataset.query !== base.query) return;
-  if (list.classList.contains("gs-pending") !== unknown) list.classList.toggle("gs-pending", unknown);
-  if (unknown) return;
+  const lists = Array.from(document.querySelectorAll(".gs-cards"));
+  if (!lists.length || !base || lists[0].dataset.query !== base.query) return;
+  const list = model && lists.find((element) => element.dataset.query === model.query);
+  if (!list) {
+    // Only the server knows what comes next: grey what is on screen until it answers.
+    for (const element of lists) {
+      if (!element.classList.contains("gs-hidden")) element.classList.add("gs-pending");
+    }
+    return;
+  }
+  for (const element of lists) {
+    element.classList.toggle("gs-hidden", element !== list);
+    element.classList.remove("gs-pending");
+  }
+  const heading = document.querySelector(".gs-query-text");
+  if (heading) {
+    setText(heading, model.text);
+    const meta = heading.nextElementSibling;
+    if (meta) setText(meta, model.meta);
+  }
   for (const card of list.querySelectorAll(".gs-card[data-doc]")) {
     const doc = card.dataset.doc;
     const grade = gradeOf(model, doc);
@@ -175,11 +197,14 @@ function showSaving() {
 // Keep the element matching `follow` (the current candidate) in view as it moves, and
 // repaint the model whenever the server re-renders the cards.
 let followed = null;
-const keepInView = new MutationObserver(() => {
-  paint();
+function keepFollowedInView() {
   const element = follow && document.querySelector(follow);
   if (element && element !== followed) element.scrollIntoView({ block: "nearest" });
   followed = element;
+}
+const keepInView = new MutationObserver(() => {
+  paint();
+  keepFollowedInView();
 });
 
 function onKeyDown(event) {
@@ -206,6 +231,7 @@ function onKeyDown(event) {
   pending.push([seq, key, Math.round(performance.now()), targetOf(model, key)]);
   model = reduce(model, key);
   paint();
+  keepFollowedInView();
   showSaving();
   if (send) send();
 }

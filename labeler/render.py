@@ -90,11 +90,19 @@ def data_text(text: str, terms: Sequence[str] = (), *, limit: int = CARD_TEXT_LI
 
 def query_heading(query: str, query_id: str, slice_name: str | None) -> str:
     """HTML for the query being judged: its text, id and slice, all escaped."""
-    slice_html = f" · slice <bdi>{html.escape(slice_name)}</bdi>" if slice_name else ""
     return (
         f'<div class="gs-query"><div class="gs-query-text">{data_text(query)}</div>'
-        f'<div class="gs-meta">query <bdi>{html.escape(query_id)}</bdi>{slice_html}</div></div>'
+        f'<div class="gs-meta">{query_meta(query_id, slice_name)}</div></div>'
     )
+
+
+def query_meta(query_id: str, slice_name: str | None, *, escape: bool = True) -> str:
+    """``query q17 · slice tail``: escaped HTML, or (``escape=False``) plain text for the key
+    listener, which sets it as text when it shows the next query ahead of the server."""
+    if not escape:
+        return f"query {query_id}" + (f" · slice {slice_name}" if slice_name else "")
+    slice_html = f" · slice <bdi>{html.escape(slice_name)}</bdi>" if slice_name else ""
+    return f"query <bdi>{html.escape(query_id)}</bdi>{slice_html}"
 
 
 def note(text: str) -> str:
@@ -151,11 +159,13 @@ def candidate_card(
     return f'<div class="gs-card gs-{state}"{data}>{head}{meta}{body}</div>'
 
 
-def card_list(query_id: str, cards: Sequence[str]) -> str:
+def card_list(query_id: str, cards: Sequence[str], *, hidden: bool = False) -> str:
     """The candidate cards of one query, in a block naming the query (escaped) for the key
-    listener: a press is aimed at the query and card on screen."""
+    listener: a press is aimed at the query and card on screen. ``hidden``: the next
+    query's, fetched ahead (see :func:`query_heading`)."""
     query = html.escape(query_id, quote=True)
-    return f'<div class="gs-cards" data-query="{query}">{"".join(cards)}</div>'
+    classes = "gs-cards gs-hidden" if hidden else "gs-cards"
+    return f'<div class="{classes}" data-query="{query}">{"".join(cards)}</div>'
 
 
 def history_strip(entries: Sequence[tuple[str, str]]) -> str:

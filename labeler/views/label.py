@@ -84,9 +84,11 @@ def details(candidate: dict) -> str | None:
     return f"{score} · found by {found_by or 'search'}"
 
 
-def candidate_cards(view: QueryView, terms: list[str]) -> str:
-    """All candidate cards in the store's order, then any documents attached from search."""
-    current_id = view.current["doc_id"] if view.current else None
+def candidate_cards(view: QueryView, terms: list[str], *, ahead: bool = False) -> str:
+    """All candidate cards in the store's order, then any documents attached from search.
+    ``ahead``: the next query's cards, fetched ahead and hidden, with no current card (the
+    key listener marks it when it shows them)."""
+    current_id = view.current["doc_id"] if view.current and not ahead else None
     cards = []
     for candidate in view.candidates:
         grade = candidate["grade"]
@@ -119,16 +121,23 @@ def candidate_cards(view: QueryView, terms: list[str]) -> str:
             label=label,
         )
         cards.append(card)
-    return render.card_list(view.query["query_id"], cards)
+    return render.card_list(view.query["query_id"], cards, hidden=ahead)
 
 
-def panel_model(session: LabelSession, view: QueryView | None) -> dict | None:
-    """What the key listener needs to show a press's effect before the server answers."""
+def panel_model(
+    session: LabelSession, view: QueryView | None, ahead: QueryView | None = None
+) -> dict | None:
+    """What the key listener needs to show a press's effect before the server answers:
+    the query on screen and (``ahead``) the one its completion leads to."""
     if view is None:
         return None
     protocol = session.protocol
+    query = view.query
     return {
-        "query": view.query["query_id"],
+        "query": query["query_id"],
+        "text": query["query"],
+        "meta": render.query_meta(query["query_id"], query["slice"], escape=False),
+        "next": panel_model(session, ahead),
         "cards": [[c["doc_id"], c["grade"]] for c in view.candidates],
         "current": view.current["doc_id"] if view.current else None,
         "mode": view.mode,
@@ -271,15 +280,16 @@ def press_typed(session: LabelSession, press: keys.KeyPress) -> None:
 def judging_panel(session: LabelSession) -> None:
     """The query, its candidates and the actions: rerun alone on every key press."""
     view = session.view()  # presses were applied by the listener's callback, before this
+    ahead = session.next_view()
     search = session.search
     keys.listen(
         [*session.accepted_keys, "enter", "escape"],
         lambda press: press_typed(session, press),
         focus={"/": SEARCH_LABEL},
-        follow=".gs-current",
+        follow=".gs-cards:not(.gs-hidden) .gs-current",
         applied_before=session.store.applied_key_press,
         retry_on=(StillBusy,),
-        panel=panel_model(session, view),
+        panel=panel_model(session, view, ahead),
         autofocus=f"{SEARCH_LABEL}\n{id(search)}" if search else None,
     )
     with st.container(key="gs-header"):
@@ -296,7 +306,11 @@ def judging_panel(session: LabelSession) -> None:
     terms = render.query_terms(view.query["query"])
     cards, side = st.columns([3, 2], gap="medium")
     with cards:
-        st.html(candidate_cards(view, terms))
+        ahead_cards = ""
+        if ahead is not None:
+            ahead_terms = render.query_terms(ahead.query["query"])
+            ahead_cards = candidate_cards(ahead, ahead_terms, ahead=True)
+        st.html(candidate_cards(view, terms) + ahead_cards)
         verdict_line(session, view)
         action_buttons(session)
     with side:

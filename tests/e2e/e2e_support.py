@@ -104,7 +104,7 @@ def query_heading(page: Page):
 
 def current_rank(page: Page):
     """The rank shown on the current candidate's card (``#3``)."""
-    return page.locator(".gs-current .gs-rank")
+    return page.locator(".gs-cards:not(.gs-hidden) .gs-current .gs-rank")
 
 
 def progress_text(page: Page):
