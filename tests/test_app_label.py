@@ -371,3 +371,12 @@ def test_the_protocol_an_admin_saves_is_what_annotators_get(project_with_user):
     at = log_in(open_app(), "ana", "s3cret")
     press(at, "4", "0")
     assert record(project_with_user, "q1")["judgments"] == {"q1-d1": 4, "q1-d2": 0}
+
+
+def test_the_next_query_is_rendered_ahead_hidden_without_a_current_card(project):
+    at = open_app()
+    cards = next(h.proto.body for h in at.get("html") if "gs-card" in h.proto.body)
+    assert '<div class="gs-cards" data-query="q1">' in cards
+    ahead = cards[cards.index('<div class="gs-cards gs-hidden" data-query="q2">') :]
+    assert "query number 2" not in ahead and "doc 1" in ahead  # its cards, not its heading
+    assert "gs-current" not in ahead and cards.count("gs-current") == 1

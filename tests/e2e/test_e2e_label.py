@@ -201,7 +201,7 @@ def test_hostile_text_shows_as_text_runs_nothing_and_calls_nowhere(
     page.keyboard.type("alert")
     expect(search).to_have_value("alert")
     page.keyboard.press("Enter")
-    expect(page.locator(".gs-card", has_text="found")).to_contain_text(HOSTILE)
+    expect(page.locator(".st-key-gs-search .gs-card", has_text="found")).to_contain_text(HOSTILE)
     wait_idle(page)
     page.screenshot(path=artifacts_dir / "label-hostile.png", full_page=True)
 
