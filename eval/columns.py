@@ -114,15 +114,9 @@ def fingerprints(column: Strings) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint64)
 
 
-def _slice_fingerprints(strings: pa.Array) -> np.ndarray:
-    """Fingerprints of one Arrow string (or binary) array, from its offsets and data buffers.
-
-    Each string is read as little-endian 8-byte words. numpy cannot load a word at an
-    unaligned byte offset, so each word is built from the two aligned words around it,
-    shifted together; bytes past the string's end are masked off. The length and the
-    words (at least one, even for an empty string) are mixed by multiply-xorshift steps,
-    as in splitmix64.
-    """
+def string_buffers(strings: pa.Array) -> tuple[np.ndarray, pa.Buffer]:
+    """An Arrow string (or binary) array's offsets (as int64, ``len + 1`` of them: string i
+    is ``data[offsets[i]:offsets[i + 1]]``) and its data buffer, without copying the data."""
     wide = pa.types.is_large_string(strings.type) or pa.types.is_large_binary(strings.type)
     offset_type = np.int64 if wide else np.int32
     _, offset_buffer, data_buffer = strings.buffers()
@@ -132,6 +126,19 @@ def _slice_fingerprints(strings: pa.Array) -> np.ndarray:
         count=len(strings) + 1,
         offset=strings.offset * np.dtype(offset_type).itemsize,
     ).astype(np.int64, copy=False)
+    return offsets, data_buffer
+
+
+def _slice_fingerprints(strings: pa.Array) -> np.ndarray:
+    """Fingerprints of one Arrow string (or binary) array, from its offsets and data buffers.
+
+    Each string is read as little-endian 8-byte words. numpy cannot load a word at an
+    unaligned byte offset, so each word is built from the two aligned words around it,
+    shifted together; bytes past the string's end are masked off. The length and the
+    words (at least one, even for an empty string) are mixed by multiply-xorshift steps,
+    as in splitmix64.
+    """
+    offsets, data_buffer = string_buffers(strings)
     first, end = int(offsets[0]), int(offsets[-1])
     length = np.diff(offsets)
     word_count = (int(length.max(initial=0)) + 7) // 8

@@ -34,6 +34,20 @@ NOT_RANKED = np.iinfo(np.int64).max  # first_relevant_rank of a query with no re
 FIRST_HIT = "first_hit"  # the golden set's labelling mode where only the first hit is known
 
 
+def comparable_scores(scores: np.ndarray) -> np.ndarray:
+    """Scores as trec_eval compares them: in single precision (its ``sim`` is a C ``float``).
+
+    Scores that differ only beyond float32's precision (``1.00000001`` and ``1.0``) are a
+    tie, broken by doc id; a double beyond float32's range is infinite. Every comparison of
+    scores in eval (ranking, ties at a cutoff, abstention) goes through this.
+
+    >>> comparable_scores(np.array([1.00000001, 1.0, 1e300]))
+    array([ 1.,  1., inf], dtype=float32)
+    """
+    with np.errstate(over="ignore"):
+        return np.asarray(scores, dtype=np.float64).astype(np.float32)
+
+
 def concurrently(*calls: Callable[[], object]) -> list:
     """Call each function on its own thread, all at once; their results, in order.
 
@@ -51,7 +65,8 @@ def concurrently(*calls: Callable[[], object]) -> list:
 class Ranking:
     """A run ranked and joined with the judgements; rows grouped by query, best first.
 
-    Per row: ``query_index`` (into ``query_ids``), ``rank`` (1-based), ``score``, ``grade``
+    Per row: ``query_index`` (into ``query_ids``), ``rank`` (1-based), ``score`` (as compared:
+    single precision, see :func:`comparable_scores`), ``grade``
     (0 when unjudged), ``judged`` and ``relevant``. Per query: ``retrieved`` (docs the run
     returned, within ``depth``; more than the rows kept when only the top ranks are needed),
     ``relevant_count`` (judged docs with grade >= threshold), ``ideal_grades`` (the
@@ -153,7 +168,7 @@ def rank(
     def ranked_rows() -> tuple[_QueryRuns, np.ndarray, _Ranked]:
         runs = _query_runs(run, query_ids, not keep_order)
         if abstain_below is not None:
-            runs = runs.select(_best_scores(runs) >= abstain_below)
+            runs = runs.select(_best_scores(runs) >= comparable_scores(abstain_below))
         retrieved = np.zeros(len(query_ids), dtype=np.int64)
         retrieved[runs.query] = runs.length if depth is None else np.minimum(runs.length, depth)
         return runs, retrieved, _Ranked.of(run, runs, limit, keep_order, len(query_ids))
@@ -268,7 +283,7 @@ class _QueryRuns:
 
 def _query_runs(run: Run, query_ids: np.ndarray, by_score: bool) -> _QueryRuns:
     """Group the run's rows by scored query (``query_ids``), ranked by score when ``by_score``."""
-    score = run.scores
+    score = comparable_scores(run.scores)
     # Where each run of rows of one query begins, and that query's index in query_ids.
     query_index = run.query_index
     begins_run = np.ones(len(query_index), dtype=bool)

@@ -28,7 +28,7 @@ from eval.metrics import (
     rank_run,
     reciprocal_rank,
 )
-from eval.ranking import concurrently
+from eval.ranking import comparable_scores, concurrently
 from eval.readers import Golden, Run
 
 NO_SLICE = "(none)"
@@ -225,7 +225,7 @@ def _answered(run: Run, query_ids: np.ndarray, abstain_below: float | None) -> n
     row_query = lookup(pa.array(run.query_ids, pa.large_string()), query_ids)[run.query_index]
     kept = row_query >= 0
     if abstain_below is not None:
-        kept &= run.scores >= abstain_below
+        kept &= comparable_scores(run.scores) >= comparable_scores(abstain_below)
     return np.bincount(row_query[kept], minlength=len(query_ids)) > 0
 
 

@@ -18,8 +18,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from eval.readers import GOLDEN_STATUSES, InputError, decoded_lines, json_lines
-from labeler.golden import MODES, to_log_time
+from eval import validation
+from eval.readers import InputError, decoded_lines, json_lines
+from eval.trec import SCORE
+from eval.validation import control_character, identifier, optional_text, text_or_none
+from labeler.golden import to_log_time
 
 TASK_KEYS = ("query_id", "query", "slice", "candidates", "metadata")
 GOLDEN_KEYS = (
@@ -41,6 +44,8 @@ GOLDEN_KEYS = (
 CANDIDATE_KEYS = frozenset(("doc_id", "title", "text", "score"))
 CSV_REQUIRED = ("query_id", "query", "doc_id")
 CSV_CANDIDATE_COLUMNS = ("doc_id", "title", "text", "score")
+# A CSV field may be a whole long document; past this it is not a field but a broken file.
+CSV_FIELD_LIMIT = 64 << 20
 
 
 class Candidate(NamedTuple):
@@ -165,7 +170,7 @@ def _task(record: object, source: str, line: int, max_grade: int) -> Task:
     if not isinstance(record, dict):
         raise InputError(source, line, None, "expected a JSON object")
     where = (source, line)
-    query_id = _identifier(record.get("query_id"), "query_id", where)
+    query_id = identifier(record.get("query_id"), "query_id", where)
     query = record.get("query")
     if not isinstance(query, str) or not query.strip():
         raise InputError(source, line, "query", "required, a non-empty string")
@@ -191,7 +196,7 @@ def _task(record: object, source: str, line: int, max_grade: int) -> Task:
     return Task(
         query_id=query_id,
         query=query,
-        slice=_optional_text(record.get("slice"), "slice", where),
+        slice=optional_text(record.get("slice"), "slice", where),
         metadata=metadata,
         candidates=candidates,
         line=line,
@@ -230,10 +235,12 @@ def _candidates(value: object, where: tuple[str, int]) -> tuple[Candidate, ...]:
 
 
 def _plain_candidate(doc_id: object, title: object, text: object, score: object) -> bool:
-    """The common case, checked fast: string id, string-or-absent texts, finite float score."""
+    """The common case, checked fast: string id (no control character), string-or-absent
+    texts, finite float score."""
     return (
         type(doc_id) is str
         and doc_id != ""
+        and control_character(doc_id) is None
         and (title is None or type(title) is str)
         and (text is None or type(text) is str)
         and (score is None or (type(score) is float and math.isfinite(score)))
@@ -244,10 +251,10 @@ def _checked_candidate(fields: tuple, prefix: str, where: tuple[str, int]) -> tu
     """Validate one candidate's fields with precise errors (integer ids and scores accepted)."""
     doc_id, title, text, score = fields
     return (
-        _identifier(doc_id, f"{prefix}.doc_id", where),
-        _text_or_none(title, f"{prefix}.title", where),
-        _text_or_none(text, f"{prefix}.text", where),
-        _score(score, f"{prefix}.score", where),
+        identifier(doc_id, f"{prefix}.doc_id", where),
+        text_or_none(title, f"{prefix}.title", where),
+        text_or_none(text, f"{prefix}.text", where),
+        None if score is None else validation.number(score, f"{prefix}.score", where),
     )
 
 
@@ -256,103 +263,27 @@ def _extra(item: dict) -> dict:
 
 
 def _golden_labels(record: dict, where: tuple[str, int], max_grade: int) -> GoldenLabels:
-    judgments = record["judgments"]
-    if not isinstance(judgments, dict):
-        raise InputError(*where, "judgments", "must be an object of doc_id: grade")
-    for doc_id, grade in judgments.items():
-        _grade(grade, f"judgments.{doc_id}", where, max_grade)
-        if not doc_id:
-            raise InputError(*where, "judgments", "a doc_id is empty")
-    status = record.get("status", "done")
-    if status not in GOLDEN_STATUSES:
-        raise InputError(*where, "status", f"must be one of {', '.join(GOLDEN_STATUSES)}")
-    depth = record.get("judged_depth", len(judgments))
-    if isinstance(depth, bool) or not isinstance(depth, int) or not 0 <= depth <= len(judgments):
-        raise InputError(*where, "judged_depth", f"must be an integer in 0..{len(judgments)}")
-    mode = record.get("mode", "first_hit")
-    if mode not in MODES:
-        raise InputError(*where, "mode", f"must be one of {', '.join(MODES)}")
-    annotators = record.get("annotators", [])
-    if not isinstance(annotators, list) or not all(isinstance(a, str) and a for a in annotators):
-        raise InputError(*where, "annotators", "must be a list of non-empty strings")
+    """The labels of a golden-set record, checked by the one golden-set schema (the eval
+    reader's), with grades on the project's scale."""
+    checked = validation.golden_record(record, where, max_grade)
+    annotators = checked.annotators
     if "labels" in record or "adjudication" in record:
         # A team export where annotators disagreed: its labels are the decided ones, which
         # none of them may have given. They are replayed as one "import" annotator; each
         # annotator's own labels and the decision stay in the query's metadata.
-        annotators = []
+        annotators = ()
+    labelled_at = checked.labelled_at
     return GoldenLabels(
-        status=status,
-        answerable=_boolean(record.get("answerable", True), "answerable", where),
-        judgments=dict(judgments),
-        judged_depth=depth,
-        mode=mode,
-        annotators=tuple(annotators),
-        seconds=_seconds(record.get("seconds", 0.0), where),
-        labelled_at=_time_or_none(record.get("labelled_at"), where),
-        notes=_optional_text(record.get("notes"), "notes", where),
+        status=checked.status,
+        answerable=checked.answerable,
+        judgments=dict(checked.judgments),
+        judged_depth=checked.judged_depth,
+        mode=checked.mode or "first_hit",
+        annotators=annotators,
+        seconds=checked.seconds,
+        labelled_at=None if labelled_at is None else to_log_time(labelled_at),
+        notes=checked.notes,
     )
-
-
-# --- field checks ---------------------------------------------------------------------------------
-
-
-def _identifier(value: object, field: str, where: tuple[str, int]) -> str:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
-    if not isinstance(value, str) or not value:
-        got = "missing" if value is None else f"got {type(value).__name__} {value!r}"
-        raise InputError(*where, field, f"required, a non-empty string ({got})")
-    return value
-
-
-def _optional_text(value: object, field: str, where: tuple[str, int]) -> str:
-    return _text_or_none(value, field, where) or ""
-
-
-def _text_or_none(value: object, field: str, where: tuple[str, int]) -> str | None:
-    if value is not None and not isinstance(value, str):
-        raise InputError(*where, field, f"must be a string, got {type(value).__name__}")
-    return value
-
-
-def _score(value: object, field: str, where: tuple[str, int]) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise InputError(*where, field, f"must be a finite number, got {value!r}")
-    return float(value)
-
-
-def _grade(value: object, field: str, where: tuple[str, int], max_grade: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InputError(*where, field, f"grade must be an integer, got {value!r}")
-    if not 0 <= value <= max_grade:
-        raise InputError(*where, field, f"grade {value} is outside 0..{max_grade}")
-    return value
-
-
-def _boolean(value: object, field: str, where: tuple[str, int]) -> bool:
-    if not isinstance(value, bool):
-        raise InputError(*where, field, f"must be true or false, got {value!r}")
-    return value
-
-
-def _seconds(value: object, where: tuple[str, int]) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf:
-        raise InputError(*where, "seconds", f"must be a number >= 0, got {value!r}")
-    return float(value)
-
-
-def _time_or_none(value: object, where: tuple[str, int]) -> str | None:
-    if value is None:
-        return None
-    problem = f"must be an ISO-8601 time, got {value!r}"
-    if not isinstance(value, str):
-        raise InputError(*where, "labelled_at", problem)
-    try:
-        return to_log_time(value)
-    except ValueError:
-        raise InputError(*where, "labelled_at", problem) from None
 
 
 # --- file formats ---------------------------------------------------------------------------------
@@ -362,30 +293,33 @@ def _csv_records(path: Path) -> Iterator[tuple[int, dict]]:
     """Group CSV rows (one candidate a row) into task records, in first-appearance order.
 
     Query-level columns (query, slice and any extra column, kept as metadata) must agree
-    on every row of a query.
+    on every row of a query. The CSV must be well formed: a quote left open (which would
+    swallow the rest of the file into one field), a stray quote and a repeated column name
+    are refused with their line; a field may be long (a whole document), up to 64 MiB.
     """
     source = str(path)
     text = "".join(chunk for _, chunk in decoded_lines(path))
-    reader = csv.DictReader(io.StringIO(text, newline=""))
-    columns = reader.fieldnames or []
-    for required in CSV_REQUIRED:
-        if required not in columns:
-            raise InputError(source, 1, required, "missing column in the CSV header")
+    csv.field_size_limit(max(csv.field_size_limit(), CSV_FIELD_LIMIT))
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    rows = _csv_rows(reader, source)
+    line, columns = next(rows, (1, []))
+    _check_csv_header(columns, source, line)
     query_columns = [c for c in columns if c not in CSV_CANDIDATE_COLUMNS and c != "query_id"]
-    records: dict[str, tuple[int, dict]] = {}
-    row_end = 1
-    for row in reader:
-        line, row_end = row_end + 1, reader.line_num
-        if None in row:
+    records: dict[str, tuple[int, dict, set[str]]] = {}
+    for line, values in rows:
+        if not values:
+            continue  # a blank line
+        if len(values) > len(columns):
             raise InputError(source, line, None, "more fields than the header has columns")
+        row = dict(zip(columns, values + [""] * (len(columns) - len(values)), strict=True))
         query_id = row["query_id"]
-        if not query_id:
-            raise InputError(source, line, "query_id", "required, a non-empty string")
         if query_id not in records:
+            identifier(query_id or None, "query_id", (source, line))
             fields = {column: row[column] for column in query_columns}
-            records[query_id] = (line, {"query_id": query_id, **fields, "candidates": []})
-        first_line, record = records[query_id]
-        if any(row["doc_id"] == other["doc_id"] for other in record["candidates"]):
+            record = {"query_id": query_id, **fields, "candidates": []}
+            records[query_id] = (line, record, set())
+        first_line, record, doc_ids = records[query_id]
+        if row["doc_id"] in doc_ids:
             problem = f"{row['doc_id']!r} repeated within query {query_id!r}"
             raise InputError(source, line, "doc_id", problem)
         for column in query_columns:
@@ -393,22 +327,49 @@ def _csv_records(path: Path) -> Iterator[tuple[int, dict]]:
                 problem = f"differs from line {first_line} for query {query_id!r}"
                 raise InputError(source, line, column, problem)
         record["candidates"].append(_csv_candidate(row, source, line))
-    for first_line, record in records.values():
+        doc_ids.add(row["doc_id"])
+    for first_line, record, _ in records.values():
         if not record.get("slice"):
             record.pop("slice", None)
         yield first_line, record
 
 
+def _csv_rows(reader: Iterator[list[str]], source: str) -> Iterator[tuple[int, list[str]]]:
+    """``(line, fields)`` for each CSV row, the line being where the row starts; a quoting
+    error is refused naming that line."""
+    start = 1
+    while True:
+        try:
+            values = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as error:
+            problem = f"not valid CSV ({error})"
+            if "unexpected end of data" in str(error):
+                problem = "a quote opened on this line is never closed"
+            raise InputError(source, start, None, problem) from None
+        yield start, values
+        start = reader.line_num + 1
+
+
+def _check_csv_header(columns: list[str], source: str, line: int) -> None:
+    seen: set[str] = set()
+    for column in columns:
+        if column in seen:
+            raise InputError(source, line, column, "column named twice in the CSV header")
+        seen.add(column)
+    for required in CSV_REQUIRED:
+        if required not in columns:
+            raise InputError(source, line, required, "missing column in the CSV header")
+
+
 def _csv_candidate(row: dict, source: str, line: int) -> dict:
     candidate = {name: row[name] for name in ("doc_id", "title", "text") if name in row}
-    if not row["doc_id"]:
-        raise InputError(source, line, "doc_id", "required, a non-empty string")
-    score = row.get("score") or ""
-    if score.strip():
-        try:
-            candidate["score"] = float(score)
-        except ValueError:
-            raise InputError(source, line, "score", f"not a number: {score!r}") from None
-        if not math.isfinite(candidate["score"]):
-            raise InputError(source, line, "score", f"must be a finite number, got {score!r}")
+    identifier(row["doc_id"] or None, "doc_id", (source, line))
+    score = (row.get("score") or "").strip()
+    if score:
+        # The decimal spelling TREC runs use (eval.trec): not Python's "1_000" or " 1 ".
+        if not SCORE.fullmatch(score):
+            raise InputError(source, line, "score", f"not a number: {score!r}")
+        candidate["score"] = validation.number(float(score), "score", (source, line))
     return candidate

@@ -16,7 +16,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from eval.ranking import comparable_scores
 from eval.readers import InputError, json_lines, read_run
+from eval.validation import identifier, optional_text
 
 RRF_K = 60  # the constant of Cormack et al.'s reciprocal-rank fusion
 
@@ -128,12 +130,13 @@ def read_corpus(path: str | Path) -> Iterator[CorpusDoc]:
     are kept as metadata). A repeated ``_id`` is an error."""
     seen: dict[str, int] = {}
     for line, record in _records(path):
-        doc_id = _identifier(record, "_id", path, line)
+        where = (str(path), line)
+        doc_id = identifier(record.get("_id"), "_id", where)
         if doc_id in seen:
             raise InputError(str(path), line, "_id", f"{doc_id!r} repeats line {seen[doc_id]}")
         seen[doc_id] = line
-        title = _optional_text(record, "title", path, line)
-        text = _optional_text(record, "text", path, line)
+        title = optional_text(record.get("title"), "title", where)
+        text = optional_text(record.get("text"), "text", where)
         extra = {key: value for key, value in record.items() if key not in ("_id", "title", "text")}
         yield CorpusDoc(doc_id, title, text, extra, line)
 
@@ -144,14 +147,15 @@ def read_queries(path: str | Path) -> list[PoolQuery]:
     queries: list[PoolQuery] = []
     seen: dict[str, int] = {}
     for line, record in _records(path):
-        query_id = _identifier(record, "_id", path, line)
+        where = (str(path), line)
+        query_id = identifier(record.get("_id"), "_id", where)
         if query_id in seen:
             raise InputError(str(path), line, "_id", f"{query_id!r} repeats line {seen[query_id]}")
         seen[query_id] = line
-        text = _optional_text(record, "text", path, line)
+        text = optional_text(record.get("text"), "text", where)
         if not text:
             raise InputError(str(path), line, "text", "required, a non-empty string")
-        slice_name = _optional_text(record, "slice", path, line)
+        slice_name = optional_text(record.get("slice"), "slice", where)
         extra = {k: v for k, v in record.items() if k not in ("_id", "text", "slice")}
         queries.append(PoolQuery(query_id, text, slice_name, extra, line))
     return queries
@@ -166,8 +170,9 @@ def read_pooled_run(path: str | Path, depth: int) -> PooledRun:
     if depth < 1:
         raise ValueError(f"pool depth must be a positive integer, got {depth}")
     run = read_run(path)
-    ranked = run.results.sort_values(
-        ["query_id", "score", "doc_id"], ascending=[True, False, False], kind="stable"
+    # Scores compared as trec_eval (and goldset eval) compare them, in single precision.
+    ranked = run.results.assign(rank_score=comparable_scores(run.scores)).sort_values(
+        ["query_id", "rank_score", "doc_id"], ascending=[True, False, False], kind="stable"
     )
     top = ranked.groupby("query_id", sort=False).head(depth)
     rankings: dict[str, list[tuple[str, float]]] = {}
@@ -180,7 +185,8 @@ def line_of_doc(path: str | Path, query_id: str, doc_id: str) -> int | None:
     """The line of a run file that gives ``doc_id`` for ``query_id`` (for error messages)."""
     with Path(path).open("rb") as handle:
         for line, raw in enumerate(handle, start=1):
-            fields = raw.decode("utf-8", errors="replace").split()
+            # Split as the TREC readers do: on ASCII whitespace only (eval/trec.py).
+            fields = [field.decode("utf-8", errors="replace") for field in raw.split()]
             if len(fields) >= 3 and fields[0] == query_id and fields[2] == doc_id:
                 return line
     return None
@@ -200,21 +206,3 @@ def _records(path: str | Path) -> Iterator[tuple[int, dict]]:
         if not isinstance(record, dict):
             raise InputError(str(path), line, None, "expected a JSON object")
         yield line, record
-
-
-def _identifier(record: dict, field: str, path: str | Path, line: int) -> str:
-    value = record.get(field)
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
-    if not isinstance(value, str) or not value:
-        raise InputError(str(path), line, field, "required, a non-empty string")
-    return value
-
-
-def _optional_text(record: dict, field: str, path: str | Path, line: int) -> str:
-    value = record.get(field)
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise InputError(str(path), line, field, f"must be a string, got {type(value).__name__}")
-    return value

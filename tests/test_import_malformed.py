@@ -5,34 +5,23 @@ tests/malformed/expected.json gives, for each file, the line and the field the e
 (field null where the line is not even JSON, or not UTF-8, so no field can be named).
 """
 
-import hashlib
 import json
 from pathlib import Path
 
 import pytest
+from helpers.projects import database_bytes, demo_project
 
 from eval.readers import InputError
-from labeler.store import DEMO_TASKS, Store
+from labeler.store import Store
 
 MALFORMED = Path(__file__).parent / "malformed"
 EXPECTED = json.loads((MALFORMED / "expected.json").read_text())
 
 
-def database_bytes(path: Path) -> str:
-    """A digest of the database file and of its WAL, if any."""
-    digest = hashlib.sha256()
-    for part in (path, path.with_name(path.name + "-wal")):
-        digest.update(part.read_bytes() if part.exists() else b"")
-    return digest.hexdigest()
-
-
 @pytest.fixture(scope="module")
 def project(tmp_path_factory) -> Path:
-    """A project holding the demo set, closed (so its WAL is checkpointed)."""
-    path = tmp_path_factory.mktemp("malformed") / "project.db"
-    with Store(path) as store:
-        store.import_tasks(DEMO_TASKS)
-    return path
+    """A project holding the demo set (imported before the refusals)."""
+    return demo_project(tmp_path_factory.mktemp("malformed") / "project.db")
 
 
 def test_catalogue_has_at_least_twenty_files_each_with_an_expectation():

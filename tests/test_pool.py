@@ -97,6 +97,17 @@ def test_pool_ranks_by_score_not_by_the_rank_column(tmp_path, beir):
         ]
 
 
+def test_pool_ties_scores_that_differ_beyond_single_precision_as_eval_does(tmp_path, beir):
+    corpus, queries, _ = beir
+    run = tmp_path / "S.trec"
+    # trec_eval (and goldset eval) compare scores as C floats: 1.00000001 ties with 1.0,
+    # and the tie goes to the larger doc id, so the depth-1 pool holds d2, not d0.
+    run.write_text("1 Q0 d0 1 1.00000001 S\n1 Q0 d2 2 1.0 S\n")
+    with Store(tmp_path / "p.db") as store:
+        store.pool(corpus, queries, [run], depth=1)
+        assert [c["doc_id"] for c in store.candidates("1")] == ["d2"]
+
+
 def test_first_hit_settles_every_run_then_completes(tmp_path, beir):
     corpus, queries, runs = beir
     relevant = {"d0"}

@@ -135,6 +135,30 @@ def test_random_run_with_ties_at_infinity_matches_pytrec_eval(tmp_path, seed):
     assert mismatches(expected, got, within_tolerance) == []
 
 
+def with_scores_equal_in_single_precision(collection: TrecCollection, seed: int) -> TrecCollection:
+    """The collection with about a third of each list's scores moved by less than float32 can
+    tell apart (1e-9 relative): trec_eval compares scores as C floats, so these are ties."""
+    rng = random.Random(seed)
+    run = {
+        query_id: {
+            doc_id: score * (1 + 1e-9) if rng.random() < 0.33 else score
+            for doc_id, score in docs.items()
+        }
+        for query_id, docs in collection.run.items()
+    }
+    return TrecCollection(collection.qrels, run)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_scores_that_differ_only_beyond_single_precision_tie_as_in_pytrec_eval(tmp_path, seed):
+    collection = with_scores_equal_in_single_precision(random_collection(seed), seed)
+    expected = pytrec_eval_values(collection.qrels, collection.run, RANDOM_MEASURES)
+
+    got = evaluate_files(*collection.write(tmp_path), list(expected.columns))
+
+    assert mismatches(expected, got, within_tolerance) == []
+
+
 @pytest.mark.parametrize("seed", [0, 1])
 def test_random_queries_missing_from_run_score_like_an_empty_ranking(tmp_path, seed):
     collection = random_collection(seed)

@@ -1,0 +1,377 @@
+"""Whitespace-separated TREC files (runs, qrels, BEIR ``qrels.tsv``): one reading, three parsers.
+
+The reading (trec_eval's, made explicit, so that every path applies the same one):
+
+- The file is UTF-8; a byte-order mark at its start is not data. A line ends at ``\\n``,
+  ``\\r\\n`` or a lone ``\\r`` (as Arrow's CSV reader and Python's universal newlines count).
+- Fields are separated by runs of ASCII whitespace (space, tab, ``\\v``, ``\\f``, ``\\r``: C's
+  ``isspace``, which trec_eval splits on); whitespace before the first field and after the last
+  is not data. Any other character is part of its field: a no-break space (U+00A0) or another
+  Unicode space inside an id belongs to the id, on every path.
+- A line holding only whitespace is skipped, and so is a comment: a line whose first field
+  starts with ``#``. A BEIR file's first other line is its header.
+- A run line has at least 6 fields (more are ignored), a qrels line exactly 4, a BEIR line 3.
+- Ids hold no control characters (C0, DEL, C1).
+- A grade is ``[+-]digits`` and must fit int64 (``99999999999999999999`` is refused, not
+  wrapped). A score is a decimal number (``[+-]digits[.digits][e[+-]digits]``, ``.5`` and ``5.``
+  included) or ``inf``/``infinity`` in any case; one past the double range (``1e400``) reads as
+  ±inf and a denormal as itself, exactly as trec_eval's ``strtod`` reads them. NaN, hex floats
+  (``0x1p3``) and anything else are refused.
+
+Three parsers give that reading, row for row and byte for byte:
+
+- :func:`read_plain`: pure Python, line by line. The reference, the quickest for small files,
+  and the one that words every refusal.
+- :func:`read_general`: Arrow, vectorised, any layout. A file it would refuse goes to
+  :func:`read_plain`, so a refusal names the same line and field whichever path met it.
+- :func:`read_fast`: Arrow's multi-threaded CSV reader on the clean layout (one space or one
+  tab between exactly the expected fields). It declines (None) anything else.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pcsv
+
+from eval.columns import arrow_strings, factorize_runs, first_repeat, string_buffers
+from eval.errors import InputError
+from eval.validation import INT64_MAX, INT64_MIN, control_character
+
+BOM = b"\xef\xbb\xbf"
+LINE_END = re.compile(rb"\r\n|\r|\n")
+GRADE = re.compile(r"[+-]?[0-9]+")
+SCORE = re.compile(r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf(?:inity)?)", re.I)
+# The longest decimal text of an int64: a sign and 19 digits (leading zeros aside).
+INT64_DIGITS = 19
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Which fields a kind of file has, and which three of them are read."""
+
+    kind: str
+    names: tuple[str, ...]
+    query: int
+    doc: int
+    value: int
+    integer: bool
+    exact: bool
+    header: bool = False
+
+    @property
+    def value_name(self) -> str:
+        """The name of the value field (grade or score)."""
+        return self.names[self.value]
+
+    def count_problem(self, count: int) -> tuple[str, str] | None:
+        """(field, problem) when a line with ``count`` fields does not fit the layout."""
+        needed = len(self.names)
+        if count >= needed and (count == needed or not self.exact):
+            return None
+        spelled = " ".join(self.names)
+        if count < needed:
+            quantity = "" if self.exact else "at least "
+            problem = f"a line needs {quantity}{needed} fields ({spelled}), this one has {count}"
+            return self.names[count], problem
+        problem = f"a {self.kind} line has exactly {needed} fields ({spelled}), not {count}"
+        return self.names[-1], problem
+
+
+RUN = Layout("run", ("query_id", "iter", "doc_id", "rank", "score", "tag"), 0, 2, 4, False, False)
+QRELS = Layout("qrels", ("query_id", "iter", "doc_id", "grade"), 0, 2, 3, True, True)
+BEIR_QRELS = Layout("BEIR qrels", ("query_id", "doc_id", "score"), 0, 1, 2, True, True, True)
+
+
+@dataclass(frozen=True)
+class Rows:
+    """Rows of (query, doc, value) as read from a file, before they become a golden set or a run.
+
+    ``query_index`` gives each row's position in ``query_ids`` (distinct, in order of first
+    appearance); ``lines`` gives each row's line number (None: row i is on line i + 1).
+    """
+
+    query_ids: np.ndarray
+    query_index: np.ndarray
+    doc_ids: pa.Array | pa.ChunkedArray
+    values: np.ndarray
+    lines: np.ndarray | None = None
+
+    @classmethod
+    def from_frame(cls, frame: pd.DataFrame, values: pd.Series) -> Rows:
+        """Rows from a DataFrame with query_id and doc_id columns, indexed by line number."""
+        query_index, query_ids = factorize_runs(arrow_strings(frame["query_id"]))
+        return cls(
+            query_ids,
+            query_index,
+            arrow_strings(frame["doc_id"]),
+            values.to_numpy(),
+            frame.index.to_numpy(dtype=np.int64),
+        )
+
+    def line(self, row: int) -> int:
+        """The line number of a row."""
+        return row + 1 if self.lines is None else int(self.lines[row])
+
+    def query_id_column(self) -> pa.Array:
+        """The query id of each row, as Arrow strings."""
+        return pa.array(self.query_ids, pa.large_string()).take(pa.array(self.query_index))
+
+    def check_no_repeated_docs(self, source: str) -> None:
+        """Raise an input error, naming the second line, if a doc is given twice for a query."""
+        row = first_repeat(self.query_index, self.doc_ids)
+        if row is not None:
+            doc_id = self.doc_ids[row].as_py()
+            query_id = self.query_ids[self.query_index[row]]
+            problem = f"{doc_id!r} repeated within query {query_id!r}"
+            raise InputError(source, self.line(row), "doc_id", problem)
+
+
+# --- the plain parser: the reference -----------------------------------------------------------
+
+
+def read_plain(path: Path, layout: Layout) -> Rows:
+    """Read a TREC file line by line in Python (see the module's docstring for the reading)."""
+    source = str(path)
+    data = path.read_bytes()
+    lines = LINE_END.split(data[len(BOM) :] if data.startswith(BOM) else data)
+    query_ids: dict[str, int] = {}
+    query_index, doc_ids, values, numbers = [], [], [], []
+    header_pending = layout.header
+    for number, raw in enumerate(lines, start=1):
+        fields = raw.split()  # bytes.split() splits on ASCII whitespace only
+        if not fields or fields[0].startswith(b"#"):
+            continue
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            problem = f"not valid UTF-8 (byte {error.start + 1} of the line: {error.reason})"
+            raise InputError(source, number, None, problem) from None
+        if header_pending:
+            header_pending = False
+            continue
+        wrong = layout.count_problem(len(fields))
+        if wrong is not None:
+            raise InputError(source, number, *wrong)
+        where = (source, number)
+        query_id = _trec_id(fields[layout.query], layout.names[layout.query], where)
+        doc_id = _trec_id(fields[layout.doc], layout.names[layout.doc], where)
+        values.append(_value(fields[layout.value].decode(), layout, where))
+        query_index.append(query_ids.setdefault(query_id, len(query_ids)))
+        doc_ids.append(doc_id)
+        numbers.append(number)
+    return Rows(
+        np.array(list(query_ids), dtype=object),
+        np.array(query_index, dtype=np.int64),
+        pa.array(doc_ids, pa.string()),
+        np.array(values, dtype=np.int64 if layout.integer else np.float64),
+        np.array(numbers, dtype=np.int64),
+    )
+
+
+def _trec_id(field: bytes, name: str, where: tuple[str, int]) -> str:
+    text = field.decode()
+    control = control_character(text)
+    if control is not None:
+        problem = f"an id cannot hold a control character ({control!r} in {text!r})"
+        raise InputError(*where, name, problem)
+    return text
+
+
+def _value(text: str, layout: Layout, where: tuple[str, int]) -> int | float:
+    """A grade (int64) or a score (float) from its text, or a refusal naming the field."""
+    shown = repr(text) if len(text) <= 40 else repr(text[:37] + "...")
+    if layout.integer:
+        if not GRADE.fullmatch(text):
+            raise InputError(*where, layout.value_name, f"not an integer: {shown}")
+        digits = text.lstrip("+-").lstrip("0")
+        value = int(text) if len(digits) <= INT64_DIGITS else None
+        if value is None or not INT64_MIN <= value <= INT64_MAX:
+            raise InputError(*where, layout.value_name, f"{shown} does not fit a 64-bit integer")
+        return value
+    if not SCORE.fullmatch(text):
+        raise InputError(*where, layout.value_name, f"not a number: {shown}")
+    return float(text)
+
+
+# --- the general parser: vectorised, any layout --------------------------------------------------
+
+
+def read_general(path: Path, layout: Layout) -> Rows:
+    """Read a TREC file of any layout with Arrow's vectorised string kernels.
+
+    Any file it would refuse (and one it cannot split into lines) goes to :func:`read_plain`,
+    which words the refusal: both paths always name the same line and field.
+    """
+    lines = _arrow_lines(path)
+    if lines is None:
+        return read_plain(path, layout)
+    stripped = pc.ascii_trim_whitespace(lines)
+    number = np.arange(1, len(lines) + 1)
+    content = pc.invert(pc.or_(pc.equal(stripped, ""), pc.starts_with(stripped, "#")))
+    content = content.to_numpy(zero_copy_only=False)
+    if layout.header and content.any():
+        content[np.argmax(content)] = False
+    stripped, number = stripped.filter(pa.array(content)), number[content]
+    fields = pc.ascii_split_whitespace(stripped)
+    count = pc.list_value_length(fields).to_numpy(zero_copy_only=False)
+    needed = len(layout.names)
+    if np.any(count != needed if layout.exact else count < needed):
+        return read_plain(path, layout)
+    query = pc.list_element(fields, layout.query)
+    doc = pc.list_element(fields, layout.doc)
+    values = _parsed_values(pc.list_element(fields, layout.value), layout)
+    if values is None or not (_clean_ids(query) and _clean_ids(doc)):
+        return read_plain(path, layout)
+    query_index, query_ids = factorize_runs(query)
+    return Rows(query_ids, query_index, doc, values, number)
+
+
+def _arrow_lines(path: Path) -> pa.Array | None:
+    """Every line of the file as Arrow strings (blank ones included; a BOM is dropped), or
+    None when that takes the plain parser (invalid UTF-8, a unit separator in the data)."""
+    try:
+        table = pcsv.read_csv(
+            path,
+            read_options=pcsv.ReadOptions(column_names=["line"]),
+            # No real delimiter: a unit separator (0x1F) has no business in these files (and
+            # a file holding one makes this fail, and goes to the plain parser).
+            parse_options=pcsv.ParseOptions(
+                delimiter="\x1f", quote_char=False, escape_char=False, ignore_empty_lines=False
+            ),
+            convert_options=pcsv.ConvertOptions(column_types={"line": pa.binary()}),
+        )
+        return table["line"].combine_chunks().cast(pa.string())
+    except pa.ArrowInvalid:
+        return None
+
+
+def _parsed_values(text: pa.Array, layout: Layout) -> np.ndarray | None:
+    """The grades or scores, when every one of them is valid; None otherwise."""
+    pattern = GRADE.pattern if layout.integer else "(?i)" + SCORE.pattern
+    if not pc.all(pc.match_substring_regex(text, f"^(?:{pattern})$")).as_py():
+        return None
+    try:
+        if layout.integer:
+            # Arrow's integer cast takes no '+'; the pattern allows one, at most.
+            return pc.cast(pc.utf8_ltrim(text, "+"), pa.int64()).to_numpy(zero_copy_only=False)
+        return pc.cast(text, pa.float64()).to_numpy(zero_copy_only=False)
+    except pa.ArrowInvalid:  # an integer past int64
+        return None
+
+
+# --- the fast path: the clean layout ----------------------------------------------------------
+
+
+def read_fast(path: Path, layout: Layout, first_line: str) -> Rows | None:
+    """Parse the clean layout (one space or one tab between exactly the layout's fields, no
+    blank line, no comment) with Arrow's multi-threaded CSV reader; None for any other file.
+
+    Arrow splits on the one delimiter; the reading splits on any run of ASCII whitespace. They
+    agree when the file's whitespace is only single delimiters and line ends, which a pass
+    over its bytes confirms (:func:`_single_spaced`); an id with a control character or a NaN
+    score makes it decline too, and the general parser reads (or refuses) the file. Rows map
+    one to one to lines. Query ids are dictionary-encoded as they are parsed, which gives
+    each row's query index without hashing 10M strings again.
+    """
+    if layout.header:
+        return None
+    delimiter = "\t" if "\t" in first_line else " "
+    doc_name = layout.names[layout.doc]
+    types = {
+        layout.names[layout.query]: pa.dictionary(pa.int32(), pa.string()),
+        doc_name: pa.string(),
+        layout.value_name: pa.int64() if layout.integer else pa.float64(),
+    }
+    try:
+        table = pcsv.read_csv(
+            path,
+            read_options=pcsv.ReadOptions(column_names=list(layout.names)),
+            parse_options=pcsv.ParseOptions(
+                delimiter=delimiter, quote_char=False, escape_char=False, ignore_empty_lines=False
+            ),
+            convert_options=pcsv.ConvertOptions(
+                include_columns=list(types),
+                column_types=types,
+                null_values=[],
+                strings_can_be_null=False,
+            ),
+        )
+    except (pa.ArrowInvalid, UnicodeDecodeError):
+        return None
+    if not _single_spaced(path, len(layout.names), table.num_rows):
+        return None
+    # Each parsed block has its own dictionary: one shared dictionary gives global indices.
+    chunks = table[layout.names[layout.query]].unify_dictionaries().chunks
+    query_ids = chunks[0].dictionary if chunks else pa.array([], pa.string())
+    values = table[layout.value_name].to_numpy()
+    # A comment line with the right number of fields parses, its query id starting with '#'.
+    if pc.any(pc.starts_with(query_ids, "#")).as_py():
+        return None
+    if not (_clean_ids(query_ids) and _clean_ids(table[doc_name])):
+        return None
+    if not layout.integer and np.isnan(values).any():
+        return None
+    query_index = [chunk.indices.to_numpy(zero_copy_only=False) for chunk in chunks]
+    return Rows(
+        query_ids.to_numpy(zero_copy_only=False).astype(object),
+        np.concatenate(query_index) if chunks else np.zeros(0, dtype=np.int32),
+        table[doc_name],
+        values,
+    )
+
+
+def _single_spaced(path: Path, fields: int, rows: int) -> bool:
+    """Whether the file's only whitespace (or control) bytes are single delimiters between
+    ``fields`` fields on each of ``rows`` lines, and single line ends (LF, CRLF or CR).
+
+    No two such bytes stand side by side but a CR LF (which rules out empty fields and blank
+    lines), none opens the file, and there are exactly as many as the delimiters and line
+    ends of the rows Arrow found: one byte more (a tab amid spaces, a ``\v``) would split a
+    field that Arrow kept whole. Read in blocks, to keep memory flat.
+    """
+    count, pairs = 0, 0
+    previous = b"\n"  # before the file, as if after a line end
+    with path.open("rb") as handle:
+        while block := handle.read(1 << 22):
+            # The previous block's last byte leads, so that pairs across blocks are seen.
+            data = np.frombuffer(previous + block, dtype=np.uint8)
+            space = data <= 0x20
+            count += int(np.count_nonzero(space[1:]))
+            side_by_side = space[1:] & space[:-1]
+            if side_by_side.any():
+                crlf = (data[:-1] == 0x0D) & (data[1:] == 0x0A)
+                if np.any(side_by_side & ~crlf):
+                    return False
+                pairs += int(np.count_nonzero(crlf))
+            previous = block[-1:]
+    if previous not in (b"\n", b"\r") and previous[0] <= 0x20:
+        return False  # a delimiter ends the file: an empty last field
+    line_ends = rows if previous in (b"\n", b"\r") else rows - 1
+    return count - pairs == (fields - 1) * rows + line_ends
+
+
+def _clean_ids(column: pa.Array | pa.ChunkedArray) -> bool:
+    """Whether every string is non-empty and holds neither whitespace nor a control
+    character (C0, space, DEL, or C1: UTF-8 ``C2 80``..``C2 9F``), read from Arrow's buffers."""
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    for chunk in chunks:
+        if len(chunk) == 0:
+            continue
+        offsets, data_buffer = string_buffers(chunk)
+        if np.any(offsets[1:] == offsets[:-1]):
+            return False
+        start, end = int(offsets[0]), int(offsets[-1])
+        data = np.frombuffer(data_buffer, dtype=np.uint8, count=end - start, offset=start)
+        if np.any((data <= 0x20) | (data == 0x7F)):
+            return False
+        lead = np.flatnonzero(data[:-1] == 0xC2)
+        if len(lead) and np.any((data[lead + 1] >= 0x80) & (data[lead + 1] <= 0x9F)):
+            return False
+    return True

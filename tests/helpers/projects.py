@@ -1,0 +1,23 @@
+"""A project database for refusal tests, and a digest of its bytes to show nothing changed."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from labeler.store import DEMO_TASKS, Store
+
+
+def database_bytes(path: Path) -> str:
+    """A digest of the database file and of its WAL, if any."""
+    digest = hashlib.sha256()
+    for part in (path, path.with_name(path.name + "-wal")):
+        digest.update(part.read_bytes() if part.exists() else b"")
+    return digest.hexdigest()
+
+
+def demo_project(path: Path) -> Path:
+    """A project at ``path`` holding the demo set, closed (so that its WAL is checkpointed)."""
+    with Store(path) as store:
+        store.import_tasks(DEMO_TASKS)
+    return path
