@@ -804,6 +804,7 @@ def user_add(name, role, db, password, no_password):
     password_hash = None if no_password else hash_password(_ask_password(password))
     with _open_store(db) as store:
         store.add_annotator(name, role=role, password_hash=password_hash)
+        _warn_without_admin(store)
     click.echo(f"added {role} {name}: the app now asks for a login")
 
 
@@ -842,7 +843,8 @@ def user_remove(name, db):
     """
     with _open_store(db) as store:
         store.remove_annotator(name)
-    click.echo(f"removed {name} (their labels are kept)")
+        _warn_without_admin(store)
+    click.echo(f"removed {name} (their labels are kept; their browser sessions ended)")
 
 
 @user.command("passwd")
@@ -864,7 +866,20 @@ def user_passwd(name, db, password, role):
     password_hash = hash_password(_ask_password(password))
     with _open_store(db) as store:
         store.update_annotator(name, role=role, password_hash=password_hash)
-    click.echo(f"new password set for {name}" + (f", now {role}" if role else ""))
+        _warn_without_admin(store)
+    click.echo(
+        f"new password set for {name}"
+        + (f", now {role}" if role else "")
+        + " (their browser sessions ended)"
+    )
+
+
+def _warn_without_admin(store) -> None:
+    from labeler.team import admin_warning
+
+    warning = admin_warning(store)
+    if warning:
+        click.echo(warning, err=True)
 
 
 # --- team labelling: assignment, agreement, adjudication ----------------------------------------

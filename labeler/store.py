@@ -25,7 +25,7 @@ import math
 import re
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -247,8 +247,36 @@ def create_key_presses(db: sqlite_utils.Database) -> None:
 
 
 @migrations()
+def create_sign_in_tables(db: sqlite_utils.Database) -> None:
+    """Version 5: signed-in browsers, and password checks in flight (see attempt_login). Only
+    hashes of the cookie's session id and of the one-time ticket that claims it are stored: a
+    copy of the database signs nobody in."""
+    db.executescript(
+        """
+        CREATE TABLE login_attempts (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            annotator TEXT NOT NULL,
+            started_at TEXT NOT NULL                   -- log time
+        );
+        CREATE TABLE browser_sessions (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            annotator TEXT NOT NULL,
+            token_hash TEXT UNIQUE,                    -- sha256 of the cookie; NULL until claimed
+            ticket_hash TEXT UNIQUE,                   -- sha256 of the one-time ticket
+            ticket_expires TEXT,                       -- log time; the ticket is void after it
+            created_at TEXT NOT NULL,
+            last_seen TEXT NOT NULL,
+            expires_at TEXT NOT NULL,                  -- log time: the absolute end
+            revoked_at TEXT                            -- log time: logout, removal, new role
+        );
+        CREATE INDEX browser_sessions_annotator ON browser_sessions(annotator);
+        """
+    )
+
+
+@migrations()
 def create_protocol_log(db: sqlite_utils.Database) -> None:
-    """Version 5: every change of the labelling protocol, with who made it and when."""
+    """Version 6: every change of the labelling protocol, with who made it and when."""
     db.executescript(
         """
         CREATE TABLE protocol_log (
@@ -1529,12 +1557,16 @@ class Store:
     def update_annotator(
         self, name: str, *, role: str | None = None, password_hash: str | None = None
     ) -> None:
-        """Change a user's role and/or password hash. A new password also lifts a login lock."""
+        """Change a user's role and/or password hash. A new password also lifts a login lock.
+        A new role or password ends the user's browser sessions: they sign in again."""
         if role is not None and role not in ROLES:
             raise ValueError(f"role must be one of {ROLES}, got {role!r}")
         with self._writing() as conn:
-            if not conn.execute("SELECT 1 FROM annotators WHERE name = ?", (name,)).fetchone():
+            row = conn.execute("SELECT role FROM annotators WHERE name = ?", (name,)).fetchone()
+            if row is None:
                 raise ValueError(f"unknown annotator {name!r}")
+            if (role is not None and role != row[0]) or password_hash is not None:
+                self._revoke_sessions(conn, name)
             conn.execute(
                 "UPDATE annotators SET role = coalesce(?, role), "
                 "password_hash = coalesce(?, password_hash) WHERE name = ?",
@@ -1546,42 +1578,160 @@ class Store:
                     (name,),
                 )
 
-    def record_login_failure(self, name: str, *, lock_after: int, locked_until: str) -> str | None:
-        """Count a failed login of a registered user (the count lives in the database, so it
-        holds across sessions and restarts). The ``lock_after``-th failure in a row locks the
-        account until ``locked_until`` (a log time) and starts the count again. Returns the
-        lock time when this failure locked the account, else None; unknown names: None."""
+    def attempt_login(
+        self,
+        name: str,
+        verify: Callable[[str | None], bool],
+        *,
+        now: str,
+        stale_before: str,
+        lock_after: int,
+        locked_until: str,
+    ) -> tuple[str, object]:
+        """Check a sign-in of user ``name`` so that parallel attempts can never check more than
+        ``lock_after`` passwords in a row, nor clear a lock another attempt has just set.
+
+        The slow ``verify(password_hash)`` (scrypt) runs outside any transaction, so a burst
+        of sign-ins never holds the write lock that annotators' key presses need. Instead one
+        short ``BEGIN IMMEDIATE`` transaction reads the lock and reserves an attempt slot —
+        only while failures so far plus attempts in flight stay below ``lock_after`` — and a
+        second one records the outcome. A reservation older than ``stale_before`` (its
+        process died mid-check) frees its slot. Returns one of:
+
+        - ``("ok", user)``: the password is right; the count of failures starts again;
+        - ``("locked", until)``: locked (now or by this failure) until that log time; while
+          locked no password is checked, and a right one checked meanwhile is refused;
+        - ``("wrong", None)``: a wrong password, or an unknown name (``verify(None)`` then
+          runs, so that it takes as long);
+        - ``("busy", None)``: the slots are taken by attempts in flight: nothing checked.
+        """
         if lock_after < 1:
             raise ValueError(f"lock_after must be at least 1, got {lock_after}")
         with self._writing() as conn:
             row = conn.execute(
+                "SELECT password_hash, locked_until, failed_logins FROM annotators WHERE name = ?",
+                (name,),
+            ).fetchone()
+            if row is not None:
+                stored_hash, locked, failures = row
+                if locked and locked > now:
+                    return "locked", locked
+                conn.execute("DELETE FROM login_attempts WHERE started_at < ?", (stale_before,))
+                in_flight = conn.execute(
+                    "SELECT count(*) FROM login_attempts WHERE annotator = ?", (name,)
+                ).fetchone()[0]
+                if failures + in_flight >= lock_after:
+                    return "busy", None
+                attempt = conn.execute(
+                    "INSERT INTO login_attempts (annotator, started_at) VALUES (?, ?) RETURNING id",
+                    (name, now),
+                ).fetchone()[0]
+        if row is None:
+            verify(None)
+            return "wrong", None
+        right = verify(stored_hash)
+        with self._writing() as conn:
+            conn.execute("DELETE FROM login_attempts WHERE id = ?", (attempt,))
+            current = conn.execute(
+                "SELECT password_hash, locked_until FROM annotators WHERE name = ?", (name,)
+            ).fetchone()
+            if current is None or current[0] != stored_hash:
+                return "wrong", None  # removed, or given a new password, meanwhile
+            if current[1] and current[1] > now:
+                return "locked", current[1]
+            if right:
+                conn.execute(
+                    "UPDATE annotators SET failed_logins = 0, locked_until = NULL WHERE name = ?",
+                    (name,),
+                )
+                return "ok", self.annotator(name)
+            failures = conn.execute(
                 "UPDATE annotators SET failed_logins = failed_logins + 1 WHERE name = ? "
                 "RETURNING failed_logins",
                 (name,),
-            ).fetchone()
-            if row is None or row[0] < lock_after:
-                return None
+            ).fetchone()[0]
+            if failures < lock_after:
+                return "wrong", None
             conn.execute(
                 "UPDATE annotators SET failed_logins = 0, locked_until = ? WHERE name = ?",
                 (locked_until, name),
             )
-        return locked_until
-
-    def record_login_success(self, name: str) -> None:
-        """A successful login: the count of failures in a row starts again."""
-        with self._writing() as conn:
-            conn.execute(
-                "UPDATE annotators SET failed_logins = 0, locked_until = NULL WHERE name = ?",
-                (name,),
-            )
+            return "locked", locked_until
 
     def remove_annotator(self, name: str) -> None:
-        """Remove a user's account. Their events stay in the log (nothing is ever lost); the
-        queries assigned to them and not yet finished go back to be dealt again."""
+        """Remove a user's account and end their browser sessions. Their events stay in the
+        log (nothing is ever lost); the queries assigned to them and not yet finished go back
+        to be dealt again."""
         with self._writing() as conn:
             if not conn.execute("DELETE FROM annotators WHERE name = ?", (name,)).rowcount:
                 raise ValueError(f"unknown annotator {name!r}")
             conn.execute("DELETE FROM assignments WHERE annotator = ? AND open = 1", (name,))
+            self._revoke_sessions(conn, name)
+
+    # --- browser sessions -------------------------------------------------------------------------
+
+    def add_browser_session(
+        self, name: str, ticket_hash: str, *, now: str, ticket_expires: str, expires_at: str
+    ) -> int:
+        """Open a browser session for user ``name`` at ``now`` (log times throughout), to be
+        claimed once with the ticket whose hash is ``ticket_hash`` before ``ticket_expires``;
+        returns its id."""
+        with self._writing() as conn:
+            if not conn.execute("SELECT 1 FROM annotators WHERE name = ?", (name,)).fetchone():
+                raise ValueError(f"unknown annotator {name!r}")
+            return conn.execute(
+                "INSERT INTO browser_sessions (annotator, ticket_hash, ticket_expires, "
+                "created_at, last_seen, expires_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
+                (name, ticket_hash, ticket_expires, now, now, expires_at),
+            ).fetchone()[0]
+
+    def claim_browser_session(self, ticket_hash: str, token_hash: str, now: str) -> int | None:
+        """Bind a browser's cookie (``token_hash``) to the open session of that ticket, once:
+        the ticket is spent in the same statement. Returns the session id, or None when the
+        ticket is unknown, spent, expired or its session already ended."""
+        with self._writing() as conn:
+            row = conn.execute(
+                "UPDATE browser_sessions SET token_hash = ?, ticket_hash = NULL, "
+                "ticket_expires = NULL WHERE ticket_hash = ? AND ticket_expires > ? "
+                "AND revoked_at IS NULL AND expires_at > ? RETURNING id",
+                (token_hash, ticket_hash, now, now),
+            ).fetchone()
+        return row[0] if row else None
+
+    def browser_session(self, *, session_id: int | None = None, token_hash: str | None = None):
+        """A browser session by id or by its cookie's hash, with its user's current role
+        (``role`` None when the user was removed), or None."""
+        column, value = ("id", session_id) if token_hash is None else ("token_hash", token_hash)
+        rows = self._rows(
+            "SELECT s.id, s.annotator, s.created_at, s.last_seen, s.expires_at, s.revoked_at, "
+            f"a.role FROM browser_sessions s LEFT JOIN annotators a ON a.name = s.annotator "
+            f"WHERE s.{column} = ?",
+            (value,),
+        )
+        return rows[0] if rows else None
+
+    def touch_browser_session(self, session_id: int, now: str) -> None:
+        """Record that the session was used at ``now`` (its idle time starts again)."""
+        with self._writing() as conn:
+            conn.execute(
+                "UPDATE browser_sessions SET last_seen = ? WHERE id = ? AND last_seen < ?",
+                (now, session_id, now),
+            )
+
+    def revoke_browser_session(self, session_id: int) -> None:
+        """End one browser session (logout): every tab using it is signed out."""
+        with self._writing() as conn:
+            conn.execute(
+                "UPDATE browser_sessions SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
+                (golden.now(), session_id),
+            )
+
+    @staticmethod
+    def _revoke_sessions(conn: sqlite3.Connection, name: str) -> None:
+        conn.execute(
+            "UPDATE browser_sessions SET revoked_at = ? WHERE annotator = ? AND revoked_at IS NULL",
+            (golden.now(), name),
+        )
 
     def assign(self, annotator: str, query_ids: Sequence[str]) -> int:
         """Give queries to an annotator (appended to their queue; already assigned ones are

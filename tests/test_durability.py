@@ -71,6 +71,7 @@ def test_reopening_a_project_applies_its_schema_once(tmp_path):
                 "create_eval_records",
                 "create_team_tables",
                 "create_key_presses",
+                "create_sign_in_tables",
                 "create_protocol_log",
             ]
         )

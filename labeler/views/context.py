@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sized
 
 import streamlit as st
 
-from labeler import live, render, team
+from labeler import live, render, signin, team
 from labeler.auth import LOCAL_ANNOTATOR, is_loopback
 from labeler.judging import LabelSession
 from labeler.launch import DB_ENV
@@ -45,8 +45,9 @@ def require_user() -> dict:
     With no users in the project, the one local person (the app then listens on loopback
     only) owns the project: role admin. Otherwise the user signed in with a password, or
     through the identity provider (``st.login``) when secrets.toml configures ``[auth]``.
-    The role is read from the database on every run: a removed user is signed out at once,
-    a changed role applies at the next click.
+    A sign-in lasts across reloads and new tabs of the browser (a server-side session behind
+    an HttpOnly cookie, :mod:`labeler.signin`). The session and the role are read from the
+    database on every run: a logout, a removed user or a changed role signs every tab out.
     """
     if not store().annotators():
         # `goldset app` refuses other hosts, but `streamlit run` or removing the last user
@@ -58,11 +59,9 @@ def require_user() -> dict:
             )
             st.stop()
         return {"name": LOCAL_ANNOTATOR, "role": "admin"}
-    name = st.session_state.get("annotator")
-    user = store().annotator(name) if name else _identity_provider_account()
+    user = signin.current_user(store(), _identity_provider_account)
     if user is not None:
-        st.session_state["annotator"] = user["name"]
-        return {"name": user["name"], "role": user["role"]}
+        return user
     _forget_user()
     _login_form()
     st.stop()
@@ -152,7 +151,7 @@ def _login_form() -> None:
     if submitted:
         result = team.sign_in(store(), name, password)
         if result.user is not None:
-            st.session_state["annotator"] = name
+            signin.sign_in(store(), result.user["name"])
             st.rerun()
         st.error(result.message)
 
@@ -179,15 +178,17 @@ def _identity_provider_buttons() -> None:
 
 
 def logout() -> None:
-    """Forget who is logged in, and their label session; end an identity-provider sign-in."""
+    """End the session (in every tab of the browser), forget the label session; end an
+    identity-provider sign-in."""
+    signin.log_out(store())
     _forget_user()
     if identity_providers() and st.user.get("is_logged_in"):
         st.logout()
 
 
 def _forget_user() -> None:
-    for key in ("annotator", "label_session"):
-        st.session_state.pop(key, None)
+    signin.forget(store())
+    st.session_state.pop("label_session", None)
 
 
 def label_session(annotator: str) -> LabelSession:

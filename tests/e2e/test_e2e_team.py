@@ -1,9 +1,8 @@
 """Team labelling in a real browser: sign-in and roles, blind overlap between two annotators,
 and the reviewer's agreement figures and adjudication queue on planted disagreements.
 
-Reloading a page starts a new server session (signed out), so a signed-in session asks for
-another page as the browser's back/forward buttons do (history state + popstate): the server
-then decides, for that session, what runs.
+A signed-in session asks for another page as the browser's back/forward buttons do (history
+state + popstate): the server then decides, for that session, what runs.
 """
 
 from __future__ import annotations
@@ -107,7 +106,8 @@ def test_blind_overlap_then_agreement_queue_and_adjudication_match_the_plant(
     pages["ana"].keyboard.type("1")
     expect(query_heading(pages["ana"])).to_have_text("question 2")
     wait_idle(pages["ana"])
-    sign_in(pages["bob"], team.url, "bob")
+    pages["bob"].reload()  # still signed in (the session cookie)
+    wait_idle(pages["bob"])
     expect(query_heading(pages["bob"])).to_have_text("question 1")
     expect(current_rank(pages["bob"])).to_have_text("#1")
     expect(pages["bob"].locator(".gs-judged")).to_have_count(0)
