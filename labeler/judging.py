@@ -224,8 +224,9 @@ class LabelSession:
 
         ``target`` is what the page showed when the key was typed: ``query`` (its id) and,
         for a grade, ``doc`` and ``grade`` (the card's grade then, None = unjudged). The
-        press acts only there: aimed at a query no longer open here, or at a card judged
-        meanwhile (another tab), it writes nothing and says so. Its active time runs to when
+        press acts only there: on that query (opened here if need be), and on that card only
+        if it still has the grade the page showed — a card judged meanwhile (in another tab)
+        gets nothing, and the page is told. Its active time runs to when
         it was typed, ``lag_seconds`` before now. Its writes carry ``(page, seq)`` into the
         log, so that a restarted server never applies it again (see :meth:`Store.key_press`).
         A database held by another writer past the busy timeout raises :class:`StillBusy`
@@ -234,11 +235,15 @@ class LabelSession:
         target = target or {}
         aimed_at = target.get("query")
         if aimed_at is not None and aimed_at != self.query_id:
-            self.message = (
-                f"Not done: that key was aimed at query {aimed_at}, which is no longer open "
-                "here. The page now shows the current state."
-            )
-            return
+            # The page showed another query than this session has open: the next one it
+            # fetched ahead, when someone else's work has since changed the queue. The
+            # press acts on the query the annotator saw.
+            try:
+                self.store.query(aimed_at)
+            except ValueError:
+                self.message = f"Not done: no query {aimed_at} in this project."
+                return
+            self.query_id = aimed_at
         typed_at = time.monotonic() - lag_seconds
         with self.store.key_press(page, seq):
             self.press(key, self.active_time.lap(typed_at), target)

@@ -183,9 +183,13 @@ def test_a_press_while_another_writer_holds_the_database_is_not_applied_and_can_
     blocker.close()
 
 
-def test_a_press_aimed_at_a_query_no_longer_open_writes_nothing(project):
+def test_a_press_acts_on_the_query_the_page_showed_not_the_one_open_here(project):
     with Store(project) as store:
         session = LabelSession(store, "ana")
-        session.press_typed("1", page="page-1", seq=1, target={"query": "q2"})
-        assert "aimed at query q2" in session.message
-        assert store.labels("q1", "ana") == {} and store.labels("q2", "ana") == {}
+        assert session.query_id == "q1"
+        # The page showed q2 (fetched ahead), while this session still had q1 open.
+        session.press_typed(
+            "0", page="page-1", seq=1, target={"query": "q2", "doc": "q2-d1", "grade": None}
+        )
+        assert store.labels("q1", "ana") == {} and store.labels("q2", "ana") == {"q2-d1": 0}
+        assert session.query_id == "q2"
