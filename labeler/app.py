@@ -18,6 +18,7 @@ from labeler.team import has_role
 from labeler.views import context
 
 LOG = logging.getLogger("goldset")
+WIDE_PAGES = ("dashboard", "compare", "planner", "review")  # url paths of the pages laid out wide
 
 
 def unexpected_error(error: BaseException) -> bool:
@@ -36,7 +37,7 @@ def unexpected_error(error: BaseException) -> bool:
 
 def main() -> None:
     """Set up the page, sign the user in, then run the page the browser asked for."""
-    st.set_page_config(page_title="goldset", page_icon="🏅", layout="centered")
+    st.set_page_config(page_title="goldset", page_icon="🏅")
     user = context.require_user()  # the login form, when the project has users
     signin.deliver_cookie()  # once a sign-in has a ticket: the browser gets its cookie
     # Pages by role, decided on the server at every run: a page left out of the navigation
@@ -52,7 +53,11 @@ def main() -> None:
         ]
     if has_role(user["role"], "admin"):
         pages += [st.Page("views/admin.py", title="Admin", icon=":material/admin_panel_settings:")]
-    st.navigation(pages).run()
+    page = st.navigation(pages)
+    # The layout is set here, once a run, for the page about to run: wide for the pages of
+    # tables side by side. A second call inside a page lost to an entrypoint's on reruns.
+    st.set_page_config(layout="wide" if page.url_path in WIDE_PAGES else "centered")
+    page.run()
 
 
 if __name__ == "__main__":  # a run of the script: one page view

@@ -528,18 +528,17 @@ def _measured_cost(db, queries, docs_per_query, seconds, rate, as_json) -> None:
         click.echo(f"nothing measured yet: no query is done; {summary.queries_remaining:,} left")
         return
     lines = [
-        f"measured: {figures.seconds_per_judgement:.1f} s per judgement (median), "
-        f"{figures.judgements_per_query:.2f} judgements per query (mean judged depth), "
+        live.work_text(summary),
         f"{summary.annotators_per_query:.2f} annotators per query",
         *(
-            f"{name:<9} {price.hours:8.2f} h  ${price.dollars:,.2f}"
+            f"{name:<9} {live.duration_text(price.hours):>10}  ${price.dollars:,.2f}"
             for name, price in (
                 ("spent", figures.spent),
                 ("remaining", figures.remaining),
                 ("total", figures.total),
             )
         ),
-        f"{summary.queries_remaining:,} queries left, at ${summary.rate:g}/h",
+        f"at ${summary.rate:g}/h",
     ]
     click.echo("\n".join(lines))
 
@@ -548,11 +547,12 @@ def _measured_cost(db, queries, docs_per_query, seconds, rate, as_json) -> None:
 
 
 def _db_option(command):
-    """``--db PATH``, defaulting to the bundled project ``data/goldset.db``."""
+    """``--db PATH``, defaulting to the default project (``labeler.store.DEFAULT_DB``)."""
     return click.option(
         "--db",
         type=click.Path(dir_okay=False),
-        help="Project database [default: data/goldset.db, created from the demo set].",
+        help="Project database [default: the default project, created from the demo set; "
+        "see goldset app --help].",
     )(command)
 
 
@@ -700,26 +700,40 @@ def export(db, export_format, out):
     click.echo(f"wrote {count} {unit} to {out}")
 
 
+# The measured work figures that `goldset status --json` adds, as `goldset cost --db` has them.
+STATUS_WORK_FIGURES = (
+    "current_labels", "judgements_made", "seconds_per_judgement", "judgements_per_query",
+    "queries_remaining",
+)  # fmt: skip
+
+
 @cli.command()
 @_db_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def status(db, as_json):
-    """Show the project: queries done / pending / skipped / unanswerable per slice.
+    """Show the project: queries done / pending / skipped / unanswerable per slice, and the
+    work figures as the app's dashboard and cost planner word them (current labels,
+    judgements made, median seconds per judgement, mean judged depth, queries left).
 
     \b
     Example:
         goldset status --db project.db
     """
+    from labeler import live
+
     with _open_store(db) as store:
         summary = store.status()
+        work = live.cost_summary(store)
     if as_json:
-        click.echo(json.dumps(summary, indent=2))
+        figures = {key: work.as_dict()[key] for key in STATUS_WORK_FIGURES}
+        click.echo(json.dumps({**summary, **figures}, indent=2))
         return
     frame = pd.DataFrame(summary["slices"]).T.rename(index={"": "(no slice)"})
     click.echo(f"{summary['path']}: {summary['queries']} queries, {summary['documents']} documents")
     click.echo(frame.to_string() if len(frame) else "no queries yet")
+    click.echo(live.work_text(work))
     click.echo(
-        f"judgements: {summary['judgements']} ({summary['events']} events); "
+        f"events in the log: {summary['events']:,}; "
         f"annotators: {', '.join(summary['annotators']) or 'none'}"
     )
     for run in summary["runs"]:
@@ -733,22 +747,34 @@ def status(db, as_json):
 @_db_option
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", type=click.IntRange(1, 65535), default=8501, show_default=True)
+@click.option(
+    "--open/--no-open",
+    "open_browser",
+    default=None,
+    help="Open the app in the browser once it is up [default: when a display exists].",
+)
 @_fail_on_bad_input
-def app(db, host, port):
-    """Start the labelling app in the browser.
+def app(db, host, port, open_browser):
+    """Start the labelling app and open it in the browser.
 
     \b
     Example:
         goldset app --db project.db --port 8501
 
-    With no users in the project the app serves one local annotator and listens on
-    loopback only; once users exist (goldset user add NAME) everyone logs in.
+    Without --db the default project is used (created from the demo set on first use):
+    data/goldset.db in a clone of the repository, else goldset/goldset.db in the user's data
+    folder (~/.local/share on Linux). The app's settings (theme, toolbar, address) ship with
+    the package, so it behaves the same from any directory. With no users in the project the
+    app serves one local annotator and listens on loopback only; once users exist
+    (goldset user add NAME) everyone logs in.
     """
-    from labeler.launch import serve
+    from labeler.launch import app_url, has_display, serve
 
     with _open_store(db) as store:
         has_users = bool(store.annotators())
-    serve(db, host, port, has_users)
+        path = store.path
+    click.echo(f"goldset: serving {path} on {app_url(host, port)}", err=True)
+    serve(db, host, port, has_users, has_display() if open_browser is None else open_browser)
 
 
 @cli.group()

@@ -128,6 +128,7 @@ def candidate_card(
     state: str,
     label: str | None = None,
     details: str | None = None,
+    marker: str = "▶ judge this",
     doc_id: str | None = None,
     grade: int | None = None,
 ) -> str:
@@ -135,15 +136,17 @@ def candidate_card(
 
     ``state`` is ``"current"`` (the one the next key judges: framed, its text open),
     ``"judged"`` (its ``label`` shown) or ``"waiting"`` (one line). ``details`` is plain text
-    such as score and provenance, shown under the title when given. A card given its
-    ``doc_id`` (and ``grade``, None = unjudged) carries them as data attributes, so that the
-    key listener can judge and move the cursor on the page at once, before the server answers
-    (see ``keys.js``); its whole text is there, and the stylesheet folds it to one line.
+    such as score and provenance, shown under the title when given. ``marker`` is the badge of
+    the current candidate (the review page frames a disputed one with its own words). A card
+    given its ``doc_id`` (and ``grade``, None = unjudged) carries them as data attributes, so
+    that the key listener can judge and move the cursor on the page at once, before the
+    server answers (see ``keys.js``); its whole text is there, and the stylesheet folds it to
+    one line.
     """
     if state not in ("current", "judged", "waiting"):
         raise ValueError(f"candidate state must be current, judged or waiting, not {state!r}")
     badge = f'<span class="gs-label">{html.escape(label)}</span>' if label else ""
-    marker = '<span class="gs-now">▶ judge this</span>' if state == "current" else ""
+    marker = f'<span class="gs-now">{html.escape(marker)}</span>' if state == "current" else ""
     head = (
         f'<div class="gs-head"><span class="gs-rank">#{rank}</span>'
         f'<span class="gs-title">{data_text(title, terms, limit=PREVIEW_LIMIT)}</span>'

@@ -22,8 +22,10 @@ from __future__ import annotations
 import gc
 import json
 import math
+import os
 import re
 import sqlite3
+import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -49,9 +51,30 @@ from labeler.pooling import (
     read_queries,
 )
 
-DATA_DIR = Path(__file__).resolve().parents[1] / "data"
-DEFAULT_DB = DATA_DIR / "goldset.db"
+# The demo set ships inside the package (labeler/data, from the repository's data/ folder).
+# From a clone, the default project lives in data/ beside the demo; an installed package may sit
+# in a read-only site-packages, so there the default project lives in the user's data folder.
+PACKAGE_DATA = Path(__file__).resolve().parent / "data"
+SOURCE_DATA = Path(__file__).resolve().parents[1] / "data"
+FROM_CLONE = (SOURCE_DATA / "demo.jsonl").exists() and not (PACKAGE_DATA / "demo.jsonl").exists()
+DATA_DIR = SOURCE_DATA if FROM_CLONE else PACKAGE_DATA
 DEMO_TASKS = DATA_DIR / "demo.jsonl"
+
+
+def user_data_dir() -> Path:
+    """Where an installed goldset keeps its default project: ``$XDG_DATA_HOME/goldset``
+    (``~/.local/share/goldset``), ``%LOCALAPPDATA%\\goldset`` on Windows, ``~/Library/Application
+    Support/goldset`` on macOS."""
+    if sys.platform == "win32":
+        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Application Support"
+    else:
+        base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return base / "goldset"
+
+
+DEFAULT_DB = SOURCE_DATA / "goldset.db" if FROM_CLONE else user_data_dir() / "goldset.db"
 IMPORT_RUN = "import"  # provenance name of a list imported from a tasks file
 ROLES = ("annotator", "reviewer", "admin")
 # depth 0 = every candidate of a query is judged (no cut-off).
@@ -336,7 +359,8 @@ class Store:
 
     @classmethod
     def open_default(cls) -> Store:
-        """The default project, ``data/goldset.db``, created from the demo set on first use."""
+        """The default project (:data:`DEFAULT_DB`), created from the demo set on first use."""
+        DEFAULT_DB.parent.mkdir(parents=True, exist_ok=True)
         store = cls(DEFAULT_DB)
         if not store.has_queries():
             store.import_tasks(DEMO_TASKS)

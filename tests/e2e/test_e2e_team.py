@@ -124,21 +124,16 @@ def test_blind_overlap_then_agreement_queue_and_adjudication_match_the_plant(
     kappa = reviewer.get_by_test_id("stMetric").first
     expect(kappa).to_contain_text("kappa (relevant or not)")
     expect(kappa).to_contain_text(f"{PLANTED_KAPPA:.3f}")
-    expanders = reviewer.get_by_test_id("stExpander")
-    expect(expanders.locator("summary")).to_contain_text(
-        [
-            "1 · RR@10 gap 0.75 · waiting",
-            "2 · RR@10 gap 0.50 · waiting",
-            "3 · RR@10 gap 0.00 · waiting",
-        ]
-    )
-    first = expanders.first
-    first.locator("summary").click()
-    expect(first.locator(".gs-query-text")).to_have_text("question 5")
+    expect(reviewer.get_by_text("Adjudication queue · 3 waiting")).to_be_visible()
+    chooser = reviewer.get_by_role("combobox", name="Disagreement to decide")
+    expect(chooser).to_have_value("1 · q5 · question 5 · RR@10 gap 0.75 · waiting")
+    expect(reviewer.locator(".gs-query-text").first).to_have_text("question 5")
+    expect(reviewer.locator(".gs-now", has_text="disputed").first).to_be_visible()
     reviewer.screenshot(path=artifacts_dir / "review-queue.png", full_page=True)
-    first.get_by_role("button", name="Accept this label").nth(1).click()  # bob's, second column
+    reviewer.get_by_role("button", name="Accept bob's label").click()
     expect(reviewer.get_by_text("q5: decided for bob's label.")).to_be_visible()
-    expect(expanders.locator("summary")).to_have_count(2)
+    expect(reviewer.get_by_text("Adjudication queue · 2 waiting")).to_be_visible()
+    expect(chooser).to_have_value("1 · q2 · question 2 · RR@10 gap 0.50 · waiting")
     wait_idle(reviewer)
 
     golden = tmp_path / "golden.jsonl"
