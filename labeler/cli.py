@@ -8,22 +8,18 @@ import json
 import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-import pandas as pd
 
-from eval import report as reports
-from eval.cost import Cost, labelling_cost
-from eval.metrics import DEFAULT_METRICS, parse_metric
-from eval.readers import (
-    Golden,
-    InputError,
-    Run,
-    golden_from_records,
-    read_golden,
-    read_run,
-    run_from_frame,
-)
+# Every other import is made by the command that needs it: `goldset --help` loads click only,
+# and `goldset eval` never loads Streamlit or sqlite-utils (tests/test_import_set.py).
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from eval.cost import Cost
+    from eval.readers import Golden, Run
 
 
 @click.group()
@@ -45,8 +41,7 @@ def _scoring_options(command):
         ),
         click.option(
             "--db",
-            type=click.Path(exists=True, dir_okay=False),  # a typo must not create a project
-            help="Or a goldset project database.",
+            help="Or a goldset project database (read only: a typo never creates one).",
         ),
         click.option(
             "-m",
@@ -95,26 +90,28 @@ def _scoring_options(command):
 
 def _load_golden(golden: str | None, db: str | None) -> Golden:
     """The golden set from a file or the project."""
+    from eval.readers import golden_from_records, read_golden
+
     if bool(golden) == bool(db):
         raise click.UsageError("give exactly one of --golden FILE or --db PATH")
     if golden:
         golden_set = read_golden(golden)
     else:
-        from labeler.store import Store
-
-        golden_set = golden_from_records(Store(db).golden_records(), source=db)
+        with _open_store(db) as store:
+            golden_set = golden_from_records(store.golden_records(), source=db)
     return golden_set
 
 
 def _load_run(path: str | None, db: str | None) -> Run:
     """A run file, or (with --db and no file) the candidate lists stored in the project."""
+    from eval.readers import read_run, run_from_frame
+
     if path:
         return read_run(path)
     if not db:
         raise click.UsageError("give a run file (or --db to evaluate the stored candidates)")
-    from labeler.store import Store
-
-    return run_from_frame(Store(db).candidate_run_frame(), name="candidates", source=db)
+    with _open_store(db) as store:
+        return run_from_frame(store.candidate_run_frame(), name="candidates", source=db)
 
 
 def _read_concurrently(*readers: Callable[[], object]) -> list:
@@ -136,6 +133,8 @@ def _scoring(options: dict) -> dict:
 
 
 def _metrics(metrics: tuple[str, ...]) -> list[str]:
+    from eval.metrics import DEFAULT_METRICS, parse_metric
+
     chosen = list(metrics) or list(DEFAULT_METRICS)
     for spec in chosen:
         try:
@@ -154,11 +153,14 @@ def _fail_on_bad_input(function):
     def wrapper(*args, **kwargs):
         try:
             return function(*args, **kwargs)
-        except InputError as error:
-            failure = click.ClickException(str(error))
-            failure.exit_code = 2
-            raise failure from None
         except ValueError as error:
+            # Imported on failure only: user/assign commands need not load eval (and pandas).
+            from eval.readers import InputError
+
+            if isinstance(error, InputError):
+                failure = click.ClickException(str(error))
+                failure.exit_code = 2
+                raise failure from None
             raise click.ClickException(str(error)) from None
 
     return wrapper
@@ -222,6 +224,8 @@ def eval_command(
     --labels machine|both (with --db) scores with a machine judge's labels instead of, or
     filling the holes beside, the humans'; both reports judged@10 by humans and by the machine.
     """
+    from eval import report as reports
+
     if record and not db:
         raise click.UsageError("--record keeps the results in a project: give --db PATH")
     run, golden_set = _read_concurrently(
@@ -248,10 +252,10 @@ def eval_command(
                 handle.write(json.dumps(row) + "\n")
     if record:
         from labeler.pooling import file_sha256
-        from labeler.store import Store
 
         run_hash = file_sha256(run_path) if run_path else _frame_sha256(run.results)
-        result["record_id"] = Store(db).record_eval(result, run_hash, _parse_tags(tags))
+        with _open_store(db, write=True) as store:
+            result["record_id"] = store.record_eval(result, run_hash, _parse_tags(tags))
     click.echo(json.dumps(result, indent=2) if as_json else _eval_text(result))
 
 
@@ -290,6 +294,9 @@ def compare(baseline, candidate, golden, db, metrics, bootstrap, seed, as_json, 
     more than --max-miss-rise points, its MRR@10 falls by more than --max-mrr-drop, or
     any slice's MRR@10 falls by more than --max-slice-drop.
     """
+    from eval import report as reports
+    from eval.readers import read_run
+
     thresholds = {
         name: options.pop(name) for name in ("max_miss_rise", "max_mrr_drop", "max_slice_drop")
     }
@@ -342,6 +349,8 @@ def _eval_text(result: dict) -> str:
 
 
 def _worst_table(worst: list[dict]) -> str:
+    import pandas as pd
+
     frame = pd.DataFrame(worst).set_index("query_id")
     # From the records: in the frame, None among integers would already be NaN and 3 be 3.0.
     frame["first_relevant_rank"] = [
@@ -356,6 +365,8 @@ def _worst_table(worst: list[dict]) -> str:
 
 
 def _compare_text(result: dict, gate: bool) -> str:
+    import pandas as pd
+
     lines = [
         f"{result['candidate']} vs {result['baseline']} on golden set {result['golden_version']}"
     ]
@@ -439,6 +450,8 @@ def _figure(entry: dict, text: str) -> str:
 
 
 def _table(rows: dict[str, dict], cell) -> str:
+    import pandas as pd
+
     frame = pd.DataFrame(
         {
             name: {spec: cell(entry) for spec, entry in metrics.items()}
@@ -506,6 +519,8 @@ def cost_command(queries, docs_per_query, seconds, rate, annotators, db, as_json
     total (each with seconds, hours and dollars), seconds_per_judgement,
     judgements_per_query, rate, queries_remaining, annotators_per_query and per annotator.
     """
+    from eval.cost import labelling_cost
+
     if db:
         _measured_cost(db, queries, docs_per_query, seconds, rate, as_json)
         return
@@ -582,32 +597,97 @@ def _db_option(command):
     )(command)
 
 
-def _open_store(db: str | None):
-    from labeler.store import DEFAULT_DB, Store
+def _open_store(db: str | None, *, write: bool = False, create: bool = False):
+    """The one way every command opens its project (``--db``, or the default demo project).
 
-    return Store.open_default() if db is None or db == str(DEFAULT_DB) else Store(db)
+    A read command gets a read-only connection; only the commands that create a project
+    (``create=True``: import, pool — and the app, on the default demo project alone) create
+    one; a path that is not an intact goldset project is refused with one line, exit 2 (an
+    input error), before anything is written.
+    """
+    from labeler.store import DEFAULT_DB, ProjectError, Store
+
+    try:
+        if db is None or Path(db).resolve() == DEFAULT_DB:
+            return Store.open_default() if create else Store.open_project(DEFAULT_DB, write=write)
+        return Store.open_project(db, write=write, create=create)
+    except ProjectError as error:
+        failure = click.ClickException(str(error))
+        failure.exit_code = 2
+        raise failure from None
 
 
 @cli.command("import")
-@click.argument("tasks_file", type=click.Path(exists=True, dir_okay=False))
+@click.argument("tasks_file", type=click.Path(exists=True, dir_okay=False), required=False)
+@click.option(
+    "--corpus",
+    type=click.Path(exists=True, dir_okay=False),
+    help="A BEIR corpus.jsonl (_id, title, text) to search for missed answers.",
+)
 @_db_option
 @_fail_on_bad_input
-def import_command(tasks_file, db):
+def import_command(tasks_file, corpus, db):
     """Import queries with their candidates (JSONL or CSV) into the project.
 
     \b
     Example:
         goldset import tasks.jsonl --db project.db
+        goldset import --corpus corpus.jsonl --db project.db
 
     All-or-nothing: any problem is reported with its file, line and field, and nothing is
-    written. Importing the same file again changes nothing.
+    written. Importing the same file again changes nothing. --corpus adds documents that
+    are no query's candidate, so that annotators can find (with "/" on the label page) and
+    attach the answer a system missed.
     """
-    with _open_store(db) as store:
-        counts = store.import_tasks(tasks_file)
-    click.echo(
-        f"{counts['queries_added']} queries added ({counts['candidates_added']} candidates, "
-        f"{counts['documents_added']} new documents), {counts['queries_unchanged']} already there"
-    )
+    if tasks_file is None and corpus is None:
+        raise click.UsageError("give a TASKS_FILE, --corpus FILE, or both")
+    with _open_store(db, write=True, create=True) as store:
+        if tasks_file is not None:
+            counts = store.import_tasks(tasks_file)
+            click.echo(
+                f"{counts['queries_added']} queries added ({counts['candidates_added']} "
+                f"candidates, {counts['documents_added']} new documents), "
+                f"{counts['queries_unchanged']} already there"
+            )
+        if corpus is not None:
+            click.echo(f"{store.add_corpus(corpus)} corpus documents added (searchable)")
+
+
+@cli.command()
+@click.option("--mode", type=click.Choice(["first_hit", "full"]), help="How queries are judged.")
+@click.option("--depth", type=click.IntRange(min=0), help="Candidates judged per query (0 = all).")
+@click.option("--max-grade", type=click.IntRange(min=1), help="Top of the grade scale 0..N.")
+@click.option("--binary", is_flag=True, help="Grades 0/1 only (the same as --max-grade 1).")
+@click.option("--threshold", type=click.IntRange(min=1), help="Lowest grade that is relevant.")
+@click.option("--by", default="cli", show_default=True, help="Who makes the change (logged).")
+@click.option("--json", "as_json", is_flag=True, help="Print the protocol as JSON.")
+@_db_option
+@_fail_on_bad_input
+def configure(mode, depth, max_grade, binary, threshold, by, as_json, db):
+    """Set the project's labelling protocol; every annotator labels under it.
+
+    \b
+    Example:
+        goldset configure --db project.db --mode full --depth 10 --max-grade 4 --threshold 2
+
+    With no option, prints the protocol and its change log. Every change is logged with
+    --by and the time; annotators see the protocol and cannot change it.
+    """
+    if binary and max_grade not in (None, 1):
+        raise click.UsageError("--binary means --max-grade 1")
+    max_grade = 1 if binary else max_grade
+    with _open_store(db, write=True, create=True) as store:
+        settings = store.configure(
+            mode=mode, depth=depth, max_grade=max_grade, rel_threshold=threshold, by=by
+        )
+        log = store.protocol_log()
+    if as_json:
+        click.echo(json.dumps({"protocol": settings, "log": log}, indent=2))
+        return
+    click.echo(" ".join(f"{key}={value}" for key, value in settings.items()))
+    for change in log:
+        changes = " ".join(f"{key}={value}" for key, value in change["changes"].items())
+        click.echo(f"  {change['changed_at']} by {change['changed_by']}: {changes}")
 
 
 @cli.command()
@@ -637,7 +717,7 @@ def pool(corpus, queries, runs, depth, db):
     Without --corpus and --queries the project's own documents and queries are used:
     "goldset pool --run new.trec --db project.db" adds a new system's unjudged top 10.
     """
-    with _open_store(db) as store:
+    with _open_store(db, write=True, create=True) as store:
         counts = store.pool(corpus, queries, runs, depth)
     click.echo(
         f"pooled {', '.join(counts['runs'])} at depth {depth}: "
@@ -711,6 +791,8 @@ def status(db, as_json):
     Example:
         goldset status --db project.db
     """
+    import pandas as pd
+
     from labeler import live
 
     with _open_store(db) as store:
@@ -762,7 +844,7 @@ def app(db, host, port, open_browser):
     """
     from labeler.launch import app_url, has_display, serve
 
-    with _open_store(db) as store:
+    with _open_store(db, write=True, create=db is None) as store:
         has_users = bool(store.annotators())
         path = store.path
     click.echo(f"goldset: serving {path} on {app_url(host, port)}", err=True)
@@ -820,7 +902,7 @@ def user_add(name, role, db, password, no_password):
 
     validate_user_name(name)
     password_hash = None if no_password else hash_password(_ask_password(password))
-    with _open_store(db) as store:
+    with _open_store(db, write=True) as store:
         store.add_annotator(name, role=role, password_hash=password_hash)
         _warn_without_admin(store)
     click.echo(f"added {role} {name}: the app now asks for a login")
@@ -836,6 +918,8 @@ def user_list(db, as_json):
     Example:
         goldset user list --db project.db
     """
+    import pandas as pd
+
     from labeler.team import user_rows
 
     with _open_store(db) as store:
@@ -859,7 +943,7 @@ def user_remove(name, db):
     Example:
         goldset user remove ana --db project.db
     """
-    with _open_store(db) as store:
+    with _open_store(db, write=True) as store:
         store.remove_annotator(name)
         _warn_without_admin(store)
     click.echo(f"removed {name} (their labels are kept; their browser sessions ended)")
@@ -882,7 +966,7 @@ def user_passwd(name, db, password, role):
     from labeler.auth import hash_password
 
     password_hash = hash_password(_ask_password(password))
-    with _open_store(db) as store:
+    with _open_store(db, write=True) as store:
         store.update_annotator(name, role=role, password_hash=password_hash)
         _warn_without_admin(store)
     click.echo(
@@ -944,7 +1028,7 @@ def assign(annotators, slices, overlap, judges, seed, db):
     """
     from labeler.team import deal
 
-    with _open_store(db) as store:
+    with _open_store(db, write=True) as store:
         names = list(annotators) or [
             row["name"] for row in store.annotators() if row["role"] == "annotator"
         ]
@@ -995,6 +1079,8 @@ def agreement_command(db, as_json, bootstrap, seed):
 
 
 def _agreement_text(report: dict) -> str:
+    import pandas as pd
+
     from labeler.team import figure_table
 
     if not report["queries"]:
@@ -1025,7 +1111,7 @@ def adjudicate(query_id, annotator, reviewer, note, db, as_json):
     """
     from labeler.team import adjudication_queue, adopt
 
-    with _open_store(db) as store:
+    with _open_store(db, write=query_id is not None) as store:
         if query_id is None:
             queue = adjudication_queue(store)
             click.echo(json.dumps(queue, indent=2) if as_json else _queue_text(queue))
@@ -1142,7 +1228,6 @@ def judge(
     """
     from labeler import judges
     from labeler.pooling import read_pooled_run
-    from labeler.store import Store
 
     if run_name and holes_run:
         raise click.UsageError("give --run NAME or --holes RUN_FILE, not both")
@@ -1159,7 +1244,7 @@ def judge(
     if holes_run:
         rankings = read_pooled_run(holes_run, depth).rankings
         pairs = [(query_id, doc_id) for query_id, docs in rankings.items() for doc_id, _ in docs]
-    with Store(db) as store:
+    with _open_store(db, write=True) as store:
         prompt = judges.Prompt.from_template(prompt_path, store.settings()["max_grade"])
         rows = store.machine_pairs(
             identity,
@@ -1198,9 +1283,8 @@ def _labelled(golden_set: Golden, db: str | None, labels: str, judge_name: str |
     if not db:
         raise click.UsageError("--labels machine|both reads a machine judge's labels: give --db")
     from eval.calibration import with_labels
-    from labeler.store import Store
 
-    with Store(db) as store:
+    with _open_store(db) as store:
         _, machine = _machine_labels(store, judge_name)
     return with_labels(golden_set, machine, labels)
 
@@ -1340,11 +1424,11 @@ def calibrate(
     of unlabelled pairs (filled holes) saved at the median human seconds per judgement.
     """
     from eval.calibration import calibration_report
-    from labeler.store import Store
+    from eval.readers import golden_from_records, read_run
 
     if bool(baseline) != bool(candidate):
         raise click.UsageError("give both --baseline and --candidate, or neither")
-    with Store(db) as store:
+    with _open_store(db, write=bool(second_annotator)) as store:
         identity, machine = _machine_labels(store, judge_name)
         golden_set = golden_from_records(store.golden_records(), source=db)
         settings = store.settings()
@@ -1399,6 +1483,8 @@ def _machine_cost(store, identity, golden_set, machine, price_in, price_out, rat
 
 
 def _calibration_text(report: dict) -> str:
+    import pandas as pd
+
     lines = [
         f"{report['judge']}: {report['pairs']} pairs labelled by both, "
         f"over {report['queries']} queries (relevant: grade >= {report['rel_threshold']})"
@@ -1455,3 +1541,7 @@ def _interval(value: float | None, ci: list | None, signed: bool = False) -> str
     if not ci or None in ci:
         return shown
     return f"{shown} [{ci[0]:.3f}, {ci[1]:.3f}]"
+
+
+if __name__ == "__main__":  # python -m labeler.cli, as the benchmarks and -X importtime run it
+    cli()

@@ -25,6 +25,7 @@ MODES = ("first_hit", "full")
 VERDICTS = ("unanswerable", "miss")
 UNDOABLE_ACTIONS = ("judge", "attach", "unanswerable", "miss", "skip")
 ACTIONS = (*UNDOABLE_ACTIONS, "undo", "note")
+POOL_KEY = "pool"  # a record's candidates, where the record alone cannot rebuild them
 EXPORTED_STATUS = {
     "pending": "pending",
     "in_progress": "pending",
@@ -104,6 +105,8 @@ def derive_state(events: Sequence[Event], context: QueryContext) -> QueryState:
     - A doc's grade is its latest judge/attach event.
     - Complete by labels: first-hit mode — every pooled run settled (its first relevant doc
       known, or none within the pool); full mode — every candidate judged.
+    - A verdict (unanswerable / miss) grades 0 every candidate not judged before it; those
+      do not count in ``judged_depth`` (the candidates judged one by one: the cost).
     - ``done``: complete with a relevant candidate, or a verdict (unanswerable / miss), or a
       relevant doc attached from search (a miss whose answer was found).
     - ``needs_verdict``: complete, nothing relevant, no verdict yet — the annotator must
@@ -114,9 +117,11 @@ def derive_state(events: Sequence[Event], context: QueryContext) -> QueryState:
     grades: dict[str, int] = {}
     label_events: dict[str, int] = {}
     last_verdict, skipped, note = None, False, ""
+    asserted: set[str] = set()  # candidates graded 0 by a verdict, not judged one by one
     mode = context.default_mode
     for event in effective_events(events):
         if event.action in ("judge", "attach"):
+            asserted.discard(event.doc_id)
             grades[event.doc_id] = event.grade
             label_events[event.doc_id] = event.id
             if event.grade >= context.threshold:
@@ -125,6 +130,12 @@ def derive_state(events: Sequence[Event], context: QueryContext) -> QueryState:
             skipped = False
         elif event.action in VERDICTS:
             last_verdict, skipped = event.action, False
+            # A verdict asserts that no candidate is relevant: the ones not judged yet are
+            # judged 0 by it, so that one undo of the verdict takes the assertion back.
+            for doc_id in context.positions:
+                if doc_id not in grades:
+                    grades[doc_id], label_events[doc_id] = 0, event.id
+                    asserted.add(doc_id)
         elif event.action == "skip":
             skipped = True
         elif event.action == "note":
@@ -156,7 +167,7 @@ def derive_state(events: Sequence[Event], context: QueryContext) -> QueryState:
         grades=grades,
         label_events=label_events,
         first_relevant_rank=min(relevant) if relevant else None,
-        judged_depth=len(candidate_grades),
+        judged_depth=len(candidate_grades) - len(asserted),
         seconds=sum(event.seconds for event in events),
         last_event_id=max((event.id for event in events), default=0),
         updated_at=max((event.created_at for event in events), default=None),
@@ -226,6 +237,11 @@ def golden_record(
     record also has ``adjudication`` (reviewer, adopted annotator, grades, answerability, note,
     ``decided_at``). When every annotator gave the same label, it is the final one, and the
     record has DESIGN.md's keys only.
+
+    Where the record alone could not rebuild the query on import (see :func:`_needs_pool`),
+    ``pool`` holds its candidates: ``order`` (doc ids in display order) and ``runs`` (each
+    pooled run's doc ids in rank order; ``import`` is an imported list), so that export,
+    import and export again give the same records.
     """
     states = {name: state for name, state in states.items() if state.contributed}
     positions = context.positions
@@ -276,7 +292,26 @@ def golden_record(
             "note": decision.note,
             "decided_at": to_export_time(decision.created_at),
         }
+    if _needs_pool(record, positions):
+        record[POOL_KEY] = {
+            "order": sorted(positions, key=positions.__getitem__),
+            "runs": {run: list(ranking) for run, ranking in context.rankings.items()},
+        }
     return record
+
+
+def _needs_pool(record: Mapping, positions: Mapping[str, int]) -> bool:
+    """True when the record alone cannot rebuild the query on import, so that the export
+    carries its candidates (``pool``): the judged candidates are not display positions
+    1..judged_depth, or the query is unfinished with labels (what is left to judge then
+    decides its status), or it keeps annotators' own ``labels`` (judged over the whole list).
+    """
+    judged = sorted(positions[doc_id] for doc_id in record["judgments"] if doc_id in positions)
+    return bool(positions) and (
+        "labels" in record
+        or judged != list(range(1, len(judged) + 1))
+        or (record["status"] != "done" and bool(record["judgments"]))
+    )
 
 
 def annotator_label(state: QueryState, positions: Mapping[str, int]) -> dict:
