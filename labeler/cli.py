@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import sys
 from collections.abc import Callable
@@ -221,27 +220,17 @@ def eval_command(
             for row in rows.where(rows.notna(), None).to_dict(orient="records"):
                 handle.write(json.dumps(row) + "\n")
     if record:
-        from labeler.pooling import file_sha256
+        from labeler import history
         from labeler.store import Store
 
-        run_hash = file_sha256(run_path) if run_path else _frame_sha256(run.results)
-        result["record_id"] = Store(db).record_eval(result, run_hash, _parse_tags(tags))
+        try:
+            parsed_tags = history.parse_tags(tags)
+        except ValueError as error:
+            raise click.BadParameter(str(error), param_hint="--tag") from None
+        run_hash = history.run_sha256(run_path or run.results)
+        with Store(db) as store:
+            result["record_id"] = history.record_report(store, result, run_hash, parsed_tags)
     click.echo(json.dumps(result, indent=2) if as_json else _eval_text(result))
-
-
-def _parse_tags(tags: tuple[str, ...]) -> dict[str, str]:
-    parsed = {}
-    for tag in tags:
-        key, separator, value = tag.partition("=")
-        if not separator or not key:
-            raise click.BadParameter(f"{tag!r} is not KEY=VALUE", param_hint="--tag")
-        parsed[key] = value
-    return parsed
-
-
-def _frame_sha256(frame: pd.DataFrame) -> str:
-    """The SHA-256 of a run held in the project (no file to hash)."""
-    return hashlib.sha256(frame.to_csv(index=False).encode()).hexdigest()
 
 
 @cli.command()

@@ -14,7 +14,6 @@ pages cache and draw).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import tempfile
@@ -33,6 +32,7 @@ from eval import cost, gate, stats
 from eval.metrics import DEFAULT_METRICS
 from eval.readers import Golden, Run, read_run, run_from_frame
 from eval.report import NO_SLICE, build_report, compare_runs, slice_summaries, summarise
+from labeler import history
 from labeler.store import Store
 
 CUTOFF = 10  # the k of MRR@k, hit@k, miss@k and judged@k on the dashboard
@@ -928,7 +928,7 @@ def record_run(
     """Keep a run's figures in the run history with its tags (as ``goldset eval --record``);
     returns the record id."""
     report = build_report(golden, run, DEFAULT_METRICS, bootstrap=0)
-    return store.record_eval(report, run_sha256, tags)
+    return history.record_report(store, report, run_sha256, tags)
 
 
 def project_run_sha256(store: Store, run: str) -> str:
@@ -936,21 +936,8 @@ def project_run_sha256(store: Store, run: str) -> str:
     --record`` computes it: a pooled run's file hash, or (``candidates``) the hash of the
     candidate lists as a CSV of query_id, doc_id, score."""
     if run == CANDIDATES:
-        frame = store.candidate_run_frame()
-        return hashlib.sha256(frame.to_csv(index=False).encode()).hexdigest()
+        return history.run_sha256(store.candidate_run_frame())
     return next(pooled["sha256"] for pooled in store.status()["runs"] if pooled["name"] == run)
-
-
-def parse_tags(text: str) -> dict[str, str]:
-    """``"model=e5, chunking=512"`` as ``{"model": "e5", "chunking": "512"}``; raises
-    ValueError naming a part that is not KEY=VALUE."""
-    tags = {}
-    for part in filter(None, (piece.strip() for piece in text.split(","))):
-        key, separator, value = part.partition("=")
-        if not separator or not key.strip():
-            raise ValueError(f"tag {part!r} is not KEY=VALUE")
-        tags[key.strip()] = value.strip()
-    return tags
 
 
 # --- run history ----------------------------------------------------------------------------

@@ -614,7 +614,8 @@ def adopt(store: Store, query_id: str, reviewer: str, annotator: str, note: str 
     state = store.query_state(query_id, annotator)
     if state["status"] != "done":
         raise ValueError(f"{annotator!r} has not completed query {query_id!r}")
-    return store.adjudicate(
+    return decide(
+        store,
         query_id,
         reviewer,
         store.labels(query_id, annotator),
@@ -622,3 +623,21 @@ def adopt(store: Store, query_id: str, reviewer: str, annotator: str, note: str 
         adopted=annotator,
         note=note,
     )
+
+
+def decide(
+    store: Store,
+    query_id: str,
+    reviewer: str,
+    judgments: Mapping[str, int],
+    answerable: bool,
+    *,
+    adopted: str | None = None,
+    note: str = "",
+) -> int:
+    """Record a reviewer's decision on a query (:meth:`labeler.store.Store.adjudicate`);
+    returns the decision id. Only a registered reviewer or admin decides."""
+    user = store.annotator(reviewer)
+    if user is None or not has_role(user["role"], "reviewer"):
+        raise ValueError(f"{reviewer!r} is not a reviewer or admin: only they adjudicate")
+    return store.adjudicate(query_id, reviewer, judgments, answerable, adopted=adopted, note=note)

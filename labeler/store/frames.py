@@ -138,24 +138,30 @@ class Frames(Settings):
                 params=(since,),
             )
 
-    def record_eval(self, report: Mapping, run_sha256: str, tags: Mapping[str, str]) -> int:
-        """Keep an evaluation report's figures (means overall and per slice) with its tags.
+    def record_eval(
+        self,
+        *,
+        run: str,
+        run_sha256: str,
+        golden_version: str,
+        tags: Mapping[str, str],
+        queries: Mapping,
+        metrics: Mapping[str, float | None],
+        slices: Mapping[str, Mapping[str, float | None]],
+    ) -> int:
+        """Keep one evaluation's figures in the run history; returns the record id.
 
-        ``report`` is what :func:`eval.report.build_report` returns. Returns the record id.
+        ``queries`` is the report's query accounting, ``metrics`` {metric: mean} and ``slices``
+        {slice: {metric: mean}}: :func:`labeler.history.record_report` reads them off a report.
         """
-        means = {spec: entry["mean"] for spec, entry in report["metrics"].items()}
-        slices = {
-            name: {spec: entry["mean"] for spec, entry in data["metrics"].items()}
-            for name, data in report["slices"].items()
-        }
         record = {
             "recorded_at": golden.now(),
-            "run": report["run"],
+            "run": run,
             "run_sha256": run_sha256,
-            "golden_version": report["golden_version"],
+            "golden_version": golden_version,
             "tags": json.dumps(dict(tags), sort_keys=True),
-            "queries": json.dumps(report["queries"]),
-            "metrics": json.dumps(means),
+            "queries": json.dumps(queries),
+            "metrics": json.dumps(metrics),
             "slices": json.dumps(slices),
         }
         with self._writing():

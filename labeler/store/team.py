@@ -132,10 +132,10 @@ class Team(Projections):
         From then on the query's golden label is the decision — these grades, this
         answerability, status done — whatever its annotators' labels say; their labels stay in
         the log and in the export beside it. Decisions are an append-only log: deciding again
-        appends a new decision, which counts from then on. ``reviewer`` must be a registered
-        reviewer or admin; grades run 0..max_grade; each doc must be a candidate of the query
-        or a known document (one found by search); ``adopted`` names the annotator whose
-        labels the decision accepts as they were, if any.
+        appends a new decision, which counts from then on. Who may decide is the team's rule
+        (:func:`labeler.team.decide` checks it); grades run 0..max_grade; each doc must be a
+        candidate of the query or a known document (one found by search); ``adopted`` names
+        the annotator whose labels the decision accepts as they were, if any.
         """
         if not isinstance(answerable, bool):
             raise ValueError(f"answerable must be true or false, got {answerable!r}")
@@ -145,9 +145,6 @@ class Team(Projections):
             self._check_grade(grade)
         with self._writing() as conn:
             self._require_query(query_id)
-            role = self._value("SELECT role FROM annotators WHERE name = ?", (reviewer,))
-            if role not in ("reviewer", "admin"):
-                raise ValueError(f"{reviewer!r} is not a reviewer or admin: only they adjudicate")
             for doc_id in judgments:
                 if not self._value("SELECT 1 FROM documents WHERE doc_id = ?", (doc_id,)):
                     raise ValueError(f"unknown document {doc_id!r}")

@@ -17,14 +17,12 @@ slices, messages naming them) is shown only as text.
 
 from __future__ import annotations
 
-import hashlib
-
 import altair as alt
 import pandas as pd
 import streamlit as st
 
 from eval.readers import Golden, Run
-from labeler import live, render, team
+from labeler import history, live, render, team
 from labeler.store import Store
 from labeler.views import context
 
@@ -101,12 +99,8 @@ def comparison(state: live.ProjectState, _pair: tuple[Run, Run], keys: tuple) ->
 
 def run_key(run: Run, uploads: dict[str, tuple]) -> tuple:
     """What identifies a run for the caches: an upload's content, or the project run's name."""
-    return (run.name, upload_sha256(uploads[run.name]) if run.name in uploads else None)
-
-
-def upload_sha256(upload: tuple[str, bytes]) -> str:
-    """The SHA-256 of an uploaded file's bytes (as ``goldset eval --record`` hashes a file)."""
-    return hashlib.sha256(upload[1]).hexdigest()
+    upload = uploads.get(run.name)
+    return (run.name, history.run_sha256(upload[1]) if upload else None)
 
 
 def evaluate_section(state: live.ProjectState, runs: list[Run], uploads: dict) -> tuple[dict, str]:
@@ -273,8 +267,12 @@ def record_section(
         upload = uploads.get(name)
         try:
             team.authorize(store, user["name"], "admin")
-            tags = live.parse_tags(text)
-            sha = upload_sha256(upload) if upload else live.project_run_sha256(store, run.name)
+            tags = history.parse_tags(text)
+            sha = (
+                history.run_sha256(upload[1])
+                if upload
+                else live.project_run_sha256(store, run.name)
+            )
             record = live.record_run(store, context.golden_at(state), run, sha, tags)
         except (PermissionError, ValueError) as error:
             context.show_error("Not recorded:", error)
