@@ -220,7 +220,7 @@ def eval_command(
             for row in rows.where(rows.notna(), None).to_dict(orient="records"):
                 handle.write(json.dumps(row) + "\n")
     if record:
-        from labeler import history
+        from labeler.live import history
         from labeler.store import Store
 
         try:

@@ -11,6 +11,7 @@ every pooled run, although most of the pool stays unjudged.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +19,6 @@ from pathlib import Path
 from eval.ranking import comparable_scores
 from eval.readers import InputError, json_lines, read_run
 from eval.validation import identifier, optional_text
-from labeler.history import run_sha256
 
 RRF_K = 60  # the constant of Cormack et al.'s reciprocal-rank fusion
 
@@ -178,7 +178,7 @@ def read_pooled_run(path: str | Path, depth: int) -> PooledRun:
     rankings: dict[str, list[tuple[str, float]]] = {}
     for query_id, doc_id, score in top[["query_id", "doc_id", "score"]].itertuples(index=False):
         rankings.setdefault(query_id, []).append((doc_id, float(score)))
-    return PooledRun(run.name, str(path), run_sha256(path), depth, rankings)
+    return PooledRun(run.name, str(path), file_sha256(path), depth, rankings)
 
 
 def line_of_doc(path: str | Path, query_id: str, doc_id: str) -> int | None:
@@ -190,6 +190,15 @@ def line_of_doc(path: str | Path, query_id: str, doc_id: str) -> int | None:
             if len(fields) >= 3 and fields[0] == query_id and fields[2] == doc_id:
                 return line
     return None
+
+
+def file_sha256(path: str | Path) -> str:
+    """The SHA-256 of a file's bytes, to recognise a run that is pooled again."""
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _records(path: str | Path) -> Iterator[tuple[int, dict]]:

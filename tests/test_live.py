@@ -27,7 +27,7 @@ from test_pool_cranfield import label_pool, run_at_depth
 from eval import cost
 from eval.readers import Golden, golden_from_records, read_golden, run_from_frame
 from eval.report import build_report
-from labeler import history, live
+from labeler import live
 from labeler.store import DEMO_TASKS, Store
 
 # The MRR worked example (first relevant at ranks 1, 3, none, 2) on the demo's first four
@@ -277,11 +277,11 @@ def test_figures_within_the_operating_rules_raise_no_alert(demo):
 def test_mrr_and_hit1_moving_apart_between_recorded_runs_alerts(demo):
     golden = live.golden_set(demo)
     report = build_report(golden, live.project_run(demo), bootstrap=0)
-    history.record_report(demo, report, "sha-1", {"model": "a"})
+    live.record_report(demo, report, "sha-1", {"model": "a"})
     moved = {**report, "metrics": {**report["metrics"]}}
     moved["metrics"]["mrr@10"] = {"mean": report["metrics"]["mrr@10"]["mean"] + 0.03}
     moved["metrics"]["hit@1"] = {"mean": report["metrics"]["hit@1"]["mean"] - 0.05}
-    history.record_report(demo, moved, "sha-2", {"model": "b"})
+    live.record_report(demo, moved, "sha-2", {"model": "b"})
     snap = live.snapshot(golden, live.project_run(demo), history=demo.eval_history())
     apart = [alert.message for alert in snap.alerts if alert.rule == "moving_apart"]
     assert apart and "+0.030" in apart[0] and "-0.050" in apart[0]
@@ -479,9 +479,9 @@ def test_moving_apart_needs_opposite_moves_or_a_changing_gap():
 
 
 def test_parse_tags_names_the_part_that_is_not_key_value():
-    assert history.parse_tags("model=e5, chunking=512") == {"model": "e5", "chunking": "512"}
+    assert live.parse_tags("model=e5, chunking=512") == {"model": "e5", "chunking": "512"}
     with pytest.raises(ValueError, match="'chunking'"):
-        history.parse_tags("model=e5, chunking")
+        live.parse_tags("model=e5, chunking")
 
 
 # --- downloads ----------------------------------------------------------------------------

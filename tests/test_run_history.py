@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from labeler.cli import cli
-from labeler.history import run_sha256
+from labeler.pooling import file_sha256
 from labeler.store import Store
 
 TASKS = [
@@ -60,7 +60,7 @@ def test_record_keeps_figures_tags_run_hash_and_golden_version(project, tmp_path
     assert record["id"] == report["record_id"]
     assert record["tags"] == {"model": "e5", "chunking": "512"}
     assert record["run"] == "dense"
-    assert record["run_sha256"] == run_sha256(run)
+    assert record["run_sha256"] == file_sha256(run)
     assert record["golden_version"] == report["golden_version"]
     assert record["metrics"]["mrr@10"] == pytest.approx(0.5)  # q1 at rank 1, q2 missed
     assert record["slices"] == {

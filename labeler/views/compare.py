@@ -1,5 +1,5 @@
 """Compare runs: evaluate runs against the current golden set, compare two of them, add a
-run's unjudged top k as work ("label the holes"), and keep results in the run history.
+run's unjudged top k as work ("label the holes"), and keep results in the run live.
 
 - Runs are uploaded (TREC or JSONL) or held in the project (its candidate lists, its pooled
   runs). Each is evaluated with judged@10 beside every figure: unjudged documents count as
@@ -22,7 +22,7 @@ import pandas as pd
 import streamlit as st
 
 from eval.readers import Golden, Run
-from labeler import history, live, render, team
+from labeler import live, render, team
 from labeler.store import Store
 from labeler.views import context
 
@@ -100,7 +100,7 @@ def comparison(state: live.ProjectState, _pair: tuple[Run, Run], keys: tuple) ->
 def run_key(run: Run, uploads: dict[str, tuple]) -> tuple:
     """What identifies a run for the caches: an upload's content, or the project run's name."""
     upload = uploads.get(run.name)
-    return (run.name, history.run_sha256(upload[1]) if upload else None)
+    return (run.name, live.run_sha256(upload[1]) if upload else None)
 
 
 def evaluate_section(state: live.ProjectState, runs: list[Run], uploads: dict) -> tuple[dict, str]:
@@ -267,12 +267,8 @@ def record_section(
         upload = uploads.get(name)
         try:
             team.authorize(store, user["name"], "admin")
-            tags = history.parse_tags(text)
-            sha = (
-                history.run_sha256(upload[1])
-                if upload
-                else live.project_run_sha256(store, run.name)
-            )
+            tags = live.parse_tags(text)
+            sha = live.run_sha256(upload[1]) if upload else live.project_run_sha256(store, run.name)
             record = live.record_run(store, context.golden_at(state), run, sha, tags)
         except (PermissionError, ValueError) as error:
             context.show_error("Not recorded:", error)
