@@ -9,7 +9,8 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from eval.readers import Golden
+from eval.ranking import NOT_RANKED, rank
+from eval.readers import Golden, Run
 from eval.report import NO_SLICE, slice_summaries, summarise
 from labeler.live.formats import (
     _FIGURE_COLUMNS,
@@ -65,17 +66,15 @@ def unanswerable_shares(golden: Golden, bootstrap: int = BOOTSTRAP, seed: int = 
     }
 
 
-def first_relevant_ranks(per_query: pd.DataFrame, golden: Golden) -> pd.DataFrame:
+def first_relevant_ranks(first_ranks: pd.Series, golden: Golden) -> pd.DataFrame:
     """How many answerable queries have their first relevant doc at each rank 1..10, or none
     in the top 10, overall and per slice: DataFrame(slice, rank, queries, share).
-
-    The rank is read off eval's per-query MRR@10 (rank = 1 / reciprocal rank).
-    """
-    first = _first_relevant(per_query)
+    ``first_ranks`` is :func:`first_relevant` of the run."""
+    first = first_ranks.to_numpy()
     ranks = np.full(len(first), "none", dtype=object)
     found = ~np.isnan(first)
     ranks[found] = first[found].astype(int).astype(str)
-    slices = golden.queries.set_index("query_id")["slice"].reindex(per_query.index)
+    slices = golden.queries.set_index("query_id")["slice"].reindex(first_ranks.index)
     labelled = pd.DataFrame({"rank": ranks, "slice": slices.replace("", NO_SLICE).to_numpy()})
     groups = [(ALL, labelled)] + (list(labelled.groupby("slice")) if slices.any() else [])
     order = [str(rank) for rank in range(1, CUTOFF + 1)] + ["none"]
@@ -255,8 +254,10 @@ def paired_table(comparison: Mapping) -> pd.DataFrame:
 _EMPTY_REPORT = {"queries": {"answerable": 0}, "metrics": {}, "slices": {}}
 
 
-def _first_relevant(per_query: pd.DataFrame) -> np.ndarray:
-    """Each query's first relevant rank, 1 / its MRR@10 (NaN when none is in the top 10)."""
-    reciprocal = per_query[f"mrr@{CUTOFF}"].to_numpy(dtype=np.float64)
-    with np.errstate(divide="ignore"):
-        return np.where(reciprocal > 0, np.rint(1 / reciprocal), np.nan)
+def first_relevant(golden: Golden, run: Run) -> pd.Series:
+    """Each scored query's first relevant rank within the top 10 (NaN when none is there), as
+    eval ranks the run: a Series indexed by query_id, in eval's query order."""
+    ranking = rank(golden, run, top=CUTOFF)
+    first = ranking.first_relevant_within(CUTOFF)
+    ranks = np.where(first == NOT_RANKED, np.nan, first.astype(np.float64))
+    return pd.Series(ranks, index=pd.Index(ranking.query_ids, name="query_id"))

@@ -13,9 +13,8 @@ import pandas as pd
 
 from eval import cost, stats
 from eval.readers import Golden, Run
-from eval.report import build_report
 from labeler.live.downloads import read_uploaded_run
-from labeler.live.figures import _first_relevant
+from labeler.live.figures import first_relevant
 from labeler.live.formats import finite
 from labeler.live.project import CUTOFF
 from labeler.store import Store
@@ -211,9 +210,8 @@ def plans(
 
 def measured_first_relevant(golden: Golden, run: Run) -> np.ndarray:
     """The run's first relevant rank on each answerable done query (NaN when none is in the
-    top 10), from eval's per-query MRR@10: what first-hit labelling has cost per query."""
-    report = build_report(golden, run, [f"mrr@{CUTOFF}"], bootstrap=0, worst=0)
-    return _first_relevant(report["per_query"])
+    top 10), as eval ranks the run: what first-hit labelling has cost per query."""
+    return first_relevant(golden, run).to_numpy()
 
 
 def answerable_share(golden: Golden) -> float | None:
