@@ -21,8 +21,8 @@ from eval.readers import (
     golden_from_records,
     read_golden,
     read_run,
-    run_from_frame,
 )
+from labeler.auth import ROLES
 
 
 @click.group()
@@ -111,9 +111,11 @@ def _load_run(path: str | None, db: str | None) -> Run:
         return read_run(path)
     if not db:
         raise click.UsageError("give a run file (or --db to evaluate the stored candidates)")
+    from labeler.live.project import project_run
     from labeler.store import Store
 
-    return run_from_frame(Store(db).candidate_run_frame(), name="candidates", source=db)
+    with Store(db) as store:
+        return project_run(store, depth=None)
 
 
 def _read_concurrently(*readers: Callable[[], object]) -> list:
@@ -720,7 +722,7 @@ def user():
     """Manage the people who log in to the app."""
 
 
-ROLE_CHOICE = click.Choice(["annotator", "reviewer", "admin"])
+ROLE_CHOICE = click.Choice(ROLES)
 
 
 def _password_option(command):

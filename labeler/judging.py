@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from labeler import team
+from labeler.golden import MODES
 from labeler.store import Store
 
 # Active time per judgement is the time since the previous action, capped: reading a candidate
@@ -21,7 +22,6 @@ from labeler.store import Store
 # a long but real read counted up to the cap.
 IDLE_CAP_SECONDS = 120.0
 
-MODES = ("first_hit", "full")
 NAVIGATION_KEYS = "umsznp"
 KEY_HELP = {
     "u": "unanswerable",

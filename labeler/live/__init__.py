@@ -35,11 +35,13 @@ from labeler.live.dashboard import (
     throughput,
 )
 from labeler.live.downloads import (
+    exported,
     golden_jsonl,
     golden_qrels,
     read_uploaded_run,
     report_csv,
     report_json,
+    saved_uploads,
     uploaded_file,
 )
 from labeler.live.figures import (
@@ -207,6 +209,8 @@ __all__ = [
     "snapshot",
     "throughput",
     "unanswerable_shares",
+    "exported",
+    "saved_uploads",
     "uploaded_file",
     "value_text",
     "wide_figures",

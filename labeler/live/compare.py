@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Sequence
 
 import pandas as pd
@@ -10,7 +9,7 @@ import pandas as pd
 from eval.metrics import DEFAULT_METRICS
 from eval.readers import Golden, Run
 from eval.report import build_report, compare_runs
-from labeler.live.downloads import uploaded_file
+from labeler.live.downloads import saved_uploads
 from labeler.live.figures import _EMPTY_REPORT, BOOTSTRAP, SEED, report_table
 from labeler.live.formats import _FIGURE_COLUMNS, JUDGED
 from labeler.live.project import CUTOFF
@@ -45,5 +44,5 @@ def label_the_holes(store: Store, file_name: str, data: bytes, depth: int = CUTO
     """Add an uploaded run's unjudged top ``depth`` docs as work for the annotators, through
     the store's pooling (judged docs are reused; only docs not yet in the pool are queued).
     An admin's action. Returns the pooling counts."""
-    with tempfile.TemporaryDirectory() as folder:
-        return store.pool(None, None, [uploaded_file(folder, file_name, data)], depth)
+    with saved_uploads((file_name, data)) as saved:
+        return store.pool(None, None, saved, depth)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 from eval.readers import Run, read_run
@@ -16,18 +17,18 @@ from labeler.store import Store
 def read_uploaded_run(file_name: str, data: bytes) -> Run:
     """Read a run file uploaded from the browser (TREC or JSONL; its name's stem names the
     run). Raises ValueError (an InputError naming the line and field for bad content)."""
-    with tempfile.TemporaryDirectory() as folder:
-        return read_run(uploaded_file(folder, file_name, data))
+    with saved_uploads((file_name, data)) as [path]:
+        return read_run(path)
 
 
 def golden_jsonl(store: Store) -> bytes:
     """The golden set as JSONL, as ``goldset export --format jsonl`` writes it."""
-    return _exported(store.write_jsonl)
+    return exported(store.write_jsonl)
 
 
 def golden_qrels(store: Store) -> bytes:
     """The golden set as TREC qrels, as ``goldset export --format qrels`` writes it."""
-    return _exported(store.write_qrels)
+    return exported(store.write_qrels)
 
 
 def report_json(report: Mapping) -> str:
@@ -50,8 +51,18 @@ def uploaded_file(folder: str, file_name: str, data: bytes) -> Path:
     return path
 
 
-def _exported(write) -> bytes:
+@contextmanager
+def saved_uploads(*uploads: tuple[str, bytes] | None) -> Iterator[list[Path | None]]:
+    """Uploads (file name, bytes) written to a temporary folder under their own names, for
+    readers that take a path (errors then name the user's file); None stays None. The folder
+    is removed on leaving."""
     with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "export"
+        yield [None if upload is None else uploaded_file(folder, *upload) for upload in uploads]
+
+
+def exported(write: Callable[[Path], object], name: str = "export") -> bytes:
+    """The bytes that ``write(path)`` writes (an export to a file), through a temporary file."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / name
         write(path)
         return path.read_bytes()

@@ -40,14 +40,14 @@ def golden_set(store: Store) -> Golden:
     return Golden(queries, judgments)
 
 
-def project_run(store: Store, run: str | None = None) -> Run:
+def project_run(store: Store, run: str | None = None, depth: int | None = CUTOFF + 1) -> Run:
     """A run held in the project: its candidate lists (``None``) or a pooled run by name.
 
-    Only each query's top ``CUTOFF + 1`` is read: the @10 metrics, judged@10 and the ties at
-    the cutoff depend on nothing below, so the figures equal ``goldset eval --db`` (with
-    ``--run`` for a pooled run).
+    By default only each query's top ``CUTOFF + 1`` is read: the @10 metrics, judged@10 and
+    the ties at the cutoff depend on nothing below, so the figures equal ``goldset eval --db``
+    (with ``--run`` for a pooled run). ``depth=None`` reads every rank (what the CLI evaluates).
     """
-    frame = store.top_ranked_frame(run, CUTOFF + 1)
+    frame = store.candidate_run_frame(run) if depth is None else store.top_ranked_frame(run, depth)
     return run_from_frame(frame, name=run or CANDIDATES, source=str(store.path))
 
 

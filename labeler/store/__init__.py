@@ -29,7 +29,8 @@ and the constants re-exported here.
 
 from __future__ import annotations
 
-from labeler.store.accounts import ROLES, Accounts
+from labeler.auth import ROLES
+from labeler.store.accounts import Accounts
 from labeler.store.connection import CHUNK, SYNCHRONOUS
 from labeler.store.export import Export
 from labeler.store.frames import Frames

@@ -6,9 +6,8 @@ import sqlite3
 from collections.abc import Callable
 
 from labeler import golden
+from labeler.auth import ROLES
 from labeler.store.connection import Connection
-
-ROLES = ("annotator", "reviewer", "admin")
 
 
 class Accounts(Connection):
