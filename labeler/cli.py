@@ -7,6 +7,7 @@ import json
 import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import click
 import pandas as pd
@@ -44,8 +45,7 @@ def _scoring_options(command):
         ),
         click.option(
             "--db",
-            type=click.Path(exists=True, dir_okay=False),  # a typo must not create a project
-            help="Or a goldset project database.",
+            help="Or a goldset project database (read only: a typo never creates one).",
         ),
         click.option(
             "-m",
@@ -99,9 +99,8 @@ def _load_golden(golden: str | None, db: str | None) -> Golden:
     if golden:
         golden_set = read_golden(golden)
     else:
-        from labeler.store import Store
-
-        golden_set = golden_from_records(Store(db).golden_records(), source=db)
+        with _open_store(db) as store:
+            golden_set = golden_from_records(store.golden_records(), source=db)
     return golden_set
 
 
@@ -112,9 +111,8 @@ def _load_run(path: str | None, db: str | None) -> Run:
     if not db:
         raise click.UsageError("give a run file (or --db to evaluate the stored candidates)")
     from labeler.live.project import project_run
-    from labeler.store import Store
 
-    with Store(db) as store:
+    with _open_store(db) as store:
         return project_run(store, depth=None)
 
 
@@ -223,14 +221,13 @@ def eval_command(
                 handle.write(json.dumps(row) + "\n")
     if record:
         from labeler.live import history
-        from labeler.store import Store
 
         try:
             parsed_tags = history.parse_tags(tags)
         except ValueError as error:
             raise click.BadParameter(str(error), param_hint="--tag") from None
         run_hash = history.run_sha256(run_path or run.results)
-        with Store(db) as store:
+        with _open_store(db, write=True) as store:
             result["record_id"] = history.record_report(store, result, run_hash, parsed_tags)
     click.echo(json.dumps(result, indent=2) if as_json else _eval_text(result))
 
@@ -547,10 +544,24 @@ def _db_option(command):
     )(command)
 
 
-def _open_store(db: str | None):
-    from labeler.store import DEFAULT_DB, Store
+def _open_store(db: str | None, *, write: bool = False, create: bool = False):
+    """The one way every command opens its project (``--db``, or the default demo project).
 
-    return Store.open_default() if db is None or db == str(DEFAULT_DB) else Store(db)
+    A read command gets a read-only connection; only the commands that create a project
+    (``create=True``: import, pool — and the app, on the default demo project alone) create
+    one; a path that is not an intact goldset project is refused with one line, exit 2 (an
+    input error), before anything is written.
+    """
+    from labeler.store import DEFAULT_DB, ProjectError, Store
+
+    try:
+        if db is None or Path(db).resolve() == DEFAULT_DB:
+            return Store.open_default() if create else Store.open_project(DEFAULT_DB, write=write)
+        return Store.open_project(db, write=write, create=create)
+    except ProjectError as error:
+        failure = click.ClickException(str(error))
+        failure.exit_code = 2
+        raise failure from None
 
 
 @cli.command("import")
@@ -567,7 +578,7 @@ def import_command(tasks_file, db):
     All-or-nothing: any problem is reported with its file, line and field, and nothing is
     written. Importing the same file again changes nothing.
     """
-    with _open_store(db) as store:
+    with _open_store(db, write=True, create=True) as store:
         counts = store.import_tasks(tasks_file)
     click.echo(
         f"{counts['queries_added']} queries added ({counts['candidates_added']} candidates, "
@@ -602,7 +613,7 @@ def pool(corpus, queries, runs, depth, db):
     Without --corpus and --queries the project's own documents and queries are used:
     "goldset pool --run new.trec --db project.db" adds a new system's unjudged top 10.
     """
-    with _open_store(db) as store:
+    with _open_store(db, write=True, create=True) as store:
         counts = store.pool(corpus, queries, runs, depth)
     click.echo(
         f"pooled {', '.join(counts['runs'])} at depth {depth}: "
@@ -710,7 +721,7 @@ def app(db, host, port, open_browser):
     """
     from labeler.launch import app_url, has_display, serve
 
-    with _open_store(db) as store:
+    with _open_store(db, write=True, create=db is None) as store:
         has_users = bool(store.annotators())
         path = store.path
     click.echo(f"goldset: serving {path} on {app_url(host, port)}", err=True)
@@ -768,7 +779,7 @@ def user_add(name, role, db, password, no_password):
 
     validate_user_name(name)
     password_hash = None if no_password else hash_password(_ask_password(password))
-    with _open_store(db) as store:
+    with _open_store(db, write=True) as store:
         store.add_annotator(name, role=role, password_hash=password_hash)
         _warn_without_admin(store)
     click.echo(f"added {role} {name}: the app now asks for a login")
@@ -807,7 +818,7 @@ def user_remove(name, db):
     Example:
         goldset user remove ana --db project.db
     """
-    with _open_store(db) as store:
+    with _open_store(db, write=True) as store:
         store.remove_annotator(name)
         _warn_without_admin(store)
     click.echo(f"removed {name} (their labels are kept; their browser sessions ended)")
@@ -830,7 +841,7 @@ def user_passwd(name, db, password, role):
     from labeler.auth import hash_password
 
     password_hash = hash_password(_ask_password(password))
-    with _open_store(db) as store:
+    with _open_store(db, write=True) as store:
         store.update_annotator(name, role=role, password_hash=password_hash)
         _warn_without_admin(store)
     click.echo(
@@ -892,7 +903,7 @@ def assign(annotators, slices, overlap, judges, seed, db):
     """
     from labeler.team import deal
 
-    with _open_store(db) as store:
+    with _open_store(db, write=True) as store:
         names = list(annotators) or [
             row["name"] for row in store.annotators() if row["role"] == "annotator"
         ]
@@ -973,7 +984,7 @@ def adjudicate(query_id, annotator, reviewer, note, db, as_json):
     """
     from labeler.team import adjudication_queue, adopt
 
-    with _open_store(db) as store:
+    with _open_store(db, write=query_id is not None) as store:
         if query_id is None:
             queue = adjudication_queue(store)
             click.echo(json.dumps(queue, indent=2) if as_json else _queue_text(queue))

@@ -100,6 +100,7 @@ def test_app_environment_passes_the_absolute_database_path(tmp_path, monkeypatch
 
 
 def test_cli_app_refuses_a_public_host_for_a_project_without_users(tmp_path):
+    Store(tmp_path / "p.db").close()
     result = CliRunner().invoke(cli, ["app", "--db", str(tmp_path / "p.db"), "--host", "0.0.0.0"])
     assert result.exit_code == 1
     assert "refusing to listen on 0.0.0.0" in result.output
@@ -107,6 +108,7 @@ def test_cli_app_refuses_a_public_host_for_a_project_without_users(tmp_path):
 
 def test_cli_user_add_stores_only_a_hash(tmp_path):
     db = tmp_path / "p.db"
+    Store(db).close()
     result = CliRunner().invoke(
         cli, ["user", "add", "ana", "--db", str(db)], input="s3cret\ns3cret\n"
     )
@@ -119,6 +121,7 @@ def test_cli_user_add_stores_only_a_hash(tmp_path):
 
 def test_cli_user_add_refuses_a_duplicate_and_a_bad_name(tmp_path):
     db = str(tmp_path / "p.db")
+    Store(db).close()
     CliRunner().invoke(cli, ["user", "add", "ana", "--db", db, "--password", "x"])
     duplicate = CliRunner().invoke(cli, ["user", "add", "ana", "--db", db, "--password", "y"])
     assert duplicate.exit_code == 1 and "already exists" in duplicate.output

@@ -296,6 +296,7 @@ def goldset(*args, input=None):
 
 def test_cli_user_add_with_a_role_list_passwd_and_remove(tmp_path):
     db = str(tmp_path / "p.db")
+    Store(db).close()  # user add refuses a path that is not a project yet (a typo, surely)
     added = goldset("user", "add", "rita", "--role", "reviewer", "--password", "x", "--db", db)
     assert added.exit_code == 0, added.output
     listing = goldset("user", "list", "--db", db)
@@ -312,6 +313,7 @@ def test_cli_user_add_with_a_role_list_passwd_and_remove(tmp_path):
 
 def test_cli_user_add_refuses_an_unknown_role_and_remove_an_unknown_user(tmp_path):
     db = str(tmp_path / "p.db")
+    Store(db).close()
     bad_role = goldset("user", "add", "ana", "--role", "owner", "--password", "x", "--db", db)
     assert bad_role.exit_code == 2 and "owner" in bad_role.output
     unknown = goldset("user", "remove", "zed", "--db", db)
@@ -320,6 +322,7 @@ def test_cli_user_add_refuses_an_unknown_role_and_remove_an_unknown_user(tmp_pat
 
 def test_cli_user_add_without_password_is_for_identity_provider_sign_in(tmp_path):
     db = str(tmp_path / "p.db")
+    Store(db).close()
     added = goldset("user", "add", "ana@example.com", "--no-password", "--db", db)
     assert added.exit_code == 0, added.output
     listing = goldset("user", "list", "--db", db, "--json")
@@ -328,6 +331,7 @@ def test_cli_user_add_without_password_is_for_identity_provider_sign_in(tmp_path
 
 def test_cli_warns_when_no_user_can_manage_the_project(tmp_path):
     db = str(tmp_path / "p.db")
+    Store(db).close()
     annotator_only = goldset("user", "add", "ana", "--password", "x", "--db", db)
     assert annotator_only.exit_code == 0 and "no user is an admin" in annotator_only.output
     admin = goldset("user", "add", "alan", "--role", "admin", "--password", "x", "--db", db)

@@ -31,9 +31,11 @@ from __future__ import annotations
 
 from labeler.auth import ROLES
 from labeler.store.accounts import Accounts
-from labeler.store.connection import CHUNK, SYNCHRONOUS
+from labeler.store.connection import CHUNK, SYNCHRONOUS, ProjectError
+from labeler.store.corpus import UNPUBLISHED_HIDDEN
 from labeler.store.export import Export
 from labeler.store.frames import Frames
+from labeler.store.imports import STAGE_PAUSE, STAGE_ROWS, STAGE_SECONDS
 from labeler.store.labelling import Labelling
 from labeler.store.log import IMPORT_RUN
 from labeler.store.paths import (
@@ -46,6 +48,8 @@ from labeler.store.paths import (
     user_data_dir,
 )
 from labeler.store.pool import Pool
+from labeler.store.replay import ROUND_TRIP_KEYS, GoldenPlan, Replay
+from labeler.store.schema import migrations
 from labeler.store.settings import DEFAULT_SETTINGS
 from labeler.store.team import Team
 
@@ -56,12 +60,21 @@ __all__ = [
     "DEFAULT_SETTINGS",
     "DEMO_TASKS",
     "FROM_CLONE",
+    "GoldenPlan",
     "IMPORT_RUN",
     "PACKAGE_DATA",
+    "ProjectError",
     "ROLES",
+    "ROUND_TRIP_KEYS",
+    "Replay",
     "SOURCE_DATA",
+    "STAGE_PAUSE",
+    "STAGE_ROWS",
+    "STAGE_SECONDS",
     "SYNCHRONOUS",
     "Store",
+    "UNPUBLISHED_HIDDEN",
+    "migrations",
     "user_data_dir",
 ]
 
@@ -84,9 +97,10 @@ class Store(Export, Frames, Team, Accounts, Labelling, Pool):
 
     @classmethod
     def open_default(cls) -> Store:
-        """The default project (:data:`DEFAULT_DB`), created from the demo set on first use."""
+        """The default project (:data:`DEFAULT_DB`), created from the demo set on first use
+        (and checked, when it exists, as :meth:`open_project` checks any project)."""
         DEFAULT_DB.parent.mkdir(parents=True, exist_ok=True)
-        store = cls(DEFAULT_DB)
+        store = cls.open_project(DEFAULT_DB, write=True, create=True)
         if not store.has_queries():
             store.import_tasks(DEMO_TASKS)
         return store

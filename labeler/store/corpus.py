@@ -6,6 +6,11 @@ import json
 
 from labeler.store.connection import Connection
 
+# Documents of an import batch not yet published are not found by search.
+UNPUBLISHED_HIDDEN = (
+    "batch IS NULL OR batch IN (SELECT id FROM import_batches WHERE published_at IS NOT NULL)"
+)
+
 
 class Corpus(Connection):
     """Queries, candidates and documents: reading them and full-text search."""
@@ -40,7 +45,11 @@ class Corpus(Connection):
         with self._lock:
             return list(
                 self.db["documents"].search(
-                    text, columns=["doc_id", "title", "text"], limit=limit, quote=True
+                    text,
+                    columns=["doc_id", "title", "text"],
+                    limit=limit,
+                    quote=True,
+                    where=UNPUBLISHED_HIDDEN,
                 )
             )
 

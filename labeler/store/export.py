@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from labeler import golden
 from labeler.golden import QueryContext
-from labeler.store.connection import CHUNK
+from labeler.store.connection import CHUNK, _marks
+from labeler.store.log import IMPORT_RUN
 from labeler.store.states import States
 
 
@@ -38,12 +39,13 @@ class Export(States):
                     return
                 ids = [query["query_id"] for query in queries]
                 positions = self._positions(ids)
+                rankings = self._rankings(ids)
                 states = self._states(ids)
                 decisions = self._decisions(ids)
                 for query in queries:
                     query["metadata"] = json.loads(query["metadata"])
                     context = QueryContext(
-                        {},
+                        rankings.get(query["query_id"], {}),
                         positions.get(query["query_id"], {}),
                         settings["rel_threshold"],
                         settings["mode"],
@@ -55,6 +57,23 @@ class Export(States):
                         decisions.get(query["query_id"]),
                     )
                 last_position = queries[-1]["position"]
+
+    def _rankings(self, query_ids: Sequence[str]) -> dict[str, dict[str, list[str]]]:
+        """Each query's rankings as :meth:`_context` gives them: the imported list, then
+        each pooled run (by name), docs in rank order."""
+        marks = _marks(query_ids)
+        rows = self.conn.execute(
+            "SELECT query_id, ?, imported_rank, doc_id FROM candidates "
+            f"WHERE query_id IN ({marks}) AND imported_rank IS NOT NULL "
+            "UNION ALL SELECT query_id, run, rank, doc_id FROM pool_ranks "
+            f"WHERE query_id IN ({marks})",
+            [IMPORT_RUN, *query_ids, *query_ids],
+        ).fetchall()
+        rows.sort(key=lambda row: (row[0], row[1] != IMPORT_RUN, row[1], row[2]))
+        rankings: dict[str, dict[str, list[str]]] = {}
+        for query_id, run, _, doc_id in rows:
+            rankings.setdefault(query_id, {}).setdefault(run, []).append(doc_id)
+        return rankings
 
     def write_jsonl(self, path: str | Path) -> int:
         """Export the golden set as JSONL (see :meth:`golden_records`); returns the query count."""

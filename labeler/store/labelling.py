@@ -249,7 +249,7 @@ class Labelling(Projections):
         with self._writing():
             rows = self._rows(
                 "SELECT id, query_id, doc_id, action, grade FROM events e WHERE annotator = ? "
-                f"AND action IN ({undoable}) "
+                f"AND action IN ({undoable}) AND batch IS NULL "  # not what an import replayed
                 "AND NOT EXISTS (SELECT 1 FROM events u WHERE u.undoes = e.id) "
                 "ORDER BY id DESC LIMIT 1",
                 (annotator,),

@@ -36,8 +36,10 @@ class Log(Settings):
         note: str | None = None,
         undoes: int | None = None,
         created_at: str | None = None,
+        batch: int | None = None,
     ) -> int:
-        """Append one event (inside the caller's write transaction); returns its id."""
+        """Append one event (inside the caller's write transaction); returns its id. ``batch``:
+        the import that replayed it (such events are on nobody's undo stack)."""
         if not isinstance(annotator, str) or not annotator:
             raise ValueError("annotator must be a non-empty string")
         if (
@@ -48,7 +50,7 @@ class Log(Settings):
             raise ValueError(f"seconds must be a number >= 0, got {seconds!r}")
         cursor = self.conn.execute(
             "INSERT INTO events (query_id, doc_id, annotator, action, grade, mode, seconds, note, "
-            "undoes, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "undoes, created_at, batch) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 query_id,
                 doc_id,
@@ -60,6 +62,7 @@ class Log(Settings):
                 note,
                 undoes,
                 created_at or golden.now(),
+                batch,
             ),
         )
         return cursor.lastrowid

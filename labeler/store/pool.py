@@ -7,7 +7,9 @@ from pathlib import Path
 
 from eval.readers import InputError
 from labeler import golden
-from labeler.importing import Task
+from labeler.importing import (
+    Task,
+)
 from labeler.pooling import (
     PooledRun,
     fuse,
@@ -50,27 +52,35 @@ class Pool(Imports):
         names = [run.name for run in pooled]
         if len(set(names)) != len(names) or IMPORT_RUN in names:
             raise ValueError(f"run names must be distinct and not {IMPORT_RUN!r}: {names}")
-        with self._writing():
-            self._register_runs(pooled)
-            documents = {
-                doc.doc_id: (
-                    doc.line,
-                    "",
-                    {"title": doc.title, "text": doc.text, "metadata": doc.metadata},
-                )
-                for doc in corpus_docs.values()
-            }
-            documents_added = self._add_documents(documents, str(corpus))
-            queries_added = self._add_pool_queries(pool_queries, str(queries))
-            corpus_name = f"the corpus {corpus}" if corpus else "the project"
-            known_queries = {q.query_id for q in pool_queries} | set(
-                self._content_hashes([q for run in pooled for q in run.rankings])
+        documents = {
+            doc.doc_id: (
+                doc.line,
+                "",
+                {"title": doc.title, "text": doc.text, "metadata": doc.metadata},
             )
-            self._check_pooled_docs(pooled, known_queries, corpus_name)
-            added, touched = self._add_pool_ranks(pooled, known_queries)
-            for query_id in touched:
-                self._reorder_candidates(query_id)
-                self._refresh(query_id)
+            for doc in corpus_docs.values()
+        }
+        # The corpus, the bulk of the work, is staged in short transactions like an import's
+        # documents; the pool itself (ranks, candidates of existing queries) in one.
+        with self._import_lock(), self._batch(str(corpus or runs[0])) as batch:
+            new_documents, fill_ins = self._new_documents(documents, str(corpus))
+            self._stage_documents(new_documents, batch)
+            with self._writing():
+                self._register_runs(pooled)
+                for doc_id, (title, text) in fill_ins.items():
+                    self._rewrite_document(doc_id, title, text)
+                queries_added = self._add_pool_queries(pool_queries, str(queries))
+                corpus_name = f"the corpus {corpus}" if corpus else "the project"
+                known_queries = {q.query_id for q in pool_queries} | set(
+                    self._content_hashes([q for run in pooled for q in run.rankings])
+                )
+                self._check_pooled_docs(pooled, known_queries, corpus_name)
+                added, touched = self._add_pool_ranks(pooled, known_queries)
+                for query_id in touched:
+                    self._reorder_candidates(query_id)
+                    self._refresh(query_id)
+                self._publish(batch)
+        documents_added = len(new_documents)
         answered = {q for run in pooled for q in run.rankings}
         return {
             "runs": names,

@@ -130,7 +130,7 @@ def create_schema(db: sqlite_utils.Database) -> None:
         ) WITHOUT ROWID;
         """
     )
-    # No sync triggers: the store indexes new documents itself, in bulk (see _add_documents).
+    # No sync triggers: the store indexes new documents itself, in bulk (see _stage_documents).
     db["documents"].enable_fts(["title", "text"], tokenize="porter")
 
 
@@ -218,5 +218,31 @@ def create_sign_in_tables(db: sqlite_utils.Database) -> None:
             revoked_at TEXT                            -- log time: logout, removal, new role
         );
         CREATE INDEX browser_sessions_annotator ON browser_sessions(annotator);
+        """
+    )
+
+
+@migrations()
+def create_import_batches(db: sqlite_utils.Database) -> None:
+    """Version 6: imports written in batches of short transactions, then published in one.
+
+    A batch's documents and candidates are written first (``batch`` = its id), invisible
+    until its queries are inserted by the one short transaction that publishes it; a batch
+    never published (the importer died) is deleted by the next import. ``events.batch``
+    marks the events an import replayed: they are on nobody's undo stack.
+    """
+    db.executescript(
+        """
+        CREATE TABLE import_batches (
+            id INTEGER PRIMARY KEY,
+            source TEXT NOT NULL,
+            started_at TEXT NOT NULL,
+            published_at TEXT                          -- NULL: staged, not visible
+        );
+        ALTER TABLE documents ADD COLUMN batch INTEGER;
+        ALTER TABLE candidates ADD COLUMN batch INTEGER;
+        ALTER TABLE events ADD COLUMN batch INTEGER;
+        CREATE INDEX documents_batch ON documents(batch) WHERE batch IS NOT NULL;
+        CREATE INDEX candidates_batch ON candidates(batch) WHERE batch IS NOT NULL;
         """
     )

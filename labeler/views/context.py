@@ -15,7 +15,7 @@ from labeler import live, render, signin, team
 from labeler.auth import LOCAL_ANNOTATOR, is_loopback
 from labeler.judging import LabelSession
 from labeler.launch import DB_ENV
-from labeler.store import Store
+from labeler.store import ProjectError, Store
 
 # Caching shared by the pages that evaluate: figures kept 10 minutes, 16 states at most.
 CACHE = {"ttl": 600, "max_entries": 16, "show_spinner": False}
@@ -30,13 +30,18 @@ def rows_height(rows: Sized, most: int = 25) -> int:
 
 @st.cache_resource(scope="session", on_release=Store.close, show_spinner=False)
 def _session_store(path: str | None) -> Store:
-    return Store(path) if path else Store.open_default()
+    return Store.open_project(path, write=True) if path else Store.open_default()
 
 
 def store() -> Store:
     """This browser session's connection to the project database (``GOLDSET_DB``, set by
-    ``goldset app --db PATH``; unset means the default project)."""
-    return _session_store(os.environ.get(DB_ENV) or None)
+    ``goldset app --db PATH``; unset means the default project). A path that is not a usable
+    project (missing, foreign, corrupt, read-only) stops the page with its one-line reason."""
+    try:
+        return _session_store(os.environ.get(DB_ENV) or None)
+    except ProjectError as error:
+        show_error("This project cannot be opened.", error)
+        st.stop()
 
 
 def require_user() -> dict:
