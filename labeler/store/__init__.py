@@ -16,15 +16,15 @@ Design, in short:
   touches — so every key press costs a handful of index lookups, never a table scan — and
   :meth:`Store.rebuild_projections` can recompute them all from the log.
 
-The package, bottom up (each module imports only those below it; the architecture test checks
-it): ``schema`` (migrations) and ``paths``; ``connection`` (opening, transactions, key-press
-tagging); ``settings`` (the protocol); ``log`` (the append-only event log) and ``corpus``
-(queries, documents, search); ``states`` (per-query state and reviewers' decisions);
-``projections`` (the tables the log maintains); above them ``imports`` and ``pool``,
-``labelling`` (queue and actions), ``accounts`` (users, sign-in, sessions), ``team``
-(assignments, adjudication), ``frames`` (bulk frames for eval and the dashboard, run history)
-and ``export``. :class:`Store` is the one facade composed of them: callers import only it
-and the constants re-exported here.
+The package, bottom up (each module imports only those below it; tests/test_architecture.py
+checks it, and docs/architecture.md draws it): ``schema`` (migrations) and ``paths``;
+``connection`` (opening, transactions, key-press tagging); ``settings`` (the protocol);
+``corpus`` (queries, documents, search) and ``log`` (the append-only event log); ``states``
+(per-query state and reviewers' decisions); ``projections`` (the tables the log maintains);
+above them ``imports`` (with ``replay``, pure) and ``pool``, ``labelling`` (queue and actions),
+``accounts`` (users, sign-in, sessions), ``team`` (assignments, adjudication), ``frames``
+(bulk frames for eval and the dashboard, run history) and ``export``. :class:`Store` is the
+one facade composed of them: callers import only it and the constants re-exported here.
 """
 
 from __future__ import annotations
