@@ -31,13 +31,13 @@ from __future__ import annotations
 
 from labeler.auth import ROLES
 from labeler.store.accounts import Accounts
-from labeler.store.connection import CHUNK, SYNCHRONOUS, ProjectError
+from labeler.store.connection import CHUNK, SYNCHRONOUS, ProjectError, is_busy
 from labeler.store.corpus import UNPUBLISHED_HIDDEN
 from labeler.store.export import Export
 from labeler.store.frames import Frames
 from labeler.store.imports import STAGE_PAUSE, STAGE_ROWS, STAGE_SECONDS
-from labeler.store.labelling import Labelling
-from labeler.store.log import IMPORT_RUN
+from labeler.store.labelling import ANY_GRADE, Labelling
+from labeler.store.log import IMPORT_RUN, StaleTarget
 from labeler.store.paths import (
     DATA_DIR,
     DEFAULT_DB,
@@ -54,6 +54,7 @@ from labeler.store.settings import DEFAULT_SETTINGS
 from labeler.store.team import Team
 
 __all__ = [
+    "ANY_GRADE",
     "CHUNK",
     "DATA_DIR",
     "DEFAULT_DB",
@@ -72,8 +73,10 @@ __all__ = [
     "STAGE_ROWS",
     "STAGE_SECONDS",
     "SYNCHRONOUS",
+    "StaleTarget",
     "Store",
     "UNPUBLISHED_HIDDEN",
+    "is_busy",
     "migrations",
     "user_data_dir",
 ]

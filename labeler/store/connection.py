@@ -32,6 +32,13 @@ class ProjectError(ValueError):
 _KEY_PRESS: ContextVar[tuple[str, int] | None] = ContextVar("goldset_key_press", default=None)
 
 
+def is_busy(error: BaseException) -> bool:
+    """Whether ``error`` is a write that found the database locked past the busy timeout
+    (nothing was written): callers tell the user to try again instead of failing."""
+    text = str(error)
+    return isinstance(error, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
+
+
 # Projects that passed quick_check in this process: it reads the whole file (2.2 s at 100,000
 # queries x 20 candidates), so the app's sessions and repeated opens pay it once.
 _CHECKED: set[tuple[str, int]] = set()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from labeler.store.connection import Connection
 
@@ -38,17 +39,22 @@ class Corpus(Connection):
         }
 
     def search(self, text: str, limit: int = 20) -> list[dict]:
-        """Full-text search over documents (FTS5, porter stemming), best first: doc_id, title,
-        text. Punctuation and FTS operators in ``text`` are taken literally."""
-        if not text.strip():
+        """Full-text search over documents (FTS5, porter stemming), best first by bm25: doc_id,
+        title, text. A document matches when it holds ANY of the words of ``text``, each as a
+        prefix (``auth`` finds ``authenticate``); more and rarer words rank higher. Words are
+        runs of letters and digits, each quoted for FTS5, so punctuation and FTS operators
+        (``"``, ``-``, ``AND``, ``*``) in ``text`` are taken literally, never as syntax."""
+        words = dict.fromkeys(re.findall(r"[^\W_]+", text.lower()))
+        if not words:
             return []
+        match = " OR ".join(f'"{word}"*' for word in words)
         with self._lock:
             return list(
                 self.db["documents"].search(
-                    text,
+                    match,
                     columns=["doc_id", "title", "text"],
                     limit=limit,
-                    quote=True,
+                    quote=False,
                     where=UNPUBLISHED_HIDDEN,
                 )
             )

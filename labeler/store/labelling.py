@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
+
 from labeler import golden
 from labeler.pooling import (
     next_to_judge,
 )
+from labeler.store.connection import _marks
+from labeler.store.log import StaleTarget
 from labeler.store.projections import Projections
+
+ANY_GRADE = object()  # Store.judge without a compare-and-set on the doc's current grade
 
 
 class Labelling(Projections):
@@ -18,18 +25,28 @@ class Labelling(Projections):
         mode: str | None = None,
         max_grade: int | None = None,
         rel_threshold: int | None = None,
+        depth: int | None = None,
+        by: str = "cli",
     ) -> dict:
-        """Change project settings; returns them all. ``max_grade=1`` is a binary project."""
+        """Change the labelling protocol; returns it whole. ``max_grade=1`` is a binary
+        project; ``depth=0`` judges every candidate. A change is logged with ``by`` and the
+        time (see :meth:`protocol_log`); settings given at their current value log nothing."""
         if mode is not None and mode not in golden.MODES:
             raise ValueError(f"mode must be one of {golden.MODES}, got {mode!r}")
-        for name, value in (("max_grade", max_grade), ("rel_threshold", rel_threshold)):
+        for name, value, least in (
+            ("max_grade", max_grade, 1),
+            ("rel_threshold", rel_threshold, 1),
+            ("depth", depth, 0),
+        ):
             if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int) or value < 1
+                isinstance(value, bool) or not isinstance(value, int) or value < least
             ):
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        changes = {"mode": mode, "max_grade": max_grade, "rel_threshold": rel_threshold}
+                raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
+        given = dict(mode=mode, max_grade=max_grade, rel_threshold=rel_threshold, depth=depth)
         with self._writing() as conn:
-            settings = {**self.settings(), **{k: v for k, v in changes.items() if v is not None}}
+            before = self.settings()
+            changes = {k: v for k, v in given.items() if v is not None and v != before[k]}
+            settings = {**before, **changes}
             if settings["rel_threshold"] > settings["max_grade"]:
                 raise ValueError(
                     f"rel_threshold {settings['rel_threshold']} is above max_grade "
@@ -40,10 +57,17 @@ class Labelling(Projections):
                 raise ValueError(
                     f"max_grade {settings['max_grade']} is below a grade given: {highest}"
                 )
+            if not changes:
+                return settings
             conn.executemany(
                 "INSERT INTO settings (key, value) VALUES (?, ?) "
                 "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                [(key, str(value)) for key, value in changes.items() if value is not None],
+                [(key, str(value)) for key, value in changes.items()],
+            )
+            conn.execute(
+                "INSERT INTO protocol_log (changed_by, changed_at, changes, settings) "
+                "VALUES (?, ?, ?, ?)",
+                (by, golden.now(), json.dumps(changes), json.dumps(settings)),
             )
             for query_id in self._all_query_ids_with_events():
                 self._refresh(query_id)
@@ -155,6 +179,27 @@ class Labelling(Projections):
             ).fetchone()
         return row[0] if row else None
 
+    def recent_queries(self, annotator: str, limit: int = 10) -> list[str]:
+        """The queries the annotator acted on most recently, newest first (index-backed)."""
+        return [
+            row["query_id"]
+            for row in self._rows(
+                "SELECT query_id FROM query_state WHERE annotator = ? "
+                "ORDER BY last_event_id DESC LIMIT ?",
+                (annotator, limit),
+            )
+        ]
+
+    def recent_states(self, annotator: str, query_ids: Sequence[str]) -> dict[str, dict]:
+        """Status, answerable and first_relevant_rank of some queries for the annotator, read
+        from the maintained projection (cheap: the label page's history strip)."""
+        rows = self._rows(
+            "SELECT query_id, status, answerable, first_relevant_rank FROM query_state "
+            f"WHERE annotator = ? AND query_id IN ({_marks(query_ids)})",
+            (annotator, *query_ids),
+        )
+        return {row.pop("query_id"): row for row in rows}
+
     def resume_query(self, annotator: str) -> str | None:
         """Where the annotator left off: their most recent query if it is not finished for
         them, else :meth:`next_query`. What the app opens after a reload or a new login."""
@@ -176,12 +221,16 @@ class Labelling(Projections):
         annotator: str,
         seconds: float = 0.0,
         mode: str = "first_hit",
+        expected_grade: int | None | object = ANY_GRADE,
     ) -> int:
         """Record a grade for one of the query's candidates; returns the event id.
 
         When this returns, the judgement is committed (durable, see :class:`Store`). Grades
         run 0..max_grade (see :meth:`settings`); 0 is not relevant. Judging a doc again
-        replaces its grade (both events stay in the log).
+        replaces its grade (both events stay in the log). With ``expected_grade`` (the
+        annotator's grade of the doc as a page showed it, None = unjudged) the judgement is
+        written only if that is still its grade, else :class:`StaleTarget` is raised and
+        nothing is written.
         """
         self._check_grade(grade)
         if mode not in golden.MODES:
@@ -193,6 +242,18 @@ class Labelling(Projections):
                 raise ValueError(
                     f"doc {doc_id!r} is not a candidate of query {query_id!r} (use attach)"
                 )
+            if expected_grade is not ANY_GRADE:
+                # Checked inside the write transaction: another tab's judgement either
+                # committed before (and is seen here) or waits until this one is done.
+                now = self._value(
+                    "SELECT grade FROM labels WHERE query_id = ? AND annotator = ? AND doc_id = ?",
+                    (query_id, annotator, doc_id),
+                )
+                if now != expected_grade:
+                    raise StaleTarget(
+                        f"doc {doc_id!r} of {query_id!r} was judged {now} meanwhile "
+                        f"(the page showed {expected_grade})"
+                    )
             return self._act(
                 query_id,
                 annotator,
@@ -240,19 +301,20 @@ class Labelling(Projections):
             self._require_query(query_id)
             return self._act(query_id, annotator, action="note", note=text)
 
-    def undo(self, annotator: str) -> dict | None:
+    def undo(self, annotator: str, query_id: str | None = None) -> dict | None:
         """Undo the annotator's latest action not yet undone (judge, attach, unanswerable,
-        miss or skip), on whatever query it was: call again to go further back. Appends an
-        undo event. Returns the undone event (id, query_id, doc_id, action, grade) plus
-        ``undo_event_id``, or None when there is nothing left to undo."""
+        miss or skip) — on whatever query it was, or only on ``query_id``: call again to go
+        further back. Appends an undo event. Returns the undone event (id, query_id, doc_id,
+        action, grade) plus ``undo_event_id``, or None when there is nothing left to undo."""
         undoable = ", ".join(f"'{action}'" for action in golden.UNDOABLE_ACTIONS)
         with self._writing():
             rows = self._rows(
                 "SELECT id, query_id, doc_id, action, grade FROM events e WHERE annotator = ? "
                 f"AND action IN ({undoable}) AND batch IS NULL "  # not what an import replayed
+                "AND (? IS NULL OR query_id = ?) "
                 "AND NOT EXISTS (SELECT 1 FROM events u WHERE u.undoes = e.id) "
                 "ORDER BY id DESC LIMIT 1",
-                (annotator,),
+                (annotator, query_id, query_id),
             )
             if not rows:
                 return None

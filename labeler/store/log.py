@@ -11,6 +11,10 @@ from labeler.store.settings import Settings
 IMPORT_RUN = "import"  # provenance name of a list imported from a tasks file
 
 
+class StaleTarget(ValueError):
+    """A press aimed at what a page showed, which has changed since (e.g. in another tab)."""
+
+
 class Log(Settings):
     """The append-only judgement log: appending events, reading a query's events and context."""
 
@@ -68,12 +72,14 @@ class Log(Settings):
         return cursor.lastrowid
 
     def _context(self, query_id: str) -> QueryContext:
+        """The query's candidates within the protocol's depth, and each run's ranking of them."""
+        settings = self.settings()
         positions: dict[str, int] = {}
         imported: list[tuple[int, str]] = []
         for doc_id, position, imported_rank in self.conn.execute(
-            "SELECT doc_id, position, imported_rank FROM candidates WHERE query_id = ? "
-            "ORDER BY position",
-            (query_id,),
+            "SELECT doc_id, position, imported_rank FROM candidates WHERE query_id = :query_id "
+            "AND (:depth = 0 OR position <= :depth) ORDER BY position",
+            {"query_id": query_id, "depth": settings["depth"]},
         ):
             positions[doc_id] = position
             if imported_rank is not None:
@@ -84,8 +90,8 @@ class Log(Settings):
         for run, doc_id in self.conn.execute(
             "SELECT run, doc_id FROM pool_ranks WHERE query_id = ? ORDER BY run, rank", (query_id,)
         ):
-            rankings.setdefault(run, []).append(doc_id)
-        settings = self.settings()
+            if doc_id in positions:
+                rankings.setdefault(run, []).append(doc_id)
         return QueryContext(rankings, positions, settings["rel_threshold"], settings["mode"])
 
     def _events(self, query_id: str, annotator: str) -> list[Event]:

@@ -183,3 +183,9 @@ class Pool(Imports):
                 for position, doc_id in enumerate(fuse(rankings), start=1)
             ],
         )
+
+    def add_corpus(self, path: str | Path) -> int:
+        """Add a BEIR ``corpus.jsonl`` (``_id``, ``title``, ``text``) to the project's
+        documents, searchable from the label page; returns how many were new. A known doc
+        keeps its text (a different one is an error naming the line). All-or-nothing."""
+        return self.pool(path, None, [], depth=1)["documents_added"]

@@ -246,3 +246,19 @@ def create_import_batches(db: sqlite_utils.Database) -> None:
         CREATE INDEX candidates_batch ON candidates(batch) WHERE batch IS NOT NULL;
         """
     )
+
+
+@migrations()
+def create_protocol_log(db: sqlite_utils.Database) -> None:
+    """Version 7: every change of the labelling protocol, with who made it and when."""
+    db.executescript(
+        """
+        CREATE TABLE protocol_log (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            changed_by TEXT NOT NULL,
+            changed_at TEXT NOT NULL,
+            changes TEXT NOT NULL,                     -- JSON {setting: new value}
+            settings TEXT NOT NULL                     -- JSON: the whole protocol afterwards
+        );
+        """
+    )
