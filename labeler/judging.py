@@ -119,6 +119,9 @@ class LabelSession:
         self.cursor: str | None = None  # a candidate picked with j/k, else the next to judge
         self.search: Search | None = None
         self.history_armed = False  # H was pressed: the next digit opens a history entry
+        # An action was refused for the account (signed out, removed, role changed): the page
+        # must rerun whole, so that its sign-in gate shows instead of this fragment.
+        self.refused_account = False
         # Queries viewed, newest first (the open one first); seeded with the latest worked on.
         self.history: list[str] = store.recent_queries(annotator, HISTORY_SIZE)
         self._query_id: str | None = None
@@ -348,7 +351,9 @@ class LabelSession:
         try:
             team.authorize(self.store, self.annotator, "annotator")
             action()
-        except (ValueError, PermissionError) as error:  # StaleTarget is a ValueError
+        except PermissionError as error:
+            self.message, self.refused_account = f"Not done: {error}", True
+        except ValueError as error:  # StaleTarget is a ValueError
             self.message = f"Not done: {error}"
         except Exception as error:
             if not is_busy(error):

@@ -279,6 +279,9 @@ def press_typed(session: LabelSession, press: keys.KeyPress) -> None:
 @st.fragment
 def judging_panel(session: LabelSession) -> None:
     """The query, its candidates and the actions: rerun alone on every key press."""
+    if session.refused_account:  # signed out in another tab, or removed: show the sign-in gate
+        session.refused_account = False
+        st.rerun(scope="app")
     view = session.view()  # presses were applied by the listener's callback, before this
     ahead = session.next_view()
     search = session.search
