@@ -551,6 +551,13 @@ def _measured_cost(db, queries, docs_per_query, seconds, rate, as_json) -> None:
 # --- the project database: import, pool, export, status ------------------------------------
 
 
+def _count_option(flag: str, minimum: int, default: int, text: str):
+    """An integer option of at least ``minimum``, its default shown in ``--help``."""
+    return click.option(
+        flag, type=click.IntRange(min=minimum), default=default, show_default=True, help=text
+    )
+
+
 def _db_option(command):
     """``--db PATH``, defaulting to the default project (``labeler.store.DEFAULT_DB``)."""
     return click.option(
@@ -951,13 +958,7 @@ def _warn_without_admin(store) -> None:
     show_default=True,
     help="Share of the queries judged by several annotators, blind to each other.",
 )
-@click.option(
-    "--judges",
-    type=click.IntRange(min=2),
-    default=2,
-    show_default=True,
-    help="Annotators per overlapping query.",
-)
+@_count_option("--judges", 2, 2, "Annotators per overlapping query.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the overlap sample.")
 @_db_option
 @_fail_on_bad_input
@@ -997,13 +998,7 @@ def assign(annotators, slices, overlap, judges, seed, db):
 @cli.command("agreement")
 @_db_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-@click.option(
-    "--bootstrap",
-    type=click.IntRange(min=0),
-    default=1000,
-    show_default=True,
-    help="Bootstrap resamples (of queries) for the 95% CIs.",
-)
+@_count_option("--bootstrap", 0, 1000, "Bootstrap resamples (of queries) for the 95% CIs.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Resampling seed.")
 def agreement_command(db, as_json, bootstrap, seed):
     """Agreement between annotators on the doubly judged queries.

@@ -632,19 +632,11 @@ def adopt(store: Store, query_id: str, reviewer: str, annotator: str, note: str 
     )
 
 
-def decide(
-    store: Store,
-    query_id: str,
-    reviewer: str,
-    judgments: Mapping[str, int],
-    answerable: bool,
-    *,
-    adopted: str | None = None,
-    note: str = "",
-) -> int:
-    """Record a reviewer's decision on a query (:meth:`labeler.store.Store.adjudicate`);
-    returns the decision id. Only a registered reviewer or admin decides."""
+def decide(store: Store, query_id: str, reviewer: str, *decision: object, **options: object) -> int:
+    """Record a reviewer's decision on a query, :meth:`labeler.store.Store.adjudicate` with
+    its arguments (judgments, answerable; ``adopted``, ``note``), once the team's rule allows
+    it: only a registered reviewer or admin decides. Returns the decision id."""
     user = store.annotator(reviewer)
     if user is None or not has_role(user["role"], "reviewer"):
         raise ValueError(f"{reviewer!r} is not a reviewer or admin: only they adjudicate")
-    return store.adjudicate(query_id, reviewer, judgments, answerable, adopted=adopted, note=note)
+    return store.adjudicate(query_id, reviewer, *decision, **options)
