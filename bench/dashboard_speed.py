@@ -8,13 +8,15 @@ seeded simulated team of four annotators labels every query in first-hit mode th
 ``Store.judge`` and ``Store.mark`` (first relevant at a geometric rank, some misses, some
 unanswerable, a few skipped). Then it times two things:
 
-- the page: the dashboard page (labeler/views/dashboard.py) rendered by Streamlit's AppTest
-  on the project, server side: the first render (nothing computed yet: it computes
-  everything while the page waits), a render with nothing new, and a render after one more
-  judgement (the previous figures are served while new ones are computed in the
-  background). AppTest's own harness cost (an empty script) is shown too: it is part of
-  every AppTest figure. Target: under a second (DESIGN.md, Performance) once the server has
-  computed the figures once.
+- the page after a server restart: in a fresh Python process each time (nothing cached,
+  no warm code), the dashboard page (labeler/views/dashboard.py) rendered by Streamlit's
+  AppTest on the project, server side: the first render after the start (nothing computed
+  yet: it computes everything while the page waits), a render with nothing new; then one
+  new label, and new sessions render the page every 0.25 s until it names the new golden
+  set version: the render right after the label, and the seconds until the label shows.
+  The process's start-up (imports) and AppTest's own harness cost (an empty script, part of
+  every AppTest figure) are shown apart. Targets (DESIGN.md, Performance): first render
+  under a second; a new label shown without a full recompute.
 - the computation behind it (labeler.live): each part, cold; then, after one more
   judgement, how long the dashboard's refresher takes to serve (the previous figures) and
   to have the new ones ready (computed in the background, the run's top k being kept).
@@ -27,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -34,8 +37,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-import streamlit as st
-from _common import add_project_options
+from _common import add_project_options, measure
 from import_speed import write_tasks
 from streamlit.testing.v1 import AppTest
 
@@ -46,6 +48,9 @@ OUT = Path(__file__).resolve().parent / "out"
 REPO = Path(__file__).resolve().parents[1]
 ANNOTATORS = ("ana", "ben", "chen", "dara")
 DASHBOARD_PAGE = REPO / "labeler" / "views" / "dashboard.py"
+READY_PREFIX, RESULT_PREFIX = "READY", "RESULT "
+POLL_SECONDS = 0.25  # between a visitor's renders while waiting for a new label to show
+LABEL_TIMEOUT = 600.0
 
 
 def build(path: Path, queries: int, candidates: int, seed: int = 0) -> dict[str, float]:
@@ -98,22 +103,66 @@ def one_more_judgement(store: Store) -> None:
     store.judge("q0", "d0-19", 0, f"late-{time.time_ns()}", seconds=5.0)
 
 
-def time_page(db: Path) -> dict[str, float]:
-    """Server-side render of the dashboard page: cold, with nothing new, after a judgement;
-    and AppTest's own cost of running an empty script (its harness), for comparison."""
+def shown_version(page: AppTest) -> str:
+    """The golden set version that the rendered dashboard names in its header line."""
+    for element in page.get("html"):
+        found = re.search(r"golden set ([0-9a-f]+)", element.proto.body)
+        if found:
+            return found.group(1)
+    raise RuntimeError("the dashboard shows no golden set version")
+
+
+def rendered(page: AppTest) -> AppTest:
+    """``page``, run once; raises if the page failed."""
+    page.run()
+    if page.exception:
+        raise RuntimeError(f"the dashboard page failed: {page.exception}")
+    return page
+
+
+def server_life(db: Path) -> None:
+    """One server life, in this fresh process (run by :func:`time_page`): the first render
+    after the start, a render with nothing new, then one new label and the renders a visitor
+    would see until the page shows figures that include it. Prints one result line."""
     os.environ["GOLDSET_DB"] = str(db)
-    st.cache_data.clear()
-    st.cache_resource.clear()
-    timings = {"AppTest harness (empty script)": timed(AppTest.from_string("").run)}
-    for name in ("first render (cold)", "nothing new", "after a judgement"):
-        if name == "after a judgement":
-            with Store(db) as store:
-                one_more_judgement(store)
-        page = AppTest.from_file(str(DASHBOARD_PAGE), default_timeout=600)
-        timings[name] = timed(page.run)
-        if page.exception:
-            raise RuntimeError(f"the dashboard page failed: {page.exception}")
-    return timings
+
+    def page() -> AppTest:  # each is a new session on this one server
+        return AppTest.from_file(str(DASHBOARD_PAGE), default_timeout=600)
+
+    timings = {"first render after a restart": timed(lambda: rendered(page()))}
+    started = time.perf_counter()
+    before = shown_version(rendered(page()))
+    timings["render with nothing new"] = time.perf_counter() - started
+    with Store(db) as store:
+        one_more_judgement(store)
+    labelled = time.perf_counter()
+    renders = []
+    while True:
+        started = time.perf_counter()
+        latest = rendered(page())
+        renders.append(time.perf_counter() - started)
+        if shown_version(latest) != before:
+            break
+        if time.perf_counter() - labelled > LABEL_TIMEOUT:
+            raise RuntimeError(f"the new label was not shown within {LABEL_TIMEOUT} s")
+        time.sleep(POLL_SECONDS)
+    timings["render right after a new label"] = renders[0]
+    timings["new label shown after"] = time.perf_counter() - labelled
+    timings["AppTest harness (empty script)"] = timed(AppTest.from_string("").run)
+    print(RESULT_PREFIX + json.dumps(timings), flush=True)
+
+
+def time_page(db: Path) -> dict[str, float]:
+    """A server restart: :func:`server_life` in a fresh Python process, so that nothing
+    (Streamlit's caches, the dashboard's refresher, warm code) survives from an earlier run;
+    with the process's start-up (imports) timed apart."""
+    measurement = measure([sys.executable, __file__, "--server-life", str(db)])
+    ready = measurement.seconds_until(READY_PREFIX)
+    result = measurement.seconds_until(RESULT_PREFIX)
+    for _, line in measurement.stdout_lines:
+        if line.startswith(RESULT_PREFIX):
+            timings = json.loads(line[len(RESULT_PREFIX) :])
+    return {"server start (imports)": ready, **timings, "whole server life": result}
 
 
 def time_computation(store: Store) -> dict[str, float]:
@@ -145,7 +194,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_project_options(parser)
     parser.add_argument("--repeat", type=int, default=3, help="Timings per figure (median).")
+    parser.add_argument("--server-life", type=Path, help=argparse.SUPPRESS)  # time_page's child
     options = parser.parse_args()
+    if options.server_life:
+        print(READY_PREFIX, flush=True)
+        server_life(options.server_life)
+        return
 
     with tempfile.TemporaryDirectory() as scratch:
         db = options.db or Path(scratch) / "dashboard.db"
@@ -156,6 +210,7 @@ def main() -> None:
                 f"built {options.queries:,} queries x {options.candidates}: import "
                 f"{build_seconds['import']:.0f} s, labelling {build_seconds['labelling']:.0f} s"
             )
+        load = os.getloadavg()[0]
         page_runs = [time_page(db) for _ in range(options.repeat)]
         with Store(db) as store:
             computation_runs = [time_computation(store) for _ in range(options.repeat)]
@@ -165,7 +220,8 @@ def main() -> None:
     print(
         f"project: {status['queries']:,} queries ({done:,} done), "
         f"{status['judgements']:,} judgements, {status['events']:,} events; "
-        f"median of {options.repeat} runs"
+        f"median of {options.repeat} runs; load average {load:.2f} at the start, "
+        f"{os.getloadavg()[0]:.2f} at the end, {os.cpu_count()} CPUs"
     )
     figures = {}
     for title, runs in (("page", page_runs), ("computation", computation_runs)):
@@ -182,6 +238,8 @@ def main() -> None:
         "judgements": status["judgements"],
         "build_seconds": build_seconds,
         "seconds": figures,
+        "runs": {"page": page_runs, "computation": computation_runs},
+        "load_average_1m_at_start": load,
         "python": sys.version.split()[0],
         "cpus": os.cpu_count(),
     }

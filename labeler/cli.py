@@ -8,22 +8,17 @@ import json
 import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 import click
-import pandas as pd
 
-from eval import report as reports
-from eval.cost import Cost, labelling_cost
-from eval.metrics import DEFAULT_METRICS, parse_metric
-from eval.readers import (
-    Golden,
-    InputError,
-    Run,
-    golden_from_records,
-    read_golden,
-    read_run,
-    run_from_frame,
-)
+# Every other import is made by the command that needs it: `goldset --help` loads click only,
+# and `goldset eval` never loads Streamlit or sqlite-utils (tests/test_import_set.py).
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from eval.cost import Cost
+    from eval.readers import Golden, Run
 
 
 @click.group()
@@ -95,6 +90,8 @@ def _scoring_options(command):
 
 def _load_golden(golden: str | None, db: str | None) -> Golden:
     """The golden set from a file or the project."""
+    from eval.readers import golden_from_records, read_golden
+
     if bool(golden) == bool(db):
         raise click.UsageError("give exactly one of --golden FILE or --db PATH")
     if golden:
@@ -108,6 +105,8 @@ def _load_golden(golden: str | None, db: str | None) -> Golden:
 
 def _load_run(path: str | None, db: str | None) -> Run:
     """A run file, or (with --db and no file) the candidate lists stored in the project."""
+    from eval.readers import read_run, run_from_frame
+
     if path:
         return read_run(path)
     if not db:
@@ -136,6 +135,8 @@ def _scoring(options: dict) -> dict:
 
 
 def _metrics(metrics: tuple[str, ...]) -> list[str]:
+    from eval.metrics import DEFAULT_METRICS, parse_metric
+
     chosen = list(metrics) or list(DEFAULT_METRICS)
     for spec in chosen:
         try:
@@ -154,11 +155,14 @@ def _fail_on_bad_input(function):
     def wrapper(*args, **kwargs):
         try:
             return function(*args, **kwargs)
-        except InputError as error:
-            failure = click.ClickException(str(error))
-            failure.exit_code = 2
-            raise failure from None
         except ValueError as error:
+            # Imported on failure only: user/assign commands need not load eval (and pandas).
+            from eval.readers import InputError
+
+            if isinstance(error, InputError):
+                failure = click.ClickException(str(error))
+                failure.exit_code = 2
+                raise failure from None
             raise click.ClickException(str(error)) from None
 
     return wrapper
@@ -199,6 +203,8 @@ def eval_command(
     from the run scores 0. --record keeps the figures, the tags, the run file's hash and the
     golden set's version in the project (--db), so that later runs can be compared with it.
     """
+    from eval import report as reports
+
     if record and not db:
         raise click.UsageError("--record keeps the results in a project: give --db PATH")
     run, golden_set = _read_concurrently(
@@ -264,6 +270,9 @@ def compare(baseline, candidate, golden, db, metrics, bootstrap, seed, as_json, 
     more than --max-miss-rise points, its MRR@10 falls by more than --max-mrr-drop, or
     any slice's MRR@10 falls by more than --max-slice-drop.
     """
+    from eval import report as reports
+    from eval.readers import read_run
+
     thresholds = {
         name: options.pop(name) for name in ("max_miss_rise", "max_mrr_drop", "max_slice_drop")
     }
@@ -316,6 +325,8 @@ def _eval_text(result: dict) -> str:
 
 
 def _worst_table(worst: list[dict]) -> str:
+    import pandas as pd
+
     frame = pd.DataFrame(worst).set_index("query_id")
     # From the records: in the frame, None among integers would already be NaN and 3 be 3.0.
     frame["first_relevant_rank"] = [
@@ -330,6 +341,8 @@ def _worst_table(worst: list[dict]) -> str:
 
 
 def _compare_text(result: dict, gate: bool) -> str:
+    import pandas as pd
+
     lines = [
         f"{result['candidate']} vs {result['baseline']} on golden set {result['golden_version']}"
     ]
@@ -413,6 +426,8 @@ def _figure(entry: dict, text: str) -> str:
 
 
 def _table(rows: dict[str, dict], cell) -> str:
+    import pandas as pd
+
     frame = pd.DataFrame(
         {
             name: {spec: cell(entry) for spec, entry in metrics.items()}
@@ -480,6 +495,8 @@ def cost_command(queries, docs_per_query, seconds, rate, annotators, db, as_json
     total (each with seconds, hours and dollars), seconds_per_judgement,
     judgements_per_query, rate, queries_remaining, annotators_per_query and per annotator.
     """
+    from eval.cost import labelling_cost
+
     if db:
         _measured_cost(db, queries, docs_per_query, seconds, rate, as_json)
         return
@@ -659,6 +676,8 @@ def status(db, as_json):
     Example:
         goldset status --db project.db
     """
+    import pandas as pd
+
     with _open_store(db) as store:
         summary = store.status()
     if as_json:
@@ -766,6 +785,8 @@ def user_list(db, as_json):
     Example:
         goldset user list --db project.db
     """
+    import pandas as pd
+
     from labeler.team import user_rows
 
     with _open_store(db) as store:
@@ -911,6 +932,8 @@ def agreement_command(db, as_json, bootstrap, seed):
 
 
 def _agreement_text(report: dict) -> str:
+    import pandas as pd
+
     from labeler.team import figure_table
 
     if not report["queries"]:
@@ -966,3 +989,7 @@ def _queue_text(queue: list[dict]) -> str:
             f"  ({ranks})"
         )
     return "\n".join(lines)
+
+
+if __name__ == "__main__":  # python -m labeler.cli, as the benchmarks and -X importtime run it
+    cli()
