@@ -16,11 +16,14 @@ slow. Two cheaper tools do most of the work here:
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+
+if TYPE_CHECKING:  # pandas is not imported on the eval path: a small eval would pay 0.3 s
+    import pandas as pd
 
 Strings = pa.ChunkedArray | pa.Array
 
@@ -35,11 +38,14 @@ FINISH = np.uint64(0xBF58476D1CE4E5B9)
 BYTE_MASKS = np.array([(1 << (8 * n)) - 1 for n in range(9)], dtype=np.uint64)
 
 
-def arrow_strings(column: pd.Series) -> Strings:
-    """The column as an Arrow string array (zero-copy for pandas' Arrow-backed strings)."""
-    if hasattr(column.array, "__arrow_array__"):
+def arrow_strings(column: pd.Series | np.ndarray) -> Strings:
+    """The column (a pandas Series or a numpy array of str) as an Arrow string array
+    (zero-copy for pandas' Arrow-backed strings)."""
+    if isinstance(column, pa.Array | pa.ChunkedArray):
+        return column
+    if hasattr(getattr(column, "array", None), "__arrow_array__"):
         return pa.array(column.array)
-    return pa.array(column.to_numpy(dtype=object), pa.large_string())
+    return pa.array(np.asarray(column, dtype=object), pa.large_string())
 
 
 def equal_to_next(column: Strings) -> np.ndarray:
@@ -66,8 +72,13 @@ def factorize_runs(column: Strings) -> tuple[np.ndarray, np.ndarray]:
     if len(column) == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=object)
     starts, run_values = runs_of_equals(column)
-    run_codes, uniques = pd.factorize(run_values.to_numpy(zero_copy_only=False))
-    return np.repeat(run_codes, np.diff(np.r_[starts, len(column)])), uniques.astype(object)
+    if isinstance(run_values, pa.ChunkedArray):
+        run_values = run_values.combine_chunks()
+    # Arrow's dictionary numbers the values in order of first appearance, as pd.factorize.
+    encoded = pc.dictionary_encode(run_values)
+    run_codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    uniques = encoded.dictionary.to_numpy(zero_copy_only=False).astype(object)
+    return np.repeat(run_codes, np.diff(np.r_[starts, len(column)])), uniques
 
 
 def lookup(column: Strings, values: np.ndarray) -> np.ndarray:

@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from eval.columns import PairIndex, arrow_strings, lookup, take_distinct
+from eval.columns import PairIndex, lookup, take_distinct
 from eval.readers import Golden, Run
 
 NOT_RANKED = np.iinfo(np.int64).max  # first_relevant_rank of a query with no relevant doc
@@ -207,8 +207,7 @@ def rank(
 
 def first_hit_queries(golden: Golden, query_ids: np.ndarray) -> np.ndarray:
     """Per query id, whether the golden set says it was labelled in first-hit mode."""
-    modes = golden.queries.set_index("query_id")["mode"]
-    return (modes.reindex(query_ids).to_numpy(dtype=object) == FIRST_HIT).astype(bool)
+    return (golden.query_values("mode", query_ids) == FIRST_HIT).astype(bool)
 
 
 @dataclass(frozen=True)
@@ -432,12 +431,11 @@ class _Judgments:
     @classmethod
     def of(cls, golden: Golden, query_ids: np.ndarray) -> _Judgments:
         """The golden set's judgements of ``query_ids`` (the others are of no use here)."""
-        judgments = golden.judgments
-        query_index = lookup(arrow_strings(judgments["query_id"]), query_ids)
+        query_index = lookup(golden.judgment_column("query_id"), query_ids)
         known = query_index >= 0
         query_index = query_index[known]
-        grade = judgments["grade"].to_numpy(dtype=np.int64)[known]
-        doc_ids = arrow_strings(judgments["doc_id"]).filter(pa.array(known))
+        grade = golden.judgment_column("grade")[known]
+        doc_ids = golden.judgment_column("doc_id").filter(pa.array(known))
         return cls(
             query_index,
             grade,

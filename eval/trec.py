@@ -33,9 +33,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
@@ -43,6 +43,9 @@ import pyarrow.csv as pcsv
 from eval.columns import arrow_strings, factorize_runs, first_repeat, string_buffers
 from eval.errors import InputError
 from eval.validation import INT64_MAX, INT64_MIN, control_character
+
+if TYPE_CHECKING:  # only Rows.from_frame takes pandas input; the eval path never imports it
+    import pandas as pd
 
 BOM = b"\xef\xbb\xbf"
 LINE_END = re.compile(rb"\r\n|\r|\n")
