@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from eval import trec, validation
-from eval.columns import arrow_strings, factorize_runs, fingerprints, lookup
+from eval.columns import arrow_array, arrow_strings, factorize_runs, fingerprints, lookup
 from eval.errors import InputError
 from eval.trec import Layout, Rows
 from eval.validation import GOLDEN_STATUSES, decoded_lines, json_lines
@@ -156,7 +156,7 @@ class Run:
     @cached_property
     def results(self) -> pd.DataFrame:
         """The rows as a DataFrame of query_id, doc_id and score (built on first use)."""
-        query_id = pa.array(self.query_ids, pa.large_string()).take(pa.array(self.query_index))
+        query_id = arrow_array(self.query_ids).take(arrow_array(self.query_index))
         return pa.table(
             {
                 "query_id": query_id,
@@ -181,21 +181,21 @@ def _as_text(column: np.ndarray | pa.Array | pa.ChunkedArray) -> pa.Array | pa.C
     if isinstance(column, pa.Array | pa.ChunkedArray):
         return column
     if column.dtype == bool:
-        return pa.array(np.where(column, "True", "False"), pa.large_string())
+        return arrow_array(np.where(column, "True", "False").astype(object))
     if np.issubdtype(column.dtype, np.integer):
         # Arrow writes integers as str() does, and much faster than Python.
-        return pc.cast(pa.array(column), pa.large_string())
+        return pc.cast(arrow_array(column), pa.large_string())
     try:
-        return pa.array(column, pa.large_string())
-    except (pa.ArrowTypeError, pa.ArrowInvalid):  # not all str: spelled one by one
-        return pa.array([str(value) for value in column], pa.large_string())
+        return arrow_array(column)
+    except TypeError:  # not all str: spelled one by one
+        return arrow_array([str(value) for value in column])
 
 
 def _arrow_or_numpy(values: np.ndarray | pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
     """Ids as large Arrow strings (as pandas reads them back), numbers as they are."""
     if isinstance(values, pa.Array | pa.ChunkedArray):
         return values.cast(pa.large_string())
-    return pa.array(values)
+    return arrow_array(values)
 
 
 # --- golden sets -------------------------------------------------------------------------
@@ -245,8 +245,8 @@ def golden_from_records(records: Iterable[dict], source: str = "<records>") -> G
     columns = {name: np.array(values, dtype=object) for name, values in queries.items()}
     columns["answerable"] = np.array(queries["answerable"], dtype=bool)
     judgments = {
-        "query_id": pa.array(judged_queries, pa.large_string()),
-        "doc_id": pa.array(doc_ids, pa.large_string()),
+        "query_id": arrow_array(judged_queries),
+        "doc_id": arrow_array(doc_ids),
         "grade": np.array(grades, dtype=np.int64),
     }
     return Golden(columns, judgments)
@@ -336,7 +336,7 @@ def _run_from_rows(
     known, query_index = rows.query_ids, rows.query_index
     if query_ids is not None:
         given = np.array(list(query_ids), dtype=object)
-        row_queries = pa.array(rows.query_ids, pa.large_string())
+        row_queries = arrow_array(rows.query_ids)
         unlisted = rows.query_ids[lookup(row_queries, given) < 0]
         known = np.concatenate([given, unlisted])
         query_index = lookup(row_queries, known)[query_index]
@@ -359,11 +359,11 @@ def _read_jsonl_run(path: Path, name: str) -> Run:
         query_ids.append(query_id)
         rows.extend(_jsonl_results(query_id, results, where))
     row_queries, doc_ids, scores, lines = list(zip(*rows, strict=True)) or ([], [], [], [])
-    query_index, known = factorize_runs(pa.array(list(row_queries), pa.large_string()))
+    query_index, known = factorize_runs(arrow_array(row_queries))
     read = Rows(
         known,
         query_index,
-        pa.array(list(doc_ids), pa.large_string()),
+        arrow_array(doc_ids),
         np.array(scores, dtype=np.float64),
         np.array(lines, dtype=np.int64),
     )

@@ -13,11 +13,10 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.compute as pc
 
 from eval import gate, stats
-from eval.columns import arrow_strings, lookup
+from eval.columns import arrow_array, arrow_strings, lookup
 from eval.metrics import (
     DEFAULT_METRICS,
     LOWER_BOUND_FROM_FIRST_HIT,
@@ -273,7 +272,7 @@ def _answered(run: Run, query_ids: np.ndarray, abstain_below: float | None) -> n
     """Per query id, whether the run returned a result for it (at or above the threshold)."""
     if len(query_ids) == 0:
         return np.zeros(0, dtype=bool)
-    row_query = lookup(pa.array(run.query_ids, pa.large_string()), query_ids)[run.query_index]
+    row_query = lookup(arrow_array(run.query_ids), query_ids)[run.query_index]
     kept = row_query >= 0
     if abstain_below is not None:
         kept &= comparable_scores(run.scores) >= comparable_scores(abstain_below)

@@ -40,7 +40,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
-from eval.columns import arrow_strings, factorize_runs, first_repeat, string_buffers
+from eval.columns import (
+    arrow_array,
+    arrow_strings,
+    as_numpy,
+    factorize_runs,
+    first_repeat,
+    string_buffers,
+)
 from eval.errors import InputError
 from eval.validation import INT64_MAX, INT64_MIN, control_character
 
@@ -124,7 +131,7 @@ class Rows:
 
     def query_id_column(self) -> pa.Array:
         """The query id of each row, as Arrow strings."""
-        return pa.array(self.query_ids, pa.large_string()).take(pa.array(self.query_index))
+        return arrow_array(self.query_ids).take(arrow_array(self.query_index))
 
     def check_no_repeated_docs(self, source: str) -> None:
         """Raise an input error, naming the second line, if a doc is given twice for a query."""
@@ -172,7 +179,7 @@ def read_plain(path: Path, layout: Layout) -> Rows:
     return Rows(
         np.array(list(query_ids), dtype=object),
         np.array(query_index, dtype=np.int64),
-        pa.array(doc_ids, pa.string()),
+        arrow_array(doc_ids, pa.string()),
         np.array(values, dtype=np.int64 if layout.integer else np.float64),
         np.array(numbers, dtype=np.int64),
     )
@@ -218,12 +225,12 @@ def read_general(path: Path, layout: Layout) -> Rows:
     stripped = pc.ascii_trim_whitespace(lines)
     number = np.arange(1, len(lines) + 1)
     content = pc.invert(pc.or_(pc.equal(stripped, ""), pc.starts_with(stripped, "#")))
-    content = content.to_numpy(zero_copy_only=False)
+    content = as_numpy(content)
     if layout.header and content.any():
         content[np.argmax(content)] = False
-    stripped, number = stripped.filter(pa.array(content)), number[content]
+    stripped, number = stripped.filter(arrow_array(content)), number[content]
     fields = pc.ascii_split_whitespace(stripped)
-    count = pc.list_value_length(fields).to_numpy(zero_copy_only=False)
+    count = as_numpy(pc.list_value_length(fields))
     needed = len(layout.names)
     if np.any(count != needed if layout.exact else count < needed):
         return read_plain(path, layout)
@@ -263,8 +270,8 @@ def _parsed_values(text: pa.Array, layout: Layout) -> np.ndarray | None:
     try:
         if layout.integer:
             # Arrow's integer cast takes no '+'; the pattern allows one, at most.
-            return pc.cast(pc.utf8_ltrim(text, "+"), pa.int64()).to_numpy(zero_copy_only=False)
-        return pc.cast(text, pa.float64()).to_numpy(zero_copy_only=False)
+            return as_numpy(pc.cast(pc.utf8_ltrim(text, "+"), pa.int64()))
+        return as_numpy(pc.cast(text, pa.float64()))
     except pa.ArrowInvalid:  # an integer past int64
         return None
 
@@ -312,8 +319,8 @@ def read_fast(path: Path, layout: Layout, first_line: str) -> Rows | None:
         return None
     # Each parsed block has its own dictionary: one shared dictionary gives global indices.
     chunks = table[layout.names[layout.query]].unify_dictionaries().chunks
-    query_ids = chunks[0].dictionary if chunks else pa.array([], pa.string())
-    values = table[layout.value_name].to_numpy()
+    query_ids = chunks[0].dictionary if chunks else arrow_array([], pa.string())
+    values = as_numpy(table[layout.value_name])
     # A comment line with the right number of fields parses, its query id starting with '#'.
     if pc.any(pc.starts_with(query_ids, "#")).as_py():
         return None
@@ -321,9 +328,9 @@ def read_fast(path: Path, layout: Layout, first_line: str) -> Rows | None:
         return None
     if not layout.integer and np.isnan(values).any():
         return None
-    query_index = [chunk.indices.to_numpy(zero_copy_only=False) for chunk in chunks]
+    query_index = [as_numpy(chunk.indices) for chunk in chunks]
     return Rows(
-        query_ids.to_numpy(zero_copy_only=False).astype(object),
+        as_numpy(query_ids),
         np.concatenate(query_index) if chunks else np.zeros(0, dtype=np.int32),
         table[doc_name],
         values,
