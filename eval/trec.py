@@ -224,8 +224,8 @@ def read_general(path: Path, layout: Layout) -> Rows:
         return read_plain(path, layout)
     stripped = pc.ascii_trim_whitespace(lines)
     number = np.arange(1, len(lines) + 1)
-    content = pc.invert(pc.or_(pc.equal(stripped, ""), pc.starts_with(stripped, "#")))
-    content = as_numpy(content)
+    empty = np.diff(string_buffers(stripped)[0]) == 0
+    content = ~(empty | as_numpy(pc.starts_with(stripped, "#")))
     if layout.header and content.any():
         content[np.argmax(content)] = False
     stripped, number = stripped.filter(arrow_array(content)), number[content]
@@ -234,13 +234,18 @@ def read_general(path: Path, layout: Layout) -> Rows:
     needed = len(layout.names)
     if np.any(count != needed if layout.exact else count < needed):
         return read_plain(path, layout)
-    query = pc.list_element(fields, layout.query)
-    doc = pc.list_element(fields, layout.doc)
-    values = _parsed_values(pc.list_element(fields, layout.value), layout)
+    query, doc, value = (_field(fields, at) for at in (layout.query, layout.doc, layout.value))
+    values = _parsed_values(value, layout)
     if values is None or not (_clean_ids(query) and _clean_ids(doc)):
         return read_plain(path, layout)
     query_index, query_ids = factorize_runs(query)
     return Rows(query_ids, query_index, doc, values, number)
+
+
+def _field(fields: pa.ListArray, position: int) -> pa.Array:
+    """The ``position``-th field of every line."""
+    # An index scalar taken from an array: pa.scalar(position) would load pandas.
+    return pc.list_element(fields, arrow_array(np.array([position]))[0])
 
 
 def _arrow_lines(path: Path) -> pa.Array | None:

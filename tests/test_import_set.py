@@ -136,6 +136,20 @@ def test_eval_of_a_jsonl_run_with_per_query_file_loads_no_pandas(
     assert [name for name in NOT_ON_EVAL_PATH if loaded(modules, name)] == []
 
 
+def test_eval_of_a_large_messy_run_read_by_arrows_general_parser_loads_no_pandas(
+    small_set: dict[str, Path], tmp_path: Path
+):
+    run = tmp_path / "messy.trec"
+    # Past the plain parser's 4 KB, with runs of tabs and spaces: Arrow's general parser.
+    lines = [f"  q{1 + n % 3}\t Q0  doc{n}   {n}\t{1000 - n} run \r\n" for n in range(300)]
+    run.write_text("".join(lines) + "q1 Q0 d1 301 2000 run\n")
+    output, modules = goldset_modules(
+        "eval", "--golden", small_set["qrels"], "--run", run, "--json", "--bootstrap", "0"
+    )
+    assert json.loads(output)["metrics"]["hit@1"]["mean"] == pytest.approx(1 / 3)
+    assert [name for name in NOT_ON_EVAL_PATH if loaded(modules, name)] == []
+
+
 def test_compare_text_report_loads_no_pandas(small_set: dict[str, Path]):
     output, modules = goldset_modules(
         "compare",
