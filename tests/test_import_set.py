@@ -151,17 +151,8 @@ def test_eval_of_a_large_messy_run_read_by_arrows_general_parser_loads_no_pandas
 
 
 def test_compare_text_report_loads_no_pandas(small_set: dict[str, Path]):
-    output, modules = goldset_modules(
-        "compare",
-        "--golden",
-        small_set["qrels"],
-        "--baseline",
-        small_set["baseline"],
-        "--candidate",
-        small_set["jsonl"],
-        "--bootstrap",
-        "10",
-    )
+    runs = ("--baseline", small_set["baseline"], "--candidate", small_set["jsonl"])
+    output, modules = goldset_modules("compare", "--golden", small_set["qrels"], *runs)
     assert output.startswith("candidate vs baseline on golden set ")
     assert [name for name in NOT_ON_EVAL_PATH if loaded(modules, name)] == []
 
