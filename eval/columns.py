@@ -15,6 +15,7 @@ slow. Two cheaper tools do most of the work here:
 
 from __future__ import annotations
 
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
@@ -40,7 +41,12 @@ BYTE_MASKS = np.array([(1 << (8 * n)) - 1 for n in range(9)], dtype=np.uint64)
 
 # pyarrow's own conversions (pa.array, pa.scalar, to_numpy) first ask its pandas layer whether
 # the value is a pandas object, and that imports pandas (0.3 s of a small eval's start-up).
-# These two go through Arrow's buffers instead, so that eval never loads pandas.
+# These two go through Arrow's buffers instead, so that eval never loads pandas; once pandas
+# is loaded (in the app) they use pyarrow's own, quicker for many strings.
+
+
+def _pandas_loaded() -> bool:
+    return "pandas" in sys.modules
 
 
 def arrow_array(values: object, type: pa.DataType | None = None) -> pa.Array | pa.ChunkedArray:
@@ -51,8 +57,10 @@ def arrow_array(values: object, type: pa.DataType | None = None) -> pa.Array | p
     """
     if isinstance(values, pa.Array | pa.ChunkedArray):
         array = values
-    elif hasattr(values, "__arrow_array__") or hasattr(getattr(values, "array", None), "dtype"):
-        array = pa.array(values, type)
+    elif _pandas_loaded():
+        numbers = isinstance(values, np.ndarray) and values.dtype.kind in "biuf"
+        pandas_object = hasattr(values, "__arrow_array__") or hasattr(values, "array")
+        array = pa.array(values, type or (None if numbers or pandas_object else pa.large_string()))
     elif isinstance(values, np.ndarray) and values.dtype.kind in "biuf":
         count = len(values)
         if values.dtype == bool:
@@ -81,6 +89,8 @@ def as_numpy(values: pa.Array | pa.ChunkedArray, null: object = None) -> np.ndar
     kind = values.type
     if len(values) == 0:
         return np.zeros(0, dtype=object if pa.types.is_string(kind) else kind.to_pandas_dtype())
+    if _pandas_loaded():
+        return values.to_numpy(zero_copy_only=False) if null is None else _filled(values, null)
     if pa.types.is_string(kind) or pa.types.is_large_string(kind):
         return np.array(values.to_pylist(), dtype=object)
     if values.null_count and null is None:
@@ -96,6 +106,12 @@ def as_numpy(values: pa.Array | pa.ChunkedArray, null: object = None) -> np.ndar
     if values.null_count:
         result = np.where(_bits(validity, values.offset, len(values)), result, null)
     return result
+
+
+def _filled(values: pa.Array, null: object) -> np.ndarray:
+    """The values with nulls replaced by ``null`` (pyarrow's own conversion)."""
+    valid = values.is_valid().to_numpy(zero_copy_only=False)
+    return np.where(valid, values.to_numpy(zero_copy_only=False), null)
 
 
 def _bits(buffer: pa.Buffer, offset: int, count: int) -> np.ndarray:
