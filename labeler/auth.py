@@ -15,6 +15,9 @@ import secrets
 from functools import cache
 
 LOCAL_ANNOTATOR = "local"
+# Names that label without being users: a golden set's imported labels, and machine labellers.
+IMPORT_ANNOTATOR = "import"
+MACHINE_PREFIX = "machine:"
 
 # scrypt cost: 2**14 × 8 × 1 takes ~16 MB and ~50 ms per check: cheap for a login, slow for
 # a guesser. The parameters are stored with each hash, so they can be raised later.
@@ -25,6 +28,8 @@ USER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
 
 def validate_user_name(name: str) -> str:
     """Return ``name`` if it is a valid user name, else raise ValueError saying why."""
+    if name.startswith(MACHINE_PREFIX):
+        raise ValueError(f"{name!r}: names starting with {MACHINE_PREFIX!r} are for machine labels")
     if not USER_NAME.fullmatch(name):
         raise ValueError(
             f"invalid user name {name!r}: use 1-64 letters, digits, '.', '_', '@' or '-', "
@@ -32,6 +37,8 @@ def validate_user_name(name: str) -> str:
         )
     if name == LOCAL_ANNOTATOR:
         raise ValueError(f"{LOCAL_ANNOTATOR!r} is reserved for the single local annotator")
+    if name == IMPORT_ANNOTATOR:
+        raise ValueError(f"{IMPORT_ANNOTATOR!r} is reserved for labels imported from a golden set")
     return name
 
 
@@ -64,6 +71,17 @@ def verify_password(password: str, stored_hash: str) -> bool:
     except ValueError:
         return False
     return hmac.compare_digest(actual, expected)
+
+
+def new_token() -> str:
+    """A fresh random secret (256 bits, URL-safe): a session cookie or a one-time ticket."""
+    return secrets.token_urlsafe(32)
+
+
+def token_hash(token: str) -> str:
+    """The hash under which a token is stored. A plain SHA-256 suffices (unlike passwords):
+    a 256-bit random token cannot be guessed, so it needs no slow hash."""
+    return hashlib.sha256(token.encode("ascii", "replace")).hexdigest()
 
 
 @cache

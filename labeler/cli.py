@@ -8,6 +8,7 @@ import json
 import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -40,8 +41,7 @@ def _scoring_options(command):
         ),
         click.option(
             "--db",
-            type=click.Path(exists=True, dir_okay=False),  # a typo must not create a project
-            help="Or a goldset project database.",
+            help="Or a goldset project database (read only: a typo never creates one).",
         ),
         click.option(
             "-m",
@@ -97,9 +97,8 @@ def _load_golden(golden: str | None, db: str | None) -> Golden:
     if golden:
         golden_set = read_golden(golden)
     else:
-        from labeler.store import Store
-
-        golden_set = golden_from_records(Store(db).golden_records(), source=db)
+        with _open_store(db) as store:
+            golden_set = golden_from_records(store.golden_records(), source=db)
     return golden_set
 
 
@@ -111,9 +110,8 @@ def _load_run(path: str | None, db: str | None) -> Run:
         return read_run(path)
     if not db:
         raise click.UsageError("give a run file (or --db to evaluate the stored candidates)")
-    from labeler.store import Store
-
-    return run_from_frame(Store(db).candidate_run_frame(), name="candidates", source=db)
+    with _open_store(db) as store:
+        return run_from_frame(store.candidate_run_frame(), name="candidates", source=db)
 
 
 def _read_concurrently(*readers: Callable[[], object]) -> list:
@@ -231,10 +229,10 @@ def eval_command(
                 handle.write(json.dumps({"query_id": query_id, **figures}) + "\n")
     if record:
         from labeler.pooling import file_sha256
-        from labeler.store import Store
 
         run_hash = file_sha256(run_path) if run_path else _frame_sha256(run.results)
-        result["record_id"] = Store(db).record_eval(result, run_hash, _parse_tags(tags))
+        with _open_store(db, write=True) as store:
+            result["record_id"] = store.record_eval(result, run_hash, _parse_tags(tags))
     click.echo(json.dumps(result, indent=2) if as_json else _eval_text(result))
 
 
@@ -563,18 +561,17 @@ def _measured_cost(db, queries, docs_per_query, seconds, rate, as_json) -> None:
         click.echo(f"nothing measured yet: no query is done; {summary.queries_remaining:,} left")
         return
     lines = [
-        f"measured: {figures.seconds_per_judgement:.1f} s per judgement (median), "
-        f"{figures.judgements_per_query:.2f} judgements per query (mean judged depth), "
+        live.work_text(summary),
         f"{summary.annotators_per_query:.2f} annotators per query",
         *(
-            f"{name:<9} {price.hours:8.2f} h  ${price.dollars:,.2f}"
+            f"{name:<9} {live.duration_text(price.hours):>10}  ${price.dollars:,.2f}"
             for name, price in (
                 ("spent", figures.spent),
                 ("remaining", figures.remaining),
                 ("total", figures.total),
             )
         ),
-        f"{summary.queries_remaining:,} queries left, at ${summary.rate:g}/h",
+        f"at ${summary.rate:g}/h",
     ]
     click.echo("\n".join(lines))
 
@@ -583,18 +580,33 @@ def _measured_cost(db, queries, docs_per_query, seconds, rate, as_json) -> None:
 
 
 def _db_option(command):
-    """``--db PATH``, defaulting to the bundled project ``data/goldset.db``."""
+    """``--db PATH``, defaulting to the default project (``labeler.store.DEFAULT_DB``)."""
     return click.option(
         "--db",
         type=click.Path(dir_okay=False),
-        help="Project database [default: data/goldset.db, created from the demo set].",
+        help="Project database [default: the default project, created from the demo set; "
+        "see goldset app --help].",
     )(command)
 
 
-def _open_store(db: str | None):
-    from labeler.store import DEFAULT_DB, Store
+def _open_store(db: str | None, *, write: bool = False, create: bool = False):
+    """The one way every command opens its project (``--db``, or the default demo project).
 
-    return Store.open_default() if db is None or db == str(DEFAULT_DB) else Store(db)
+    A read command gets a read-only connection; only the commands that create a project
+    (``create=True``: import, pool — and the app, on the default demo project alone) create
+    one; a path that is not an intact goldset project is refused with one line, exit 2 (an
+    input error), before anything is written.
+    """
+    from labeler.store import DEFAULT_DB, ProjectError, Store
+
+    try:
+        if db is None or Path(db).resolve() == DEFAULT_DB:
+            return Store.open_default() if create else Store.open_project(DEFAULT_DB, write=write)
+        return Store.open_project(db, write=write, create=create)
+    except ProjectError as error:
+        failure = click.ClickException(str(error))
+        failure.exit_code = 2
+        raise failure from None
 
 
 @cli.command("import")
@@ -611,7 +623,7 @@ def import_command(tasks_file, db):
     All-or-nothing: any problem is reported with its file, line and field, and nothing is
     written. Importing the same file again changes nothing.
     """
-    with _open_store(db) as store:
+    with _open_store(db, write=True, create=True) as store:
         counts = store.import_tasks(tasks_file)
     click.echo(
         f"{counts['queries_added']} queries added ({counts['candidates_added']} candidates, "
@@ -646,7 +658,7 @@ def pool(corpus, queries, runs, depth, db):
     Without --corpus and --queries the project's own documents and queries are used:
     "goldset pool --run new.trec --db project.db" adds a new system's unjudged top 10.
     """
-    with _open_store(db) as store:
+    with _open_store(db, write=True, create=True) as store:
         counts = store.pool(corpus, queries, runs, depth)
     click.echo(
         f"pooled {', '.join(counts['runs'])} at depth {depth}: "
@@ -684,11 +696,20 @@ def export(db, export_format, out):
     click.echo(f"wrote {count} {unit} to {out}")
 
 
+# The measured work figures that `goldset status --json` adds, as `goldset cost --db` has them.
+STATUS_WORK_FIGURES = (
+    "current_labels", "judgements_made", "seconds_per_judgement", "judgements_per_query",
+    "queries_remaining",
+)  # fmt: skip
+
+
 @cli.command()
 @_db_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def status(db, as_json):
-    """Show the project: queries done / pending / skipped / unanswerable per slice.
+    """Show the project: queries done / pending / skipped / unanswerable per slice, and the
+    work figures as the app's dashboard and cost planner word them (current labels,
+    judgements made, median seconds per judgement, mean judged depth, queries left).
 
     \b
     Example:
@@ -696,16 +717,21 @@ def status(db, as_json):
     """
     import pandas as pd
 
+    from labeler import live
+
     with _open_store(db) as store:
         summary = store.status()
+        work = live.cost_summary(store)
     if as_json:
-        click.echo(json.dumps(summary, indent=2))
+        figures = {key: work.as_dict()[key] for key in STATUS_WORK_FIGURES}
+        click.echo(json.dumps({**summary, **figures}, indent=2))
         return
     frame = pd.DataFrame(summary["slices"]).T.rename(index={"": "(no slice)"})
     click.echo(f"{summary['path']}: {summary['queries']} queries, {summary['documents']} documents")
     click.echo(frame.to_string() if len(frame) else "no queries yet")
+    click.echo(live.work_text(work))
     click.echo(
-        f"judgements: {summary['judgements']} ({summary['events']} events); "
+        f"events in the log: {summary['events']:,}; "
         f"annotators: {', '.join(summary['annotators']) or 'none'}"
     )
     for run in summary["runs"]:
@@ -719,22 +745,34 @@ def status(db, as_json):
 @_db_option
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", type=click.IntRange(1, 65535), default=8501, show_default=True)
+@click.option(
+    "--open/--no-open",
+    "open_browser",
+    default=None,
+    help="Open the app in the browser once it is up [default: when a display exists].",
+)
 @_fail_on_bad_input
-def app(db, host, port):
-    """Start the labelling app in the browser.
+def app(db, host, port, open_browser):
+    """Start the labelling app and open it in the browser.
 
     \b
     Example:
         goldset app --db project.db --port 8501
 
-    With no users in the project the app serves one local annotator and listens on
-    loopback only; once users exist (goldset user add NAME) everyone logs in.
+    Without --db the default project is used (created from the demo set on first use):
+    data/goldset.db in a clone of the repository, else goldset/goldset.db in the user's data
+    folder (~/.local/share on Linux). The app's settings (theme, toolbar, address) ship with
+    the package, so it behaves the same from any directory. With no users in the project the
+    app serves one local annotator and listens on loopback only; once users exist
+    (goldset user add NAME) everyone logs in.
     """
-    from labeler.launch import serve
+    from labeler.launch import app_url, has_display, serve
 
-    with _open_store(db) as store:
+    with _open_store(db, write=True, create=db is None) as store:
         has_users = bool(store.annotators())
-    serve(db, host, port, has_users)
+        path = store.path
+    click.echo(f"goldset: serving {path} on {app_url(host, port)}", err=True)
+    serve(db, host, port, has_users, has_display() if open_browser is None else open_browser)
 
 
 @cli.group()
@@ -788,8 +826,9 @@ def user_add(name, role, db, password, no_password):
 
     validate_user_name(name)
     password_hash = None if no_password else hash_password(_ask_password(password))
-    with _open_store(db) as store:
+    with _open_store(db, write=True) as store:
         store.add_annotator(name, role=role, password_hash=password_hash)
+        _warn_without_admin(store)
     click.echo(f"added {role} {name}: the app now asks for a login")
 
 
@@ -828,9 +867,10 @@ def user_remove(name, db):
     Example:
         goldset user remove ana --db project.db
     """
-    with _open_store(db) as store:
+    with _open_store(db, write=True) as store:
         store.remove_annotator(name)
-    click.echo(f"removed {name} (their labels are kept)")
+        _warn_without_admin(store)
+    click.echo(f"removed {name} (their labels are kept; their browser sessions ended)")
 
 
 @user.command("passwd")
@@ -850,9 +890,22 @@ def user_passwd(name, db, password, role):
     from labeler.auth import hash_password
 
     password_hash = hash_password(_ask_password(password))
-    with _open_store(db) as store:
+    with _open_store(db, write=True) as store:
         store.update_annotator(name, role=role, password_hash=password_hash)
-    click.echo(f"new password set for {name}" + (f", now {role}" if role else ""))
+        _warn_without_admin(store)
+    click.echo(
+        f"new password set for {name}"
+        + (f", now {role}" if role else "")
+        + " (their browser sessions ended)"
+    )
+
+
+def _warn_without_admin(store) -> None:
+    from labeler.team import admin_warning
+
+    warning = admin_warning(store)
+    if warning:
+        click.echo(warning, err=True)
 
 
 # --- team labelling: assignment, agreement, adjudication ----------------------------------------
@@ -899,7 +952,7 @@ def assign(annotators, slices, overlap, judges, seed, db):
     """
     from labeler.team import deal
 
-    with _open_store(db) as store:
+    with _open_store(db, write=True) as store:
         names = list(annotators) or [
             row["name"] for row in store.annotators() if row["role"] == "annotator"
         ]
@@ -982,7 +1035,7 @@ def adjudicate(query_id, annotator, reviewer, note, db, as_json):
     """
     from labeler.team import adjudication_queue, adopt
 
-    with _open_store(db) as store:
+    with _open_store(db, write=query_id is not None) as store:
         if query_id is None:
             queue = adjudication_queue(store)
             click.echo(json.dumps(queue, indent=2) if as_json else _queue_text(queue))

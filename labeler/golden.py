@@ -25,6 +25,7 @@ MODES = ("first_hit", "full")
 VERDICTS = ("unanswerable", "miss")
 UNDOABLE_ACTIONS = ("judge", "attach", "unanswerable", "miss", "skip")
 ACTIONS = (*UNDOABLE_ACTIONS, "undo", "note")
+POOL_KEY = "pool"  # a record's candidates, where the record alone cannot rebuild them
 EXPORTED_STATUS = {
     "pending": "pending",
     "in_progress": "pending",
@@ -226,6 +227,11 @@ def golden_record(
     record also has ``adjudication`` (reviewer, adopted annotator, grades, answerability, note,
     ``decided_at``). When every annotator gave the same label, it is the final one, and the
     record has DESIGN.md's keys only.
+
+    Where the record alone could not rebuild the query on import (see :func:`_needs_pool`),
+    ``pool`` holds its candidates: ``order`` (doc ids in display order) and ``runs`` (each
+    pooled run's doc ids in rank order; ``import`` is an imported list), so that export,
+    import and export again give the same records.
     """
     states = {name: state for name, state in states.items() if state.contributed}
     positions = context.positions
@@ -276,7 +282,26 @@ def golden_record(
             "note": decision.note,
             "decided_at": to_export_time(decision.created_at),
         }
+    if _needs_pool(record, positions):
+        record[POOL_KEY] = {
+            "order": sorted(positions, key=positions.__getitem__),
+            "runs": {run: list(ranking) for run, ranking in context.rankings.items()},
+        }
     return record
+
+
+def _needs_pool(record: Mapping, positions: Mapping[str, int]) -> bool:
+    """True when the record alone cannot rebuild the query on import, so that the export
+    carries its candidates (``pool``): the judged candidates are not display positions
+    1..judged_depth, or the query is unfinished with labels (what is left to judge then
+    decides its status), or it keeps annotators' own ``labels`` (judged over the whole list).
+    """
+    judged = sorted(positions[doc_id] for doc_id in record["judgments"] if doc_id in positions)
+    return bool(positions) and (
+        "labels" in record
+        or judged != list(range(1, len(judged) + 1))
+        or (record["status"] != "done" and bool(record["judgments"]))
+    )
 
 
 def annotator_label(state: QueryState, positions: Mapping[str, int]) -> dict:

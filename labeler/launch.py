@@ -2,22 +2,42 @@
 
 The command becomes ``python -m streamlit run labeler/app.py`` (the process is replaced, so
 signals such as SIGTERM reach Streamlit itself); the database path travels in the
-``GOLDSET_DB`` environment variable. Options that matter for safety are
-passed on the command line, so they hold whatever directory the command is started from
-(``.streamlit/config.toml`` is only read from the current directory).
+``GOLDSET_DB`` environment variable. Streamlit reads ``.streamlit/config.toml`` only from the
+current directory, so every setting of the project's config (theme, address, toolbar...) is
+passed on the command line, from the copy shipped in the package: the app looks and behaves the
+same whatever directory the command is started from, from a clone or from an installed wheel.
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
+import time
+import tomllib
+import urllib.request
+import webbrowser
 from pathlib import Path
 from typing import NoReturn
 
 from labeler.auth import is_loopback
 
-APP = Path(__file__).resolve().parent / "app.py"
+PACKAGE = Path(__file__).resolve().parent
+APP = PACKAGE / "app.py"
+# The settings: shipped in the package (labeler/config, built from .streamlit/), or the clone's.
+CONFIG = next(
+    (
+        path
+        for path in (
+            PACKAGE / "config" / "config.toml",
+            PACKAGE.parent / ".streamlit" / "config.toml",
+        )
+        if path.exists()
+    ),
+    None,
+)
 DB_ENV = "GOLDSET_DB"
+OPEN_WAIT_SECONDS = 60  # how long --open waits for the server before giving up
 
 
 def check_host(host: str, has_users: bool) -> None:
@@ -30,17 +50,73 @@ def check_host(host: str, has_users: bool) -> None:
         )
 
 
-def streamlit_command(host: str, port: int) -> list[str]:
-    """The command line that serves the app on ``host:port``."""
-    return [
-        sys.executable, "-m", "streamlit", "run", str(APP),
-        "--server.address", host,
-        "--server.port", str(port),
-        "--server.headless", "true",
-        "--browser.gatherUsageStats", "false",
-        "--client.toolbarMode", "minimal",
-        "--runner.enforceSerializableSessionState", "false",
-    ]  # fmt: skip
+def config_settings(config: Path | None = CONFIG) -> dict[str, str]:
+    """The settings of a Streamlit ``config.toml`` as ``{"theme.base": "light", ...}``, each
+    value as it is written on a command line."""
+    settings = tomllib.loads(config.read_text(encoding="utf-8")) if config else {}
+    return {
+        f"{section}.{name}": str(value).lower() if isinstance(value, bool) else str(value)
+        for section, options in settings.items()
+        for name, value in options.items()
+    }
+
+
+def streamlit_command(host: str, port: int, config: Path | None = CONFIG) -> list[str]:
+    """The command line that serves the app on ``host:port``: the settings of ``config`` (the
+    shipped one) as flags, with the ones that must hold whatever a config says."""
+    settings = config_settings(config) | {
+        "server.address": host,
+        "server.port": str(port),
+        "server.headless": "true",
+        "browser.gatherUsageStats": "false",
+        "runner.enforceSerializableSessionState": "false",
+    }
+    flags = [part for name, value in settings.items() for part in (f"--{name}", value)]
+    return [sys.executable, "-m", "streamlit", "run", str(APP), *flags]
+
+
+def has_display() -> bool:
+    """Whether a browser can be opened here: macOS and Windows always; elsewhere an X11 or
+    Wayland display (not over SSH without one, not in CI)."""
+    if sys.platform in ("darwin", "win32"):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def app_url(host: str, port: int) -> str:
+    """The address a browser opens (a wildcard host is reached through loopback)."""
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+    return f"http://{shown}:{port}/"
+
+
+def open_when_healthy(url: str, wait: float = OPEN_WAIT_SECONDS) -> bool:
+    """Open ``url`` in the browser once the app there answers its health check; False when it
+    did not within ``wait`` seconds."""
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url + "_stcore/health", timeout=2) as response:
+                if response.status == 200:
+                    return webbrowser.open(url)
+        except OSError:
+            pass  # not listening yet
+        time.sleep(0.25)
+    return False
+
+
+def _open_later(url: str) -> None:
+    """Start a detached helper that opens the browser once the server is up (this process is
+    about to become the server, so it cannot wait itself)."""
+    code = (
+        "import sys; from labeler.launch import open_when_healthy; open_when_healthy(sys.argv[1])"
+    )
+    subprocess.Popen(  # noqa: S603 - our own interpreter and module
+        [sys.executable, "-c", code, url],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
 def app_environment(db: str | Path | None) -> dict[str, str]:
@@ -53,8 +129,14 @@ def app_environment(db: str | Path | None) -> dict[str, str]:
     return env
 
 
-def serve(db: str | Path | None, host: str, port: int, has_users: bool) -> NoReturn:
-    """Replace this process with the Streamlit server for the project (never returns)."""
+def serve(
+    db: str | Path | None, host: str, port: int, has_users: bool, open_browser: bool = False
+) -> NoReturn:
+    """Replace this process with the Streamlit server for the project (never returns);
+    ``open_browser`` opens the app in the browser once it is up."""
     check_host(host, has_users)
     command = streamlit_command(host, port)
-    os.execve(command[0], command, app_environment(db))
+    environment = app_environment(db)
+    if open_browser:
+        _open_later(app_url(host, port))
+    os.execve(command[0], command, environment)

@@ -192,13 +192,192 @@ def worst_table(report: Mapping) -> pd.DataFrame:
         }
         for worst in report["worst"]
     ]
-    return pd.DataFrame(rows, columns=columns).astype({"first_relevant_rank": str})
+    frame = pd.DataFrame(rows, columns=columns).astype({"first_relevant_rank": str})
+    # Misses first (MRR@10 0), then the lowest MRR@10; ids in numeric order (q22 before q219).
+    return frame.sort_values(
+        ["mrr@10", "query_id"],
+        key=lambda column: id_order(column) if column.name == "query_id" else column,
+        kind="stable",
+        ignore_index=True,
+    )
 
 
 def label_link(query_id: str) -> str:
     """A link (relative to the app) that opens ``query_id`` on the label page. The id is
     URL-encoded, so whatever it holds stays a query parameter value."""
     return LABEL_LINK + urllib.parse.quote(query_id, safe="")
+
+
+# --- how figures are written: one format for each kind, on every page -----------------------
+
+NOT_MEASURED = "not measured (first-hit labels)"  # recall@k / nDCG@k of first-hit labels
+UNMEASURABLE = ("recall@", "ndcg@")  # metrics first-hit labels cannot measure
+RATES = ("hit@", "miss@", "judged@")  # shares, shown in percent (as the unanswerable share)
+METRIC_WORDS = {"mrr": "MRR", "ndcg": "nDCG", "miss": "miss rate", "judged": "judged"}
+
+
+def is_rate(metric: str) -> bool:
+    """Whether a figure is a share (hit, miss, judged, unanswerable), shown in percent."""
+    return metric.startswith(RATES) or metric == UNANSWERABLE
+
+
+def metric_label(metric: str) -> str:
+    """A metric's name in words: ``mrr@10`` → ``MRR@10``, ``miss@10`` → ``miss rate@10``."""
+    if metric == UNANSWERABLE:
+        return "unanswerable share"
+    name, at, cutoff = metric.partition("@")
+    return METRIC_WORDS.get(name, name) + at + cutoff
+
+
+def value_text(value: float | None, metric: str) -> str:
+    """A figure alone: rates in percent with one decimal, means with three decimals."""
+    if not finite(value):
+        return "–"
+    return f"{value:.1%}" if is_rate(metric) else f"{value:.3f}"
+
+
+def figure_text(entry: Mapping | None, metric: str, ci: bool = True) -> str:
+    """A report's metric entry as one cell: ``0.615 [0.511, 0.720]``, ``45.5% [18.2, 72.7]``
+    for a rate, ``≥ 0.412 [...]`` for a
+    lower bound (precision@k of first-hit labels), the reason (``not measured (first-hit
+    labels)``) when the mean is None for recall@k or nDCG@k, ``–`` when nothing is known."""
+    if not entry:
+        return "–"
+    mean = entry.get("mean")
+    if mean is None:
+        reason = entry.get("reason") or (NOT_MEASURED if metric.startswith(UNMEASURABLE) else "")
+        return reason or "–"
+    text = ("≥ " if entry.get("bound") == "lower" else "") + value_text(mean, metric)
+    low, high = entry.get("ci95") or (None, None)
+    if ci and finite(low) and finite(high):
+        # a rate's CI bounds without their % signs, so that wide tables fit: 45.5% [18.2, 72.7]
+        bounds = [f"{b:.1%}"[:-1] if is_rate(metric) else f"{b:.3f}" for b in (low, high)]
+        text += f" [{bounds[0]}, {bounds[1]}]"
+    return text
+
+
+def duration_text(hours: float | None) -> str:
+    """Hours with a sensible precision: ``≈ 12 min`` below one hour, ``≈ 3.4 h`` below ten,
+    ``≈ 42 h`` above."""
+    if not finite(hours):
+        return "–"
+    if hours < 1:
+        return f"≈ {max(1, round(hours * 60)) if hours > 0 else 0} min"
+    return f"≈ {hours:.1f} h" if hours < 10 else f"≈ {hours:,.0f} h"
+
+
+def id_order(ids: pd.Series) -> pd.Series:
+    """A sort key for query ids that orders the numbers inside them as numbers
+    (``q2 < q10 < q22 < q219``), for ``sort_values(key=...)``."""
+    return ids.astype(str).str.replace(r"\d+", lambda m: m.group().zfill(20), regex=True)
+
+
+def wide_figures(report: Mapping, shares: Mapping[str, Mapping]) -> pd.DataFrame:
+    """The dashboard's per-slice table: one row per slice (``all`` first), the headline
+    figures as columns (mean and CI in one cell), the unanswerable share and judged@10
+    beside them. Headers in words; cells are text (see :func:`figure_text`)."""
+    groups = [(ALL, report["queries"]["answerable"], report["metrics"])]
+    groups += [(n, e["queries"], e["metrics"]) for n, e in report["slices"].items()]
+    groups += [(name, 0, {}) for name in shares if name not in dict.fromkeys(g[0] for g in groups)]
+    rows = []
+    for name, queries, metrics in groups:
+        row = {"Slice": name, "Answerable queries": queries}
+        row |= {metric_label(m): figure_text(metrics.get(m), m) for m in HEADLINE}
+        row["Unanswerable"] = figure_text(shares.get(name), UNANSWERABLE)
+        row["Judged@10"] = figure_text(metrics.get(JUDGED), JUDGED, ci=False)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def runs_table(reports: Mapping[str, Mapping], slice_name: str = ALL) -> pd.DataFrame:
+    """Runs side by side: one row per metric, one column per run (mean and CI in one cell),
+    on the whole golden set or one slice; judged@10 (how much of each run's top 10 is judged)
+    is the last row, so every figure is read with it."""
+
+    def metrics_of(report: Mapping) -> Mapping:
+        if slice_name == ALL:
+            return report["metrics"]
+        return report["slices"].get(slice_name, {}).get("metrics", {})
+
+    names = list(dict.fromkeys(m for r in reports.values() for m in metrics_of(r)))
+    ordered = [m for m in names if m != JUDGED] + [JUDGED]
+    rows = [
+        {"Metric": metric_label(metric)}
+        | {
+            run: figure_text(metrics_of(r).get(metric), metric, ci=metric != JUDGED)
+            for run, r in reports.items()
+        }
+        for metric in ordered
+    ]
+    return pd.DataFrame(rows, columns=["Metric", *reports])
+
+
+def paired_wide(comparison: Mapping, baseline: str, candidate: str) -> pd.DataFrame:
+    """A comparison as one row per slice and metric: the baseline's and the candidate's
+    means in columns named after the runs, the delta with its paired 95% CI in one cell (a
+    rate's in percentage points: ``-27.3 pts [-72.7, +18.2]``), the p-value and the queries
+    compared."""
+
+    def change(value: float, rate: bool) -> str:  # a rate's change in percentage points
+        return f"{value * 100:+.1f}" if rate else f"{value:+.3f}"
+
+    rows = []
+    for row in paired_table(comparison).itertuples(index=False):
+        rate = is_rate(row.metric)
+        if finite(row.delta):
+            delta = change(row.delta, rate) + (" pts" if rate else "")
+        else:
+            entry = {"mean": None, "reason": row.reason}
+            delta = figure_text(entry, row.metric)  # not measured, and why
+        if finite(row.ci_low) and finite(row.ci_high):
+            delta += f" [{change(row.ci_low, rate)}, {change(row.ci_high, rate)}]"
+        bound = "≥ " if row.bound == "lower" else ""
+        rows.append(
+            {
+                "Slice": row.slice,
+                "Metric": metric_label(row.metric),
+                baseline: bound + value_text(row.baseline, row.metric),
+                candidate: bound + value_text(row.candidate, row.metric),
+                "Change [95% CI]": delta,
+                "p-value": "–" if not finite(row.p_value) else f"{row.p_value:.4f}",
+                "Queries": row.queries,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+CHANGES = {  # the kinds of changed queries, in the order a reviewer reads them
+    "new_misses": "new miss",
+    "new_hits": "new hit",
+    "worse": "moved down",
+    "better": "moved up",
+}
+
+
+def changed_queries(comparison: Mapping, golden: Golden) -> pd.DataFrame:
+    """The queries behind a comparison (``changed_queries`` of eval's comparison; empty when
+    an older result lacks it), new misses first, each with its text and a link opening it on
+    the label page: DataFrame(link, change, query_id, query, slice, baseline_rank,
+    candidate_rank). A rank is None when no relevant doc is in the top 10."""
+    columns = ["link", "change", "query_id", "query", "slice", "baseline_rank", "candidate_rank"]
+    texts = golden.queries.set_index("query_id")["query"]
+    changed = comparison.get("changed_queries") or {}
+    rows = [
+        {
+            "change": words,
+            "query_id": item["query_id"],
+            "query": texts.get(item["query_id"], ""),
+            "slice": item.get("slice") or "",
+            "baseline_rank": item.get("baseline_rank"),
+            "candidate_rank": item.get("candidate_rank"),
+            "link": label_link(item["query_id"]),
+        }
+        for kind, words in CHANGES.items()
+        for item in changed.get(kind, [])
+    ]
+    return pd.DataFrame(rows, columns=columns).astype(
+        {"baseline_rank": "Int64", "candidate_rank": "Int64"}
+    )
 
 
 # --- how many more queries ----------------------------------------------------------------
@@ -268,6 +447,7 @@ class Snapshot:
 
     report: dict  # build_report's JSON object (what `goldset eval --json` prints)
     table: pd.DataFrame  # report_table, headline metrics, plus the unanswerable share rows
+    wide: pd.DataFrame  # wide_figures: the same figures as text, one row per slice
     first_relevant: pd.DataFrame
     worst: pd.DataFrame
     needed: QueriesNeeded
@@ -294,6 +474,7 @@ def snapshot(
     return Snapshot(
         report=report,
         table=dashboard_table(report, shares),
+        wide=wide_figures(report, shares),
         first_relevant=first_relevant_ranks(per_query, golden),
         worst=worst_table(report),
         needed=queries_needed(per_query, report, measured, left, target),
@@ -388,18 +569,13 @@ def coverage(store: Store) -> pd.DataFrame:
 
 
 def throughput(store: Store, hours: int = 24, now: datetime | None = None) -> pd.DataFrame:
-    """Judgements per hour and annotator over the last ``hours`` hours (UTC), every hour
-    present (0 when idle): DataFrame(hour, annotator, judgements)."""
+    """Judgements made per hour and annotator over the last ``hours`` hours (UTC), only the
+    hours that have some: DataFrame(hour, annotator, judgements), oldest first."""
     now = now or datetime.now(UTC)
     first = (now - timedelta(hours=hours - 1)).replace(minute=0, second=0, microsecond=0)
     counts = store.judgements_per_hour(since=first.strftime("%Y-%m-%dT%H"))
     counts["hour"] = pd.to_datetime(counts["hour"], format="%Y-%m-%dT%H", utc=True)
-    grid = pd.MultiIndex.from_product(
-        [pd.date_range(first, periods=hours, freq="h"), sorted(set(counts["annotator"])) or [""]],
-        names=["hour", "annotator"],
-    )
-    counts = counts.set_index(["hour", "annotator"])["judgements"].reindex(grid, fill_value=0)
-    return counts.reset_index()
+    return counts[["hour", "annotator", "judgements"]]
 
 
 # --- cost ----------------------------------------------------------------------------------
@@ -414,6 +590,8 @@ class CostSummary:
     queries_remaining: int  # not done yet (pending, in progress or skipped)
     annotators_per_query: float  # measured overlap: completed passes per done query
     per_annotator: pd.DataFrame  # annotator, judgements, seconds_per_judgement, ...
+    current_labels: int = 0  # labels held now, one per annotator and doc (undone ones gone)
+    judgements_made: int = 0  # judgement events, undone ones included (their time was spent)
 
     def as_dict(self) -> dict:
         """The JSON of ``goldset cost --db``: spent, remaining and total (each with seconds,
@@ -423,6 +601,8 @@ class CostSummary:
             **self.cost.as_dict(),
             "rate": self.rate,
             "queries_remaining": self.queries_remaining,
+            "current_labels": self.current_labels,
+            "judgements_made": self.judgements_made,
             "annotators_per_query": self.annotators_per_query,
             "annotators": json.loads(
                 self.per_annotator.to_json(orient="records", double_precision=15)
@@ -442,7 +622,28 @@ def cost_summary(store: Store, rate: float = DEFAULT_RATE) -> CostSummary:
     measured = cost.measured_cost(
         seconds["seconds"], depths["judged_depth"], remaining, rate, overlap
     )
-    return CostSummary(measured, rate, remaining, overlap, _per_annotator(seconds, depths, rate))
+    per_annotator = _per_annotator(seconds, depths, rate)
+    labels = store.status()["judgements"]
+    return CostSummary(measured, rate, remaining, overlap, per_annotator, labels, len(seconds))
+
+
+def work_text(summary: CostSummary) -> str:
+    """The project's work figures in one line, worded the same on the dashboard, the
+    planner, ``goldset status`` and ``goldset cost --db``: current labels, judgements made
+    (undone ones included), annotators, median seconds per judgement, mean judged depth per
+    completed query and the queries left."""
+    people = len(summary.per_annotator)
+    seconds, depth = summary.cost.seconds_per_judgement, summary.cost.judgements_per_query
+    parts = [
+        f"{summary.current_labels:,} current labels",
+        f"{summary.judgements_made:,} judgements made (undone ones included) by {people:,} "
+        f"annotator{'' if people == 1 else 's'}",
+    ]
+    if finite(seconds):
+        parts.append(f"median {seconds:.1f} s per judgement")
+    if finite(depth):
+        parts.append(f"mean judged depth {depth:.2f} per done query")
+    return " · ".join([*parts, f"{summary.queries_remaining:,} queries left"])
 
 
 def _per_annotator(seconds: pd.DataFrame, depths: pd.DataFrame, rate: float) -> pd.DataFrame:
@@ -477,10 +678,16 @@ def plans(
     annotators_per_query: float = 1.0,
     answerable_share: float = 1.0,
     pool_depth: float | None = None,
+    measured_depth: float | None = None,
 ) -> pd.DataFrame:
     """A plan before labelling (:func:`eval.cost.compare_plans`): first-hit mode against full
     depth k and, given the pool's real size per query, the full pool. DataFrame(plan,
-    docs_per_query, hours, dollars)."""
+    docs_per_query, hours, dollars).
+
+    Once queries are done, ``measured_depth`` (the mean judged depth of a done query, the
+    same figure as the measured cost) prices first-hit mode instead of the depth expected
+    from ``first_relevant``: with a pool of several runs an annotator judges until every
+    run's first hit is known, deeper than one run's first relevant rank."""
     options = {
         "annotators_per_query": annotators_per_query,
         "answerable_share": answerable_share,
@@ -488,10 +695,13 @@ def plans(
     compared = cost.compare_plans(
         queries, k, first_relevant, seconds_per_judgement, rate, **options
     )
-    rows = [
-        (f"first hit, top {k}", compared.first_hit_depth, compared.first_hit),
-        (f"full, top {k}", compared.full_depth, compared.full),
-    ]
+    first_hit = (f"first hit, top {k}", compared.first_hit_depth, compared.first_hit)
+    if finite(measured_depth):
+        price = cost.labelling_cost(
+            queries, measured_depth, seconds_per_judgement, rate, annotators_per_query
+        )
+        first_hit = (f"first hit, top {k} (measured depth)", measured_depth, price)
+    rows = [first_hit, (f"full, top {k}", compared.full_depth, compared.full)]
     if pool_depth is not None:
         pooled = cost.compare_plans(
             queries,
@@ -559,6 +769,7 @@ class Dashboard:
     coverage: pd.DataFrame
     throughput: pd.DataFrame
     status: dict
+    cost: CostSummary
 
 
 class Refresher:
@@ -633,14 +844,11 @@ def dashboard_refresher(
             if candidates not in held:
                 held.clear()
                 held[candidates] = project_run(store, run)
+            measured = cost_summary(store, rate)
             figures = snapshot(
-                golden_set(store),
-                held[candidates],
-                cost_summary(store, rate),
-                store.eval_history(),
-                target=target,
+                golden_set(store), held[candidates], measured, store.eval_history(), target=target
             )
-            return Dashboard(figures, coverage(store), throughput(store), store.status())
+            return Dashboard(figures, coverage(store), throughput(store), store.status(), measured)
 
     return Refresher(compute, pace=pace)
 
@@ -687,6 +895,8 @@ def paired_table(comparison: Mapping) -> pd.DataFrame:
             "ci_low": (entry["ci95"] or [None, None])[0],
             "ci_high": (entry["ci95"] or [None, None])[1],
             "p_value": entry["p_value"],
+            "reason": entry.get("reason"),  # why a figure is not measured (first-hit labels)
+            "bound": entry.get("bound"),  # "lower": precision@k of first-hit labels
             "queries": queries
             if queries is not None
             else comparison["queries"]["baseline"]["answerable"],

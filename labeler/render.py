@@ -120,17 +120,19 @@ def candidate_card(
     state: str,
     label: str | None = None,
     details: str | None = None,
+    marker: str = "▶ judge this",
 ) -> str:
     """HTML for one candidate.
 
     ``state`` is ``"current"`` (the one the next key judges: full text, framed), ``"judged"``
     (its ``label`` shown) or ``"waiting"`` (a one-line preview). ``details`` is plain text such
-    as score and provenance, shown under the title when given.
+    as score and provenance, shown under the title when given. ``marker`` is the badge of the
+    current candidate (the review page frames a disputed one with its own words).
     """
     if state not in ("current", "judged", "waiting"):
         raise ValueError(f"candidate state must be current, judged or waiting, not {state!r}")
     badge = f'<span class="gs-label">{html.escape(label)}</span>' if label else ""
-    marker = '<span class="gs-now">▶ judge this</span>' if state == "current" else ""
+    marker = f'<span class="gs-now">{html.escape(marker)}</span>' if state == "current" else ""
     head = (
         f'<div class="gs-head"><span class="gs-rank">#{rank}</span>'
         f'<span class="gs-title">{data_text(title, terms, limit=PREVIEW_LIMIT)}</span>'

@@ -1,8 +1,19 @@
-"""Local users: salted scrypt hashes, login checks, the loopback rule and `goldset user add`."""
+"""Local users: salted scrypt hashes, login checks, the loopback rule and `goldset user add`;
+the session cookie's endpoint, the first web user, and error pages."""
+
+import asyncio
+import re
+from pathlib import Path
 
 import pytest
+import streamlit as st
 from click.testing import CliRunner
+from starlette.requests import Request
+from streamlit.testing.v1 import AppTest
+from streamlit.web.server.app_discovery import discover_asgi_app
+from test_app_team import OIDC
 
+from labeler import signin
 from labeler.auth import (
     LOCAL_ANNOTATOR,
     check_login,
@@ -12,8 +23,11 @@ from labeler.auth import (
     verify_password,
 )
 from labeler.cli import cli
-from labeler.launch import DB_ENV, app_environment, check_host, streamlit_command
-from labeler.store import Store
+from labeler.launch import APP, DB_ENV, app_environment, check_host, streamlit_command
+from labeler.session_cookie import CLAIM_PATH, COOKIE, claim
+from labeler.store import DEMO_TASKS, Store
+from labeler.team import end_session, resume_session, start_session
+from labeler.views import context
 
 
 def test_password_hash_verifies_the_password_and_nothing_else():
@@ -86,6 +100,7 @@ def test_app_environment_passes_the_absolute_database_path(tmp_path, monkeypatch
 
 
 def test_cli_app_refuses_a_public_host_for_a_project_without_users(tmp_path):
+    Store(tmp_path / "p.db").close()
     result = CliRunner().invoke(cli, ["app", "--db", str(tmp_path / "p.db"), "--host", "0.0.0.0"])
     assert result.exit_code == 1
     assert "refusing to listen on 0.0.0.0" in result.output
@@ -93,6 +108,7 @@ def test_cli_app_refuses_a_public_host_for_a_project_without_users(tmp_path):
 
 def test_cli_user_add_stores_only_a_hash(tmp_path):
     db = tmp_path / "p.db"
+    Store(db).close()
     result = CliRunner().invoke(
         cli, ["user", "add", "ana", "--db", str(db)], input="s3cret\ns3cret\n"
     )
@@ -105,8 +121,197 @@ def test_cli_user_add_stores_only_a_hash(tmp_path):
 
 def test_cli_user_add_refuses_a_duplicate_and_a_bad_name(tmp_path):
     db = str(tmp_path / "p.db")
+    Store(db).close()
     CliRunner().invoke(cli, ["user", "add", "ana", "--db", db, "--password", "x"])
     duplicate = CliRunner().invoke(cli, ["user", "add", "ana", "--db", db, "--password", "y"])
     assert duplicate.exit_code == 1 and "already exists" in duplicate.output
     bad = CliRunner().invoke(cli, ["user", "add", "a b", "--db", db, "--password", "y"])
     assert bad.exit_code == 1 and "invalid user name" in bad.output
+
+
+# --- the session cookie's endpoint ----------------------------------------------------------------
+
+
+def post_ticket(ticket: str, origin: str | None = "http://127.0.0.1:8501"):
+    """POST ``ticket`` to the cookie endpoint as a browser on 127.0.0.1:8501 would."""
+    headers = [(b"host", b"127.0.0.1:8501")]
+    if origin:
+        headers.append((b"origin", origin.encode()))
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "scheme": "http",
+        "path": CLAIM_PATH,
+        "query_string": b"",
+        "headers": headers,
+    }
+
+    async def receive() -> dict:
+        return {"type": "http.request", "body": ticket.encode(), "more_body": False}
+
+    return asyncio.run(claim(Request(scope, receive)))
+
+
+@pytest.fixture
+def ana_ticket(tmp_path, monkeypatch) -> tuple[Path, str]:
+    """A project with user ana who just signed in: (database, the page's one-time ticket)."""
+    db = tmp_path / "p.db"
+    monkeypatch.setenv(DB_ENV, str(db))
+    with Store(db) as store:
+        store.add_annotator("ana", password_hash=hash_password("pw"))
+        return db, start_session(store, "ana").ticket
+
+
+def test_the_endpoint_trades_a_ticket_for_an_http_only_strict_cookie(ana_ticket):
+    db, ticket = ana_ticket
+    response = post_ticket(ticket)
+    assert response.status_code == 204
+    name, value = response.headers["set-cookie"].split(";")[0].split("=", 1)
+    assert name == COOKIE and value != ticket
+    flags = response.headers["set-cookie"].lower()
+    assert "httponly" in flags and "samesite=strict" in flags and "path=/" in flags
+    with Store(db) as store:
+        assert resume_session(store, token=value).user["name"] == "ana"
+    assert post_ticket(ticket).status_code == 403  # a ticket is spent by its first use
+
+
+@pytest.mark.parametrize("origin", [None, "http://evil.example", "http://127.0.0.1:8502"])
+def test_the_endpoint_refuses_other_sites_and_keeps_the_ticket(ana_ticket, origin):
+    _, ticket = ana_ticket
+    assert post_ticket(ticket, origin=origin).status_code == 403
+    assert post_ticket(ticket).status_code == 204
+
+
+def test_streamlit_run_serves_the_app_with_the_cookie_endpoint():
+    # `streamlit run labeler/app.py` (and `goldset app`) serve an st.App found in the script.
+    found = discover_asgi_app(APP)
+    assert (found.is_asgi_app, found.app_name) == (True, "app")
+
+
+# --- the first user from the web, and errors ------------------------------------------------------
+
+
+@pytest.fixture
+def lone_project(tmp_path, monkeypatch) -> Path:
+    """A project with queries and no users: the app serves the local admin."""
+    db = tmp_path / "lone.db"
+    with Store(db) as store:
+        store.import_tasks(DEMO_TASKS)
+    monkeypatch.setenv(DB_ENV, str(db))
+    st.cache_resource.clear()
+    yield db
+    st.cache_resource.clear()
+
+
+def admin_page() -> AppTest:
+    at = AppTest.from_file("../labeler/app.py", default_timeout=30).run()
+    return at.switch_page("views/admin.py").run()
+
+
+def field(at: AppTest, label: str):
+    return next(widget for widget in at.text_input if widget.label == label)
+
+
+def click(at: AppTest, label: str) -> AppTest:
+    return next(button for button in at.button if button.label == label).click().run()
+
+
+def page_text(at: AppTest) -> str:
+    return "\n".join(
+        [str(html.proto.body) for html in at.get("html")] + [e.value for e in at.error]
+    )
+
+
+def test_the_first_user_from_the_web_is_the_local_admins_own_admin_account(lone_project):
+    at = admin_page()
+    assert "Add user" not in [button.label for button in at.button]  # not before the admin
+    assert "first create your own admin account" in page_text(at)
+    field(at, "Your user name").input("alan")
+    field(at, "Your password").input("pw")
+    field(at, "Your password again").input("pw")
+    at = click(at, "Create my admin account")
+    assert "Signed in as alan (admin)" in page_text(at)
+    with Store(lone_project) as store:
+        assert store.annotator("alan")["role"] == "admin"
+        assert verify_password("pw", store.annotator("alan")["password_hash"])
+    field(at, "User name").input("ana")
+    field(at, "Password").input("ana-pw")
+    at = click(at, "Add user")
+    assert "Added annotator ana." in page_text(at)
+    assert "Signed in as alan (admin)" in page_text(at)  # still on the Admin page
+
+
+def test_the_first_admin_account_needs_a_valid_name_and_the_same_password_twice(lone_project):
+    at = admin_page()
+    for name, password, again in [("alan", "pw", "pv"), (LOCAL_ANNOTATOR, "pw", "pw")]:
+        field(at, "Your user name").input(name)
+        field(at, "Your password").input(password)
+        field(at, "Your password again").input(again)
+        at = click(at, "Create my admin account")
+        assert "Not done" in page_text(at)
+    with Store(lone_project) as store:
+        assert store.annotators() == []
+
+
+def test_an_unexpected_error_shows_an_id_never_a_traceback(lone_project, monkeypatch, caplog):
+    def broken() -> dict:
+        raise RuntimeError(f"secret detail in {lone_project}")
+
+    monkeypatch.setattr(context, "require_user", broken)
+    at = AppTest.from_file("../labeler/app.py", default_timeout=30).run()
+    assert not at.exception
+    [message] = [error.value for error in at.error]
+    error_id = re.search(r"error ([0-9a-f]{8})", message).group(1)
+    assert str(lone_project) not in message and "secret" not in message
+    assert error_id in caplog.text and "secret detail" in caplog.text  # the log keeps it
+
+
+# --- sessions in the app --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def ana_project(lone_project) -> Path:
+    with Store(lone_project) as store:
+        store.add_annotator("ana", password_hash=hash_password("pw"))
+        store.add_annotator("sso@example.com")
+    return lone_project
+
+
+def tab(session_id: int | None = None, **user) -> AppTest:
+    """A tab of a browser: resumed from the browser's session ``session_id`` if given (as a
+    reload or a new tab is), signed in through the identity provider as ``user`` if given."""
+    at = AppTest.from_file("../labeler/app.py", default_timeout=30)
+    if session_id is not None:
+        at.session_state[signin.SESSION_KEY] = session_id
+    if user:
+        at.secrets.update(OIDC)
+        at.user.update({"is_logged_in": True, "email_verified": True, **user})
+    return at.run()
+
+
+def test_a_password_sign_in_opens_a_session_and_logout_ends_it_in_every_tab(ana_project):
+    first = tab()
+    field(first, "User name").input("ana")
+    field(first, "Password").input("pw")
+    first = click(first, "Log in")
+    session_id = first.session_state[signin.SESSION_KEY]
+    second = tab(session_id)
+    assert "Labelling as ana" in page_text(second)
+    click(first, "Log out")
+    second.run()
+    assert [button.label for button in second.button] == ["Log in"]
+    with Store(ana_project) as store:
+        assert store.browser_session(session_id=session_id)["revoked_at"] is not None
+
+
+def test_an_identity_provider_sign_in_opens_a_session_and_its_end_signs_the_tab_out(
+    ana_project,
+):
+    at = tab(email="sso@example.com")
+    assert "Labelling as sso@example.com" in page_text(at)
+    session_id = at.session_state[signin.SESSION_KEY]
+    with Store(ana_project) as store:
+        assert store.browser_session(session_id=session_id)["annotator"] == "sso@example.com"
+        end_session(store, session_id)  # logged out in another tab of the browser
+    at.run()  # the provider's sign-in is still cached in this tab: it does not sign in again
+    assert "Labelling as" not in page_text(at) and "Log in" in [b.label for b in at.button]

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from streamlit.testing.v1 import AppTest
 from test_live import label, labelled_demo, open_page, opened_by_the_app, table_with
 
+from labeler import live
 from labeler.auth import hash_password
 from labeler.cli import cli
 from labeler.store import Store
@@ -60,45 +61,102 @@ def click(at: AppTest, label: str) -> AppTest:
     return at
 
 
-def test_runs_are_evaluated_with_judged_at_10_beside_every_figure(project):
+def test_runs_are_side_by_side_one_row_per_metric_with_judged_at_10_last(project):
     db, files = project
-    table = table_with(upload(files), "judged@10")
-    assert set(table["run"]) == {"baseline", "candidate"}
-    mrr = table[(table["slice"] == "all") & (table["metric"] == "mrr@10")].set_index("run")
+    at = upload(files)
+    table = table_with(at, "Metric").set_index("Metric")
+    assert list(table.columns) == ["baseline", "candidate"]
+    assert list(table.index) == [
+        "MRR@10", "hit@1", "hit@10", "miss rate@10", "recall@10", "precision@10", "nDCG@10",
+        "judged@10",
+    ]  # fmt: skip
     # q04 is not in the runs: it scores 0, as in trec_eval -c.
-    assert mrr.loc["baseline", "value"] == pytest.approx((1 + 1 / 3 + 0 + 0) / 4)
-    assert mrr.loc["candidate", "value"] == pytest.approx((1 / 2 + 1 + 0 + 0) / 4)
-    assert table["judged@10"].notna().all()
+    assert table.loc["MRR@10", "baseline"].startswith(f"{(1 + 1 / 3 + 0 + 0) / 4:.3f} [")
+    assert table.loc["MRR@10", "candidate"].startswith(f"{(1 / 2 + 1 + 0 + 0) / 4:.3f} [")
+    assert table.loc["hit@1", "baseline"].startswith("25.0% [")
+    assert table.loc["judged@10"].str.endswith("%").all()
+
+    at.selectbox(key="compare_slice").set_value("tail").run()
+    tail = table_with(at, "Metric").set_index("Metric")
+    assert tail.loc["MRR@10", "baseline"] != table.loc["MRR@10", "baseline"]
+
+
+def goldset_compare(db, files, folder) -> dict:
+    for name, data in files.items():
+        (folder / f"{name}.trec").write_bytes(data)
+    args = ["compare", "--db", str(db), "--json"]
+    args += ["--baseline", str(folder / "baseline.trec")]
+    args += ["--candidate", str(folder / "candidate.trec")]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code in (0, 1), result.output
+    return json.loads(result.output)
 
 
 def test_paired_comparison_equals_goldset_compare_with_the_gate_verdict(project, tmp_path):
     db, files = project
-    for name, data in files.items():
-        (tmp_path / f"{name}.trec").write_bytes(data)
-    args = ["compare", "--db", str(db), "--json"]
-    args += ["--baseline", str(tmp_path / "baseline.trec")]
-    args += ["--candidate", str(tmp_path / "candidate.trec")]
-    result = CliRunner().invoke(cli, args)
-    expected = json.loads(result.output)
+    expected = goldset_compare(db, files, tmp_path)
 
     at = upload(files)
-    shown = table_with(at, "delta").set_index(["slice", "metric"])
+    shown = table_with(at, "Change [95% CI]").set_index("Metric")
     for metric, entry in expected["metrics"].items():
-        if entry.get("reason"):  # recall, nDCG on the demo's first-hit labels: no figures
+        row = shown.loc[live.metric_label(metric)]
+        if entry.get("reason"):  # recall, nDCG on first-hit labels: no figures, the reason
+            assert row["Change [95% CI]"] == entry["reason"]
             continue
-        row = shown.loc[("all", metric)]
-        assert [row["delta"], row["ci_low"], row["ci_high"], row["p_value"]] == [
-            entry["delta"],
-            *entry["ci95"],
-            entry["p_value"],
-        ]
+        low, high = entry["ci95"]
+        if live.is_rate(metric):  # in percentage points
+            change = f"{entry['delta'] * 100:+.1f} pts [{low * 100:+.1f}, {high * 100:+.1f}]"
+        else:
+            change = f"{entry['delta']:+.3f} [{low:+.3f}, {high:+.3f}]"
+        assert row["Change [95% CI]"] == change
+        assert row["p-value"] == f"{entry['p_value']:.4f}"
+        bound = "≥ " if entry.get("bound") == "lower" else ""
+        assert row["baseline"] == bound + live.value_text(entry["baseline"], metric)
     tail = expected["slices"]["tail"]["metrics"]["mrr@10"]
-    assert shown.loc[("tail", "mrr@10"), "delta"] == tail["delta"]
+    at.selectbox(key="compare_slice").set_value("tail").run()
+    on_tail = table_with(at, "Change [95% CI]").set_index("Metric")
+    assert on_tail.loc["MRR@10", "Change [95% CI]"].startswith(f"{tail['delta']:+.3f}")
     assert expected["gate"]["passed"] is False  # q01 fell from rank 1 to 2: MRR@10 is not down
     assert at.error[0].value.startswith("Release gate: failed")
     assert [text.value for text in at.text] == expected["gate"]["reasons"] + [
         f"warning: {warning}" for warning in expected["gate"]["warnings"]
     ]
+
+
+CHANGED = {
+    "worse": [{"query_id": "q01", "slice": "head", "baseline_rank": 1, "candidate_rank": 2}],
+    "better": [{"query_id": "q02", "slice": "head", "baseline_rank": 3, "candidate_rank": 1}],
+    "new_misses": [
+        {"query_id": "q04", "slice": "tail", "baseline_rank": 2, "candidate_rank": None}
+    ],
+    "new_hits": [],
+}
+
+
+def test_changed_queries_show_new_misses_first_each_opening_the_label_page(project, monkeypatch):
+    db, files = project
+    real = live.compare_pair
+    monkeypatch.setattr(
+        live, "compare_pair", lambda *args: {**real(*args), "changed_queries": CHANGED}
+    )
+    changed = table_with(upload(files), "change")
+    assert changed["query_id"].tolist() == ["q04", "q01", "q02"]
+    assert changed["change"].tolist() == ["new miss", "moved down", "moved up"]
+    assert changed["link"].tolist() == ["./?query=q04", "./?query=q01", "./?query=q02"]
+    assert changed["query"].iloc[1] == "parse ISO-8601 duration"
+    assert changed["candidate_rank"].isna().tolist() == [True, False, False]
+
+
+def test_a_comparison_without_changed_queries_says_so(project, monkeypatch):
+    db, files = project
+    real = live.compare_pair
+    monkeypatch.setattr(
+        live,
+        "compare_pair",
+        lambda *args: {k: v for k, v in real(*args).items() if k != "changed_queries"},
+    )
+    at = upload(files)
+    assert any("does not list the queries that changed" in c.value for c in at.caption)
 
 
 def test_label_the_holes_adds_exactly_the_unjudged_top_k_docs(project):
@@ -158,5 +216,5 @@ def test_the_actions_are_for_admins(project):
     with Store(db) as store:
         store.add_annotator("rita", role="reviewer", password_hash=hash_password("pw"))
     at = upload(files, user="rita")
-    assert table_with(at, "delta") is not None  # a reviewer compares...
+    assert table_with(at, "Change [95% CI]") is not None  # a reviewer compares...
     assert not [button for button in at.button if button.label in ("Label the holes", "Record")]

@@ -8,8 +8,10 @@ import json
 import pytest
 from click.testing import CliRunner
 from streamlit.testing.v1 import AppTest
+from test_app_planner import pooled  # noqa: F401 - the pooled project, a fixture
 from test_live import demo_opened_by_the_app, open_page, table_with
 
+from labeler import live
 from labeler.auth import hash_password
 from labeler.cli import cli
 from labeler.store import Store
@@ -30,23 +32,31 @@ def goldset_eval(db) -> dict:
     return json.loads(result.output)
 
 
-def test_dashboard_figures_equal_goldset_eval_db(project):
+def test_dashboard_shows_one_row_per_slice_with_goldset_eval_db_figures(project):
     at = open_page(DASHBOARD)
     assert not at.exception, at.exception
-    shown = table_with(at, "ci_low").set_index(["slice", "metric"])
+    shown = table_with(at, "Unanswerable").set_index("Slice")
     report = goldset_eval(project)
 
-    expected = {("all", metric): entry for metric, entry in report["metrics"].items()}
-    for name, entry in report["slices"].items():
-        expected.update({(name, metric): value for metric, value in entry["metrics"].items()})
-    for metric in ("mrr@10", "hit@1", "hit@10", "miss@10"):
-        for slice_name in ("all", "head", "tail"):
-            row, entry = shown.loc[(slice_name, metric)], expected[(slice_name, metric)]
-            assert [row["value"], row["ci_low"], row["ci_high"]] == [entry["mean"], *entry["ci95"]]
-            assert row["judged@10"] == expected[(slice_name, "judged@10")]["mean"]
-    counts = report["queries"]
-    share = counts["unanswerable"] / (counts["answerable"] + counts["unanswerable"])
-    assert shown.loc[("all", "unanswerable"), "value"] == pytest.approx(share)
+    assert list(shown.index) == ["all", "head", "tail"]
+    assert list(shown.columns) == [
+        "Answerable queries", "MRR@10", "hit@1", "hit@10", "miss rate@10",
+        "Unanswerable", "Judged@10",
+    ]  # fmt: skip
+    groups = {"all": report["metrics"]}
+    groups |= {name: entry["metrics"] for name, entry in report["slices"].items()}
+    for slice_name, metrics in groups.items():
+        for metric, column in (
+            ("mrr@10", "MRR@10"),
+            ("hit@1", "hit@1"),
+            ("miss@10", "miss rate@10"),
+        ):
+            assert shown.loc[slice_name, column] == live.figure_text(metrics[metric], metric)
+        assert shown.loc[slice_name, "Judged@10"] == f"{metrics['judged@10']['mean']:.1%}"
+    low, high = report["metrics"]["mrr@10"]["ci95"]
+    assert shown.loc["all", "MRR@10"] == f"0.458 [{low:.3f}, {high:.3f}]"
+    assert shown.loc["all", "miss rate@10"].startswith("25.0% [")
+    assert shown.loc["all", "Unanswerable"].startswith("33.3% [")
     tiles = {metric.label: metric.value for metric in at.metric}
     assert tiles["MRR@10"] == f"{report['metrics']['mrr@10']['mean']:.3f}" == "0.458"
     assert tiles["miss rate"] == "25.0%"
@@ -74,6 +84,7 @@ def test_coverage_and_how_many_more_queries_are_shown(project):
     at = open_page(DASHBOARD)
     coverage = table_with(at, "done_share").set_index("slice")
     assert coverage.loc["all", ["queries", "done", "skipped"]].tolist() == [50, 6, 1]
+    assert coverage.loc["all", "done_share"] == pytest.approx(12.0)  # percent, as shown
     needed = next(
         text.value for text in at.markdown if "answerable queries are needed" in text.value
     )
@@ -91,3 +102,22 @@ def test_dashboard_is_for_reviewers_and_downloads_for_admins(project):
     admin = open_page(DASHBOARD, user="alan")
     labels = [button.proto.label for button in admin.get("download_button")]
     assert labels == ["Golden set (JSONL)", "TREC qrels", "Report (JSON)", "Report (CSV)"]
+
+
+def test_a_pooled_projects_runs_are_named_for_what_they_are(pooled):  # noqa: F811
+    at = open_page(DASHBOARD)
+    assert not at.exception, at.exception
+    assert at.sidebar.selectbox[0].options == [
+        "the pool of 2 runs (fused order)",
+        "pooled run bm25",
+        "pooled run dense",
+    ]
+    assert open_page("../labeler/views/compare.py").multiselect[0].options == [
+        "candidates (the pool of 2 runs, fused order)",
+        "bm25 (pooled run)",
+        "dense (pooled run)",
+    ]
+
+
+def test_an_imported_projects_run_is_its_candidate_lists(project):
+    assert open_page(DASHBOARD).sidebar.selectbox[0].options == ["candidate lists (imported)"]

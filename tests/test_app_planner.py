@@ -13,6 +13,7 @@ from test_live import demo_opened_by_the_app, open_page, opened_by_the_app, tabl
 
 from eval.cost import expected_first_hit_depth, pool_depth_per_query
 from eval.readers import read_run
+from labeler import live
 from labeler.cli import cli
 from labeler.store import Store
 
@@ -69,17 +70,18 @@ def test_cost_page_figures_equal_goldset_cost_db(project):
     tiles = {metric.label: metric.value for metric in at.metric}
     for name in ("spent", "remaining", "total"):
         assert tiles[name] == f"${measured[name]['dollars']:,.2f}"
-    hours = [caption.value for caption in at.caption if caption.value.endswith(" h")]
-    assert hours == [
-        f"{measured[name]['hours']:,.2f} h" for name in ("spent", "remaining", "total")
+    durations = [caption.value for caption in at.caption if caption.value.endswith(" min")]
+    assert durations == [
+        live.duration_text(measured[name]["hours"]) for name in ("spent", "remaining", "total")
     ]
+    assert durations[0] == f"≈ {round(measured['spent']['hours'] * 60)} min"  # under an hour
     shown = table_with(at, "annotator")
     pd.testing.assert_frame_equal(
         shown, pd.DataFrame(measured["annotators"]), check_dtype=False, check_exact=False
     )
-    text = next(markdown.value for markdown in at.markdown if "per judgement" in markdown.value)
-    assert f"**{measured['seconds_per_judgement']:.1f} s** per judgement" in text
-    assert f"**{measured['judgements_per_query']:.2f}** per query" in text
+    text = next(caption.value for caption in at.caption if "per judgement" in caption.value)
+    assert f"median {measured['seconds_per_judgement']:.1f} s per judgement" in text
+    assert f"mean judged depth {measured['judgements_per_query']:.2f} per done query" in text
 
 
 def test_goldset_cost_db_measures_spent_remaining_and_total(project):
@@ -90,8 +92,9 @@ def test_goldset_cost_db_measures_spent_remaining_and_total(project):
         measured["spent"]["seconds"] + measured["remaining"]["seconds"]
     )
     text = goldset("cost", "--db", str(project), "--rate", "60")
-    assert "4.0 s per judgement (median)" in text
-    assert f"spent         {measured['spent']['hours']:.2f} h" in text
+    assert "median 4.0 s per judgement" in text
+    spent = measured["spent"]
+    assert f"spent     {live.duration_text(spent['hours']):>10}  ${spent['dollars']:,.2f}" in text
     mixed = CliRunner().invoke(cli, ["cost", "--db", str(project), "--seconds", "20"])
     assert mixed.exit_code == 2 and "leave out --seconds" in mixed.output
 
@@ -100,6 +103,9 @@ def test_plan_compares_first_hit_full_depth_and_the_real_pool(pooled):
     db, runs = pooled
     at = open_planner()
     sizes, plan = table_with(at, "pooled_per_query"), table_with(at, "plan")
+    # The pooled runs hold their top 10 only: depth 20 would repeat depth 10's pool size.
+    assert sizes["depth"].tolist() == [5, 10]
+    assert any("hold only their top 10" in caption.value for caption in at.caption)
 
     real = pool_depth_per_query([read_run(run).results for run in runs], 10)
     assert sizes.set_index("depth").loc[10, ["depth_x_systems", "pooled_per_query"]].tolist() == [
@@ -111,3 +117,19 @@ def test_plan_compares_first_hit_full_depth_and_the_real_pool(pooled):
     first_hit = expected_first_hit_depth([1, 3, float("nan"), 2], 10, answerable_share=0.85)
     assert plan["docs_per_query"].tolist() == [pytest.approx(first_hit), 10, real]
     assert plan["hours"].iloc[2] == pytest.approx(3 * real * 20 / 3600)  # 3 queries at 20 s
+
+
+def test_first_hit_plan_uses_the_measured_judged_depth_once_queries_are_done(project):
+    measured = json.loads(goldset("cost", "--db", str(project), "--json"))
+    plan = table_with(open_planner(), "plan").set_index("plan")
+    depth = measured["judgements_per_query"]
+    assert plan.loc["first hit, top 10 (measured depth)", "docs_per_query"] == depth
+    with Store(project) as store:
+        queries = store.status()["queries"]  # the plan's default: every query of the project
+    assert plan.loc["first hit, top 10 (measured depth)", "hours"] == pytest.approx(
+        queries
+        * depth
+        * measured["seconds_per_judgement"]
+        * measured["annotators_per_query"]
+        / 3600
+    )

@@ -208,26 +208,68 @@ def test_review_page_shows_the_planted_agreement_and_queue(project):
     at = session("rita", REVIEW)
     kappa = at.metric[0]
     assert kappa.label == "kappa (relevant or not)" and kappa.value == f"{PLANTED_KAPPA:.3f}"
-    assert at.dataframe[1].value["query_id"].tolist() == PLANTED_QUEUE
+    assert at.dataframe[1].value["Query id"].tolist() == PLANTED_QUEUE
     assert "Adjudication queue · 3 waiting" in texts(at)
+    chooser = at.selectbox(key="review_query")
+    assert (
+        chooser.options[0].startswith("1 · q5 · ")
+        and "RR@10 gap 0.75 · waiting" in (chooser.options[0])
+    )
+
+
+def decide(at: AppTest, query_id: str) -> AppTest:
+    """Press the decision form's button of ``query_id``."""
+    next(
+        b for b in at.button if b.label == "Decide with these grades" and query_id in str(b.form_id)
+    ).click().run()
+    return at
+
+
+def test_a_disagreement_shows_the_query_the_candidates_texts_and_each_annotators_grade(project):
+    at = session("rita", REVIEW)
+    at.selectbox(key="review_query").set_value("q2").run()
+    with Store(project) as store:
+        query = store.query("q2")["query"]
+        first = store.candidates("q2")[0]
+    page = texts(at)
+    assert query in page
+    # the candidates' own texts (a disputed one in full), to decide with the evidence
+    assert f'<div class="gs-text gs-text-current"><bdi>{first["text"]}</bdi>' in page
+    assert '<span class="gs-now">disputed</span>' in page
+    assert "ana: 0 · not relevant · bob: 1 · relevant" in page
+
+
+def test_the_decision_form_starts_with_no_choice_for_a_disputed_grade_and_requires_one(project):
+    at = session("rita", REVIEW)
+    at.selectbox(key="review_query").set_value("q2").run()
+    disputed = at.selectbox(key="grade_q2_0")
+    assert disputed.value is None and "disputed" in disputed.label
+    decide(at, "q2")
+    assert "Choose a grade for the disputed row(s) 1, 2 first." in texts(at)
+    with Store(project) as store:
+        assert store.decisions() == {}
+    at.selectbox(key="grade_q2_0").set_value(1)
+    at.selectbox(key="grade_q2_1").set_value(0)
+    decide(at, "q2")
+    with Store(project) as store:
+        assert store.decision("q2").judgments == {"q2-d1": 1, "q2-d2": 0}
 
 
 def test_reviewer_accepts_one_annotators_label(project):
     at = session("rita", REVIEW)
     at.button(key="adopt_q5_bob").click().run()
     assert "q5: decided for bob&#x27;s label." in texts(at)  # escaped: data never markup
-    assert at.dataframe[1].value["query_id"].tolist() == ["q2", "q3"]
+    assert at.dataframe[1].value["Query id"].tolist() == ["q2", "q3"]
     with Store(project) as store:
         assert store.decision("q5").adopted == "bob" and store.labels("q5") == {"q5-d1": 1}
 
 
 def test_reviewer_decides_grade_by_grade(project):
     at = session("rita", REVIEW)
+    at.selectbox(key="review_query").set_value("q3").run()
     at.checkbox(key="unanswerable_q3").check()
     at.text_input(key="note_q3").input("nothing in the corpus")
-    next(
-        b for b in at.button if b.label == "Decide with these grades" and "q3" in str(b.form_id)
-    ).click().run()
+    decide(at, "q3")
     with Store(project) as store:
         decision = store.decision("q3")
     assert (decision.answerable, decision.adopted, decision.note) == (

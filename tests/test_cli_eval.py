@@ -368,7 +368,7 @@ def test_eval_on_a_missing_project_database_creates_nothing(worked_example, tmp_
     _, run = worked_example
     typo = tmp_path / "projcet.db"
     result = goldset("eval", "--db", typo, "--run", run)
-    assert result.exit_code == 2 and "does not exist" in result.output
+    assert result.exit_code == 2 and "no goldset project at" in result.output
     assert not typo.exists()
 
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from labeler.store import DEMO_TASKS, Store
+from labeler.store import DEMO_TASKS, Store, migrations
 
 # Judges the demo's candidates one after another, printing each event id once judge() returned.
 WORKER = """
@@ -64,7 +64,14 @@ def test_reopening_a_project_applies_its_schema_once(tmp_path):
     for _ in range(3):
         Store(tmp_path / "project.db").close()
     with Store(tmp_path / "project.db") as store:
-        applied = store.conn.execute("SELECT name FROM _sqlite_migrations").fetchall()
-        assert sorted(name for (name,) in applied) == sorted(
-            ["create_schema", "create_eval_records", "create_team_tables", "create_key_presses"]
-        )
+        applied = [
+            name
+            for (name,) in store.conn.execute("SELECT name FROM _sqlite_migrations ORDER BY rowid")
+        ]
+        assert applied[:4] == [
+            "create_schema",
+            "create_eval_records",
+            "create_team_tables",
+            "create_key_presses",
+        ]
+        assert len(set(applied)) == len(applied) and not migrations.pending(store.db)

@@ -153,7 +153,7 @@ def test_a_golden_record_whose_labels_contradict_its_status_is_refused(store, tm
     assert not store.has_queries()  # all or nothing
 
 
-def test_a_team_export_is_replayed_as_its_decided_labels_not_as_each_annotators(store, tmp_path):
+def test_a_team_export_replays_each_annotators_label_and_the_decision(store, tmp_path):
     record = {
         "query_id": "q",
         "query": "x",
@@ -163,6 +163,12 @@ def test_a_team_export_is_replayed_as_its_decided_labels_not_as_each_annotators(
         "adjudication": {"reviewer": "rev", "judgments": {"d1": 0, "d2": 2}},
     }
     store.import_tasks(write_jsonl(tmp_path / "golden.jsonl", [record]))
-    assert store.labels("q", "ana") == store.labels("q", "bob") == {}
-    assert store.labels("q", "import") == {"d1": 0, "d2": 2}
-    assert store.query("q")["metadata"]["labels"]["bob"] == {"judgments": {"d1": 0, "d2": 1}}
+    assert store.labels("q", "ana") == {"d1": 1}
+    assert store.labels("q", "bob") == {"d1": 0, "d2": 1}
+    assert store.labels("q", "import") == {}
+    assert store.decision("q").judgments == {"d1": 0, "d2": 2}
+    assert store.decision("q").reviewer == "rev"
+    assert "labels" not in store.query("q")["metadata"]  # rebuilt from the log, not kept
+    exported = store.golden_records()[0]
+    assert exported["judgments"] == {"d1": 0, "d2": 2}
+    assert exported["labels"]["bob"]["judgments"] == {"d1": 0, "d2": 1}

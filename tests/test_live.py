@@ -9,6 +9,7 @@ helpers from here: ``labelled_demo`` (the demo set with the MRR worked example l
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -299,13 +300,15 @@ def test_coverage_counts_done_pending_and_skipped_per_slice(demo):
     assert frame.loc["head", "queries"] + frame.loc["tail", "queries"] == 50
 
 
-def test_throughput_counts_judgements_per_hour_with_idle_hours_as_zero(demo):
+def test_throughput_counts_judgements_made_only_in_the_hours_that_have_some(demo):
     now = datetime.now(UTC)
     frame = live.throughput(demo, hours=3, now=now + timedelta(hours=1))
     per_hour = frame.groupby("hour")["judgements"].sum()
     judgements = len(demo.judgement_seconds())
-    assert len(per_hour) == 3 and per_hour.iloc[-1] == 0 and per_hour.sum() == judgements
+    assert list(per_hour.index) == [pd.Timestamp(now).floor("h")]  # the idle hour is left out
+    assert per_hour.sum() == judgements
     assert set(frame["annotator"]) == {"ana", "ben"}
+    assert live.throughput(demo, hours=3, now=now + timedelta(hours=5)).empty
 
 
 # --- keeping the figures fresh -----------------------------------------------------------
@@ -495,3 +498,57 @@ def test_downloads_equal_the_exports_and_the_report(demo, tmp_path):
     assert csv.loc[(csv["slice"] == "all") & (csv["metric"] == "mrr@10"), "value"].item() == (
         pytest.approx(report["metrics"]["mrr@10"]["mean"])
     )
+
+
+# --- how figures are written ----------------------------------------------------------------
+
+
+def test_a_figure_cell_holds_the_mean_and_its_ci_rates_in_percent():
+    assert live.figure_text({"mean": 0.615, "ci95": [0.511, 0.72]}, "mrr@10") == (
+        "0.615 [0.511, 0.720]"
+    )
+    assert live.figure_text({"mean": 0.455, "ci95": [0.182, 0.727]}, "hit@1") == (
+        "45.5% [18.2, 72.7]"
+    )
+    assert live.figure_text({"mean": 0.34, "ci95": [0.2, 0.5]}, "judged@10", ci=False) == "34.0%"
+    assert live.figure_text({"mean": None, "ci95": [None, None]}, "mrr@10") == "–"
+
+
+def test_first_hit_figures_say_not_measured_or_lower_bound():
+    not_measured = {"mean": None, "ci95": None, "queries": 0}
+    assert live.figure_text(not_measured, "ndcg@10") == "not measured (first-hit labels)"
+    given = {**not_measured, "reason": "not measured (no full-mode query)"}
+    assert live.figure_text(given, "recall@10") == "not measured (no full-mode query)"
+    lower = {"mean": 0.412, "ci95": [0.3, 0.5], "bound": "lower"}
+    assert live.figure_text(lower, "precision@10") == "≥ 0.412 [0.300, 0.500]"
+
+
+def test_durations_read_in_minutes_below_an_hour():
+    assert [live.duration_text(h) for h in (0.2, 0.004, 3.44, 42.4, math.nan)] == [
+        "≈ 12 min", "≈ 1 min", "≈ 3.4 h", "≈ 42 h", "–",
+    ]  # fmt: skip
+
+
+def test_query_ids_sort_with_their_numbers_as_numbers():
+    ids = pd.Series(["q219", "q22", "q3", "a10", "q22b"])
+    assert ids.sort_values(key=live.id_order).tolist() == ["a10", "q3", "q22", "q22b", "q219"]
+
+
+def test_paired_figures_say_not_measured_and_mark_lower_bounds():
+    measured = {"baseline": 0.5, "candidate": 0.6, "delta": 0.1, "ci95": [0.0, 0.2]}
+    comparison = {
+        "queries": {"baseline": {"answerable": 4}},
+        "metrics": {
+            "mrr@10": {**measured, "p_value": 0.25},
+            "ndcg@10": {"baseline": None, "candidate": None, "delta": None, "ci95": None,
+                        "p_value": None, "reason": "not measured (first-hit labels)"},
+            "precision@10": {**measured, "p_value": 0.5, "bound": "lower"},
+        },
+        "slices": {},
+    }  # fmt: skip
+    table = live.paired_wide(comparison, "old", "new").set_index("Metric")
+    assert table.loc["MRR@10", ["old", "new", "Change [95% CI]", "p-value"]].tolist() == [
+        "0.500", "0.600", "+0.100 [+0.000, +0.200]", "0.2500",
+    ]  # fmt: skip
+    assert table.loc["nDCG@10", "Change [95% CI]"] == "not measured (first-hit labels)"
+    assert table.loc["precision@10", ["old", "new"]].tolist() == ["≥ 0.500", "≥ 0.600"]

@@ -1,24 +1,46 @@
-"""Users and roles: nested roles, sign-in with a lockout counted in the database, and the
-`goldset user` commands."""
+"""Users and roles: nested roles, sign-in with an atomic lockout counted in the database,
+browser sessions, and the `goldset user` commands."""
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from click.testing import CliRunner
 
-from labeler.auth import hash_password, verify_password
+from labeler import team
+from labeler.auth import (
+    IMPORT_ANNOTATOR,
+    LOCAL_ANNOTATOR,
+    check_login,
+    hash_password,
+    token_hash,
+    validate_user_name,
+    verify_password,
+)
 from labeler.cli import cli
 from labeler.store import Store
 from labeler.team import (
+    ATTEMPT_TIMEOUT,
+    BUSY_LOGIN,
     LOCK_AFTER_FAILURES,
     LOCK_MINUTES,
+    SESSION_IDLE,
+    SESSION_LIFETIME,
+    TICKET_LIFETIME,
     WRONG_LOGIN,
+    SignIn,
+    claim_session,
+    end_session,
     has_role,
+    resume_session,
     sign_in,
+    start_session,
     user_rows,
 )
 
 NOON = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
+LOCKED = team._locked_message("2026-01-05T12:15:00.000000Z")
 
 
 @pytest.fixture
@@ -121,12 +143,160 @@ def test_user_rows_show_roles_locks_and_work_but_never_hashes(store):
     assert later["ana"]["locked_until"] is None
 
 
+def test_a_right_password_checked_while_the_account_got_locked_is_refused(store, monkeypatch):
+    def locked_meanwhile(name, password, stored_hash):
+        # As by an attempt whose check outlived its slot (ATTEMPT_TIMEOUT) and then failed.
+        store.conn.execute(
+            "UPDATE annotators SET locked_until = '2026-01-05T12:15:00.000000Z' WHERE name = 'ana'"
+        )
+        return check_login(name, password, stored_hash)
+
+    monkeypatch.setattr(team, "check_login", locked_meanwhile)
+    result = sign_in(store, "ana", "right", NOON)
+    assert result.user is None and result.message == LOCKED
+    assert store.annotator("ana")["locked_until"].startswith("2026-01-05T12:15")
+
+
+def test_an_attempt_finding_every_slot_taken_is_refused_unchecked(store, monkeypatch):
+    fail(store, LOCK_AFTER_FAILURES - 1)
+    inner = []
+
+    def another_attempt_meanwhile(name, password, stored_hash):
+        inner.append(sign_in(store, "ana", "right", NOON))  # the last slot is taken
+        return check_login(name, password, stored_hash)
+
+    monkeypatch.setattr(team, "check_login", another_attempt_meanwhile)
+    assert sign_in(store, "ana", "right", NOON).user["name"] == "ana"
+    assert [attempt.message for attempt in inner] == [BUSY_LOGIN]
+
+
+def test_a_check_that_died_mid_way_frees_its_slot_after_a_minute(store):
+    fail(store, LOCK_AFTER_FAILURES - 1)
+    store.conn.execute(  # a reservation left by a process killed while checking
+        "INSERT INTO login_attempts (annotator, started_at) VALUES ('ana', ?)",
+        (NOON.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),),
+    )
+    assert sign_in(store, "ana", "right", NOON).message == BUSY_LOGIN
+    assert sign_in(store, "ana", "right", NOON + ATTEMPT_TIMEOUT * 2).user["name"] == "ana"
+
+
+def test_twenty_parallel_wrong_passwords_check_no_more_than_five_and_lock(store, monkeypatch):
+    checked = []
+
+    def counting_check(name, password, stored_hash):
+        if stored_hash is not None:
+            checked.append(password)
+        return check_login(name, password, stored_hash)
+
+    monkeypatch.setattr(team, "check_login", counting_check)
+    start = threading.Barrier(20)
+
+    def attempt(_: int) -> SignIn:
+        with Store(store.path) as own:  # one connection per thread, as the app's sessions
+            start.wait()
+            return sign_in(own, "ana", "wrong", NOON)
+
+    with ThreadPoolExecutor(20) as pool:
+        results = list(pool.map(attempt, range(20)))
+    assert len(checked) == LOCK_AFTER_FAILURES
+    assert all(result.user is None for result in results)
+    assert {result.message for result in results} <= {WRONG_LOGIN, BUSY_LOGIN, LOCKED}
+    locked_until = store.annotator("ana")["locked_until"]
+    during = sign_in(store, "ana", "right", NOON + timedelta(minutes=1))
+    assert during.user is None and "locked" in during.message
+    assert len(checked) == LOCK_AFTER_FAILURES  # the right password was not even checked
+    assert store.annotator("ana")["locked_until"] == locked_until  # nor did it clear the lock
+
+
+@pytest.mark.parametrize("name", [IMPORT_ANNOTATOR, LOCAL_ANNOTATOR, "machine:bm25", "machine:"])
+def test_names_that_label_without_being_users_cannot_be_users(name):
+    with pytest.raises(ValueError, match="reserved|machine labels"):
+        validate_user_name(name)
+
+
+# --- browser sessions -----------------------------------------------------------------------------
+
+
+def claimed(store, name="ana", now=NOON):
+    """A session of ``name`` opened at ``now`` and claimed by a browser: (id, cookie)."""
+    session = start_session(store, name, now)
+    return session.session_id, claim_session(store, session.ticket, now)
+
+
+def test_a_claimed_cookie_resumes_the_session_in_a_new_tab(store):
+    session_id, cookie = claimed(store)
+    resumed = resume_session(store, token=cookie, now=NOON + timedelta(hours=1))
+    assert (resumed.session_id, resumed.user) == (session_id, {"name": "ana", "role": "annotator"})
+
+
+def test_the_store_keeps_only_hashes_of_cookies_and_tickets(store):
+    session = start_session(store, "ana", NOON)
+    cookie = claim_session(store, session.ticket, NOON)
+    dump = "\n".join(store.conn.iterdump())
+    assert session.ticket not in dump and cookie not in dump
+    assert token_hash(cookie) in dump
+
+
+def test_a_ticket_claims_one_cookie_once_and_only_while_fresh(store):
+    session = start_session(store, "ana", NOON)
+    assert claim_session(store, session.ticket, NOON + TICKET_LIFETIME) is None  # too late
+    late = start_session(store, "ana", NOON)
+    assert claim_session(store, late.ticket, NOON) is not None
+    assert claim_session(store, late.ticket, NOON) is None  # spent
+    assert claim_session(store, "forged", NOON) is None
+
+
+def test_logout_ends_the_session_for_every_tab(store):
+    session_id, cookie = claimed(store)
+    end_session(store, session_id)
+    assert resume_session(store, token=cookie, now=NOON) is None
+    assert resume_session(store, session_id=session_id, now=NOON) is None
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda store: store.remove_annotator("ana"),
+        lambda store: store.update_annotator("ana", role="reviewer"),
+        lambda store: store.update_annotator("ana", password_hash=hash_password("new")),
+    ],
+    ids=["removed", "new role", "new password"],
+)
+def test_removing_a_user_or_changing_their_role_or_password_ends_their_sessions(store, change):
+    _, cookie = claimed(store)
+    _, rita_cookie = claimed(store, "rita")
+    change(store)
+    assert resume_session(store, token=cookie, now=NOON) is None
+    assert resume_session(store, token=rita_cookie, now=NOON) is not None
+
+
+def test_a_session_ends_after_twelve_idle_hours_or_seven_days(store):
+    assert (timedelta(hours=12), timedelta(days=7)) == (SESSION_IDLE, SESSION_LIFETIME)  # README
+    _, idle = claimed(store)
+    assert resume_session(store, token=idle, now=NOON + SESSION_IDLE) is None
+    _, used = claimed(store)
+    for hours in range(11, 7 * 24, 11):  # used every 11 hours: never idle for 12
+        moment = NOON + timedelta(hours=hours)
+        assert resume_session(store, token=used, now=moment) is not None, hours
+    assert resume_session(store, token=used, now=NOON + SESSION_LIFETIME) is None
+
+
+def test_a_bound_store_refuses_actions_once_its_session_ended(store):
+    session_id, _ = claimed(store, "rita", now=datetime.now(UTC))
+    team.bind_session(store, session_id)
+    team.authorize(store, "rita", "reviewer")
+    end_session(store, session_id)
+    with pytest.raises(PermissionError, match="signed out"):
+        team.authorize(store, "rita", "reviewer")
+
+
 def goldset(*args, input=None):
     return CliRunner().invoke(cli, list(args), input=input)
 
 
 def test_cli_user_add_with_a_role_list_passwd_and_remove(tmp_path):
     db = str(tmp_path / "p.db")
+    Store(db).close()  # user add refuses a path that is not a project yet (a typo, surely)
     added = goldset("user", "add", "rita", "--role", "reviewer", "--password", "x", "--db", db)
     assert added.exit_code == 0, added.output
     listing = goldset("user", "list", "--db", db)
@@ -143,6 +313,7 @@ def test_cli_user_add_with_a_role_list_passwd_and_remove(tmp_path):
 
 def test_cli_user_add_refuses_an_unknown_role_and_remove_an_unknown_user(tmp_path):
     db = str(tmp_path / "p.db")
+    Store(db).close()
     bad_role = goldset("user", "add", "ana", "--role", "owner", "--password", "x", "--db", db)
     assert bad_role.exit_code == 2 and "owner" in bad_role.output
     unknown = goldset("user", "remove", "zed", "--db", db)
@@ -151,7 +322,19 @@ def test_cli_user_add_refuses_an_unknown_role_and_remove_an_unknown_user(tmp_pat
 
 def test_cli_user_add_without_password_is_for_identity_provider_sign_in(tmp_path):
     db = str(tmp_path / "p.db")
+    Store(db).close()
     added = goldset("user", "add", "ana@example.com", "--no-password", "--db", db)
     assert added.exit_code == 0, added.output
     listing = goldset("user", "list", "--db", db, "--json")
     assert '"sign_in": "identity provider"' in listing.output
+
+
+def test_cli_warns_when_no_user_can_manage_the_project(tmp_path):
+    db = str(tmp_path / "p.db")
+    Store(db).close()
+    annotator_only = goldset("user", "add", "ana", "--password", "x", "--db", db)
+    assert annotator_only.exit_code == 0 and "no user is an admin" in annotator_only.output
+    admin = goldset("user", "add", "alan", "--role", "admin", "--password", "x", "--db", db)
+    assert admin.exit_code == 0 and "no user is an admin" not in admin.output
+    removed = goldset("user", "remove", "alan", "--db", db)
+    assert "no user is an admin" in removed.output

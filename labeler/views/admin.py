@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from labeler import live, render, team
+from labeler import live, render, signin, team
 from labeler.auth import hash_password, validate_user_name
 from labeler.store import ROLES, Store
 from labeler.views import context
@@ -37,9 +37,14 @@ def act(store: Store, admin: str, action: Callable[[], str]) -> None:
 
 
 def users_section(store: Store, admin: str) -> None:
-    """The users, and forms to add, change and remove them."""
-    st.dataframe(pd.DataFrame(team.user_rows(store)), hide_index=True)
-    names = [user["name"] for user in store.annotators()]
+    """The users, and forms to add, change and remove them; with no users yet, the form that
+    creates the local admin's own account first."""
+    rows = team.user_rows(store)
+    if not rows:
+        first_admin_form(store, admin)
+        return
+    st.dataframe(pd.DataFrame(rows), hide_index=True)
+    names = [row["name"] for row in rows]
     with st.form("add_user", clear_on_submit=True):
         st.markdown("**Add a user**")
         name = st.text_input("User name")
@@ -64,6 +69,35 @@ def users_section(store: Store, admin: str) -> None:
         if st.form_submit_button("Remove user"):
             act(store, admin, lambda: _remove_user(store, admin, name, sure))
             st.rerun()
+
+
+def first_admin_form(store: Store, admin: str) -> None:
+    """With no users, the app serves the local admin on this machine only. The first user
+    makes everyone sign in, so the local admin first gets an admin account of their own (and
+    is signed in with it): the project never has users but no admin who can sign in."""
+    st.html(
+        render.note(
+            "This project has no users: you use it as the local admin, on this machine only. "
+            "Once it has a user, everyone signs in, you too. So first create your own admin "
+            "account; then add the others."
+        )
+    )
+    with st.form("first_admin", clear_on_submit=True):
+        name = st.text_input("Your user name", autocomplete="username")
+        password = st.text_input("Your password", type="password", autocomplete="new-password")
+        again = st.text_input("Your password again", type="password", autocomplete="new-password")
+        if st.form_submit_button("Create my admin account"):
+            act(store, admin, lambda: _first_admin(store, name, password, again))
+            st.rerun()
+
+
+def _first_admin(store: Store, name: str, password: str, again: str) -> str:
+    validate_user_name(name)
+    if not password or password != again:
+        raise ValueError("give the same password twice")
+    store.add_annotator(name, "admin", hash_password(password))
+    signin.sign_in(store, name)
+    return f"Created your admin account {name}, and signed you in with it. Now add the others."
 
 
 def _add_user(store: Store, name: str, role: str, password: str, no_password: bool) -> str:

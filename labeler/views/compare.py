@@ -23,26 +23,34 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from eval.readers import Run
-from labeler import live, team
+from eval.readers import Golden, Run
+from labeler import live, render, team
 from labeler.store import Store
 from labeler.views import context
 
-NUMBER = st.column_config.NumberColumn(format="%.3f")
 TREND_METRICS = ("mrr@10", "hit@1", "hit@10", "miss@10")
-FIGURES = {
-    "value": NUMBER,
-    "ci_low": st.column_config.NumberColumn("95% CI low", format="%.3f"),
-    "ci_high": st.column_config.NumberColumn("95% CI high", format="%.3f"),
-    live.JUDGED: NUMBER,
+CHANGE_COLORS = {"new miss": "#c0392b", "new hit": "#1e8449", "moved down": "#e67e22",
+                 "moved up": "#2e86c1"}  # fmt: skip
+NONE_RANK = 11  # where "no relevant doc in the top 10" sits on the rank-change chart
+HISTORY_COLUMNS = {
+    "record": "Record",
+    "recorded_at": "Recorded at (UTC)",
+    "run": "Run",
+    "golden_version": "Golden set",
+    "tags": "Tags",
 }
 
 uploaded_run = st.cache_data(**context.CACHE)(live.read_uploaded_run)
 
 
-def project_run_name(run: str | None) -> str:
-    """How a run held in the project is named in the selector."""
-    return f"{live.CANDIDATES} (the project's candidate lists)" if run is None else run
+def project_run_name(run: str | None, pooled: int = 0) -> str:
+    """How a run held in the project is named in the selector: its own order (the imported
+    candidate lists, or the pool of ``pooled`` runs in its fused order), or a pooled run."""
+    if run is not None:
+        return f"{run} (pooled run)"
+    if pooled:
+        return f"{live.CANDIDATES} (the pool of {pooled} runs, fused order)"
+    return f"{live.CANDIDATES} (the project's imported candidate lists)"
 
 
 def chosen_runs(store: Store, state: live.ProjectState) -> tuple[list[Run], dict[str, tuple]]:
@@ -51,8 +59,11 @@ def chosen_runs(store: Store, state: live.ProjectState) -> tuple[list[Run], dict
     files = st.file_uploader(
         "Run files (TREC or JSONL)", accept_multiple_files=True, key="compare_runs"
     )
+    project = live.project_runs(store)
     held = st.multiselect(
-        "Runs held in the project", live.project_runs(store), format_func=project_run_name
+        "Runs held in the project",
+        project,
+        format_func=lambda run: project_run_name(run, len(project) - 1),
     )
     runs, uploads = [], {}
     for number, file in enumerate(files or [], start=1):
@@ -98,20 +109,28 @@ def upload_sha256(upload: tuple[str, bytes]) -> str:
     return hashlib.sha256(upload[1]).hexdigest()
 
 
-def evaluate_section(state: live.ProjectState, runs: list[Run], uploads: dict) -> dict:
-    """Each run's figures, overall and per slice, with judged@10 beside every one."""
+def evaluate_section(state: live.ProjectState, runs: list[Run], uploads: dict) -> tuple[dict, str]:
+    """Each run's figures on the whole set or a chosen slice, with judged@10 beside them.
+    Returns the reports by run name and the chosen slice."""
     st.subheader("Evaluation on the current golden set")
-    table, reports = evaluation(state, runs, tuple(run_key(run, uploads) for run in runs))
-    st.dataframe(table, hide_index=True, column_config=FIGURES, height=context.rows_height(table))
+    _, reports = evaluation(state, runs, tuple(run_key(run, uploads) for run in runs))
+    slices = list(dict.fromkeys(name for report in reports.values() for name in report["slices"]))
+    shown = st.selectbox("Slice", [live.ALL, *slices], key="compare_slice")
+    table = live.runs_table(reports, shown)
+    st.dataframe(table, hide_index=True, height=context.rows_height(table))
     st.caption(
-        "judged@10: the share of each run's top 10 that is judged. Unjudged documents count "
-        "as not relevant, so a low judged@10 understates the run: label its holes."
+        "Mean [bootstrap 95% CI] per run. Judged@10 (last row): the share of each run's top "
+        "10 that is judged. Unjudged documents count as not relevant, so a low judged@10 "
+        "understates the run: label its holes."
     )
-    return reports
+    return reports, shown
 
 
-def paired_section(state: live.ProjectState, runs: list[Run], uploads: dict) -> None:
-    """Two runs on the same queries: deltas with paired CIs per slice, and the gate."""
+def paired_section(
+    state: live.ProjectState, runs: list[Run], uploads: dict, slice_name: str = live.ALL
+) -> None:
+    """Two runs on the same queries: deltas with paired CIs (on the slice chosen above), the
+    gate, and the queries that changed."""
     st.subheader("Paired comparison")
     names = [run.name for run in runs]
     left, right = st.columns(2)
@@ -129,20 +148,88 @@ def paired_section(state: live.ProjectState, runs: list[Run], uploads: dict) -> 
         st.error("Release gate: failed.", icon=":material/block:")
     for line in [*verdict["reasons"], *(f"warning: {w}" for w in verdict["warnings"])]:
         st.text(line)
-    deltas = live.paired_table(result)
+    paired, changes = st.columns([4, 3])
+    with paired:
+        deltas = live.paired_wide(result, baseline, candidate)
+        deltas = deltas[deltas["Slice"] == slice_name].drop(columns="Slice")
+        queries = deltas["Queries"].iloc[0] if len(deltas) else 0
+        st.html(  # the slice's name is data: escaped
+            render.note(
+                f"Paired figures on {slice_name}: candidate − baseline over the same "
+                f"{queries:,} answerable queries"
+            )
+        )
+        st.dataframe(
+            deltas.drop(columns="Queries"),
+            hide_index=True,
+            height=context.rows_height(deltas),
+            column_config={"Change [95% CI]": st.column_config.TextColumn(width="medium")},
+        )
+    with changes:
+        changed_section(result, context.golden_at(state))
+
+
+def changed_section(result: dict, golden: Golden) -> None:
+    """The queries behind the means: new misses first, each opening on the label page, and
+    a chart of their first relevant ranks in both runs."""
+    st.markdown("**Queries that changed** (new misses first)")
+    if "changed_queries" not in result:
+        st.caption("This comparison does not list the queries that changed.")
+        return
+    changed = live.changed_queries(result, golden)
+    if changed.empty:
+        st.caption("No query changed its first relevant rank in the top 10.")
+        return
+    counts = changed["change"].value_counts()
+    st.caption(" · ".join(f"{kind}: {counts.get(kind, 0)}" for kind in live.CHANGES.values()))
     st.dataframe(
-        deltas,
+        changed,
         hide_index=True,
-        height=context.rows_height(deltas),
+        height=context.rows_height(changed, most=12),
         column_config={
-            "baseline": NUMBER,
-            "candidate": NUMBER,
-            "delta": st.column_config.NumberColumn("delta", format="%+.3f"),
-            "ci_low": st.column_config.NumberColumn("delta 95% CI low", format="%+.3f"),
-            "ci_high": st.column_config.NumberColumn("delta 95% CI high", format="%+.3f"),
-            "p_value": st.column_config.NumberColumn("p", format="%.4f"),
+            "change": "Change",
+            "query_id": "Query id",
+            "query": st.column_config.TextColumn("Query", width="medium"),
+            "slice": "Slice",
+            "baseline_rank": st.column_config.NumberColumn("Baseline rank", format="%d"),
+            "candidate_rank": st.column_config.NumberColumn("Candidate rank", format="%d"),
+            "link": st.column_config.LinkColumn("Open", display_text="label ↗"),
         },
     )
+    st.altair_chart(rank_change_chart(changed), width="stretch")
+
+
+def rank_change_chart(changed: pd.DataFrame) -> alt.Chart:
+    """The changed queries' first relevant ranks in the baseline (x) and the candidate (y),
+    one circle per move sized by how many queries made it; "none" (not in the top 10) at the
+    far end, so new misses sit on the top edge, in red."""
+    data = (
+        changed.assign(
+            baseline=changed["baseline_rank"].fillna(NONE_RANK).astype(int),
+            candidate=changed["candidate_rank"].fillna(NONE_RANK).astype(int),
+        )
+        .groupby(["change", "baseline", "candidate"], as_index=False)
+        .agg(queries=("query_id", "size"), ids=("query_id", ", ".join))
+    )
+    labels = f"datum.value == {NONE_RANK} ? 'none' : datum.value"
+    axis = {"values": list(range(1, NONE_RANK + 1)), "labelExpr": labels}
+    scale = alt.Scale(domain=[0.5, NONE_RANK + 0.5])
+    colors = alt.Scale(domain=list(CHANGE_COLORS), range=list(CHANGE_COLORS.values()))
+    return (
+        alt.Chart(data)
+        .mark_circle(opacity=0.85)
+        .encode(
+            x=alt.X("baseline:Q", title="baseline first relevant rank", scale=scale,
+                    axis=alt.Axis(**axis)),
+            y=alt.Y("candidate:Q", title="candidate first relevant rank", scale=scale,
+                    axis=alt.Axis(**axis)),
+            color=alt.Color("change:N", title="change", scale=colors),
+            size=alt.Size("queries:Q", title="queries", scale=alt.Scale(range=[80, 600])),
+            tooltip=["change", "baseline", "candidate", "queries",
+                     alt.Tooltip("ids:N", title="query ids")],
+        )
+        .properties(height=280)
+    )  # fmt: skip
 
 
 def label_the_holes(store: Store, user: dict, uploads: dict[str, tuple], reports: dict) -> None:
@@ -237,7 +324,12 @@ def history_section(store: Store) -> None:
         st.dataframe(
             pd.DataFrame(flags),
             hide_index=True,
-            column_config={"message": st.column_config.TextColumn(width="large")},
+            column_config={
+                "record": "Record",
+                "previous": "Previous record",
+                "kind": "Kind",
+                "message": st.column_config.TextColumn("Message", width="large"),
+            },
         )
     versions = {record["golden_version"] for record in records}
     if len(versions) > 1:
@@ -245,20 +337,19 @@ def history_section(store: Store) -> None:
             f"{len(versions)} golden-set versions: figures of different versions are drawn as "
             "separate lines and never compared."
         )
-    st.dataframe(live.history_records(records), hide_index=True)
+    st.dataframe(live.history_records(records), hide_index=True, column_config=HISTORY_COLUMNS)
 
 
 def main() -> None:
     """Render the compare page (reviewers and admins; the actions for admins)."""
-    st.set_page_config(layout="wide")
     user = context.open_page("reviewer", "Compare runs")
     store = context.store()
     state = live.ProjectState.of(store)
     runs, uploads = chosen_runs(store, state)
     if runs:
-        reports = evaluate_section(state, runs, uploads)
+        reports, slice_name = evaluate_section(state, runs, uploads)
         if len(runs) >= 2:
-            paired_section(state, runs, uploads)
+            paired_section(state, runs, uploads, slice_name)
         if team.has_role(user["role"], "admin"):
             label_the_holes(store, user, uploads, reports)
             record_section(store, user, state, runs, uploads)

@@ -11,11 +11,11 @@ from collections.abc import Mapping, Sized
 
 import streamlit as st
 
-from labeler import live, render, team
+from labeler import live, render, signin, team
 from labeler.auth import LOCAL_ANNOTATOR, is_loopback
 from labeler.judging import LabelSession
 from labeler.launch import DB_ENV
-from labeler.store import Store
+from labeler.store import ProjectError, Store
 
 # Caching shared by the pages that evaluate: figures kept 10 minutes, 16 states at most.
 CACHE = {"ttl": 600, "max_entries": 16, "show_spinner": False}
@@ -30,13 +30,18 @@ def rows_height(rows: Sized, most: int = 25) -> int:
 
 @st.cache_resource(scope="session", on_release=Store.close, show_spinner=False)
 def _session_store(path: str | None) -> Store:
-    return Store(path) if path else Store.open_default()
+    return Store.open_project(path, write=True) if path else Store.open_default()
 
 
 def store() -> Store:
     """This browser session's connection to the project database (``GOLDSET_DB``, set by
-    ``goldset app --db PATH``; unset means the default project)."""
-    return _session_store(os.environ.get(DB_ENV) or None)
+    ``goldset app --db PATH``; unset means the default project). A path that is not a usable
+    project (missing, foreign, corrupt, read-only) stops the page with its one-line reason."""
+    try:
+        return _session_store(os.environ.get(DB_ENV) or None)
+    except ProjectError as error:
+        show_error("This project cannot be opened.", error)
+        st.stop()
 
 
 def require_user() -> dict:
@@ -45,8 +50,9 @@ def require_user() -> dict:
     With no users in the project, the one local person (the app then listens on loopback
     only) owns the project: role admin. Otherwise the user signed in with a password, or
     through the identity provider (``st.login``) when secrets.toml configures ``[auth]``.
-    The role is read from the database on every run: a removed user is signed out at once,
-    a changed role applies at the next click.
+    A sign-in lasts across reloads and new tabs of the browser (a server-side session behind
+    an HttpOnly cookie, :mod:`labeler.signin`). The session and the role are read from the
+    database on every run: a logout, a removed user or a changed role signs every tab out.
     """
     if not store().annotators():
         # `goldset app` refuses other hosts, but `streamlit run` or removing the last user
@@ -58,11 +64,9 @@ def require_user() -> dict:
             )
             st.stop()
         return {"name": LOCAL_ANNOTATOR, "role": "admin"}
-    name = st.session_state.get("annotator")
-    user = store().annotator(name) if name else _identity_provider_account()
+    user = signin.current_user(store(), _identity_provider_account)
     if user is not None:
-        st.session_state["annotator"] = user["name"]
-        return {"name": user["name"], "role": user["role"]}
+        return user
     _forget_user()
     _login_form()
     st.stop()
@@ -152,7 +156,7 @@ def _login_form() -> None:
     if submitted:
         result = team.sign_in(store(), name, password)
         if result.user is not None:
-            st.session_state["annotator"] = name
+            signin.sign_in(store(), result.user["name"])
             st.rerun()
         st.error(result.message)
 
@@ -179,15 +183,17 @@ def _identity_provider_buttons() -> None:
 
 
 def logout() -> None:
-    """Forget who is logged in, and their label session; end an identity-provider sign-in."""
+    """End the session (in every tab of the browser), forget the label session; end an
+    identity-provider sign-in."""
+    signin.log_out(store())
     _forget_user()
     if identity_providers() and st.user.get("is_logged_in"):
         st.logout()
 
 
 def _forget_user() -> None:
-    for key in ("annotator", "label_session"):
-        st.session_state.pop(key, None)
+    signin.forget(store())
+    st.session_state.pop("label_session", None)
 
 
 def label_session(annotator: str) -> LabelSession:

@@ -14,7 +14,6 @@ labels, which show it as text.
 
 from __future__ import annotations
 
-import math
 from datetime import UTC, datetime
 
 import altair as alt
@@ -32,34 +31,26 @@ FIGURE_LABELS = {
     "miss@10": "miss rate",
     live.UNANSWERABLE: "unanswerable",
 }
-PERCENT_FIGURES = ("hit@1", "hit@10", "miss@10", live.UNANSWERABLE)
 NUMBER = st.column_config.NumberColumn(format="%.3f")
-FIGURE_COLUMNS = {
-    "slice": st.column_config.TextColumn("slice"),
-    "metric": st.column_config.TextColumn("figure"),
-    "value": NUMBER,
-    "ci_low": st.column_config.NumberColumn("95% CI low", format="%.3f"),
-    "ci_high": st.column_config.NumberColumn("95% CI high", format="%.3f"),
-    "queries": st.column_config.NumberColumn("queries", format="%d"),
-    live.JUDGED: st.column_config.NumberColumn(
-        live.JUDGED,
-        format="%.3f",
-        help="Share of the top 10 that is judged: the rest counts as not relevant",
-    ),
-}
 
 refresher = st.cache_resource(max_entries=16, show_spinner=False)(live.dashboard_refresher)
 
 
-def run_name(run: str | None) -> str:
-    """How a run is named in the selector."""
-    return "candidate lists (imported)" if run is None else f"pooled run {run}"
+def run_name(run: str | None, pooled: int = 0) -> str:
+    """How a run is named: the project's own order (the imported candidate lists, or the pool
+    of ``pooled`` runs in its fused order), or one pooled run."""
+    if run is not None:
+        return f"pooled run {run}"
+    return f"the pool of {pooled} runs (fused order)" if pooled else "candidate lists (imported)"
 
 
 def controls(store: Store) -> tuple[str | None, float, float]:
     """The run to show, the target CI half-width and the hourly rate (sidebar)."""
+    runs = live.project_runs(store)
     with st.sidebar:
-        run = st.selectbox("Run", live.project_runs(store), format_func=run_name, key="dash_run")
+        run = st.selectbox(
+            "Run", runs, format_func=lambda r: run_name(r, len(runs) - 1), key="dash_run"
+        )
         target = st.number_input(
             "Target MRR@10 CI half-width", 0.005, 0.5, live.TARGET_HALF_WIDTH, 0.005, "%.3f"
         )
@@ -67,21 +58,41 @@ def controls(store: Store) -> tuple[str | None, float, float]:
     return run, target, rate
 
 
-def number(value: float | None, metric: str) -> str:
-    """A figure as shown in a tile: rates in percent, MRR with three decimals."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "–"
-    return f"{value:.1%}" if metric in PERCENT_FIGURES else f"{value:.3f}"
-
-
 def headline(table: pd.DataFrame) -> None:
     """The whole set's figures as tiles, each with its 95% CI and how many queries."""
     overall = table[table["slice"] == live.ALL].set_index("metric")
     for column, metric in zip(st.columns(len(FIGURE_LABELS)), FIGURE_LABELS, strict=True):
         row = overall.loc[metric]
-        column.metric(FIGURE_LABELS[metric], number(row["value"], metric))
-        ci = f"{number(row['ci_low'], metric)} – {number(row['ci_high'], metric)}"
+        column.metric(FIGURE_LABELS[metric], live.value_text(row["value"], metric))
+        ci = f"{live.value_text(row['ci_low'], metric)} – {live.value_text(row['ci_high'], metric)}"
         column.caption(f"95% CI {ci}  \nn = {row['queries']}")
+
+
+def mrr_chart(table: pd.DataFrame) -> alt.Chart:
+    """MRR@10 per slice with its bootstrap 95% CI as an error bar (the whole set first)."""
+    data = table[(table["metric"] == "mrr@10") & table["value"].notna()]
+    order = list(data["slice"])
+    base = alt.Chart(data).encode(
+        y=alt.Y("slice:N", sort=order, title=None),
+        tooltip=[
+            "slice",
+            alt.Tooltip("value:Q", title="MRR@10", format=".3f"),
+            alt.Tooltip("ci_low:Q", title="95% CI low", format=".3f"),
+            alt.Tooltip("ci_high:Q", title="95% CI high", format=".3f"),
+            alt.Tooltip("queries:Q", title="answerable queries"),
+        ],
+    )
+    bars = base.mark_errorbar(ticks=True).encode(
+        x=alt.X(
+            "ci_low:Q",
+            title="MRR@10 with its 95% CI",
+            scale=alt.Scale(domain=[0, 1]),
+            axis=alt.Axis(format=".1f", tickCount=10),
+        ),
+        x2="ci_high:Q",
+    )
+    points = base.mark_point(filled=True, size=80).encode(x="value:Q")
+    return (bars + points).properties(height=60 + 36 * len(order))
 
 
 def rank_chart(first_relevant: pd.DataFrame) -> alt.Chart:
@@ -107,17 +118,23 @@ def rank_chart(first_relevant: pd.DataFrame) -> alt.Chart:
 
 
 def throughput_chart(per_hour: pd.DataFrame) -> alt.Chart:
-    """Judgements per hour over the last 24 hours, stacked by annotator."""
+    """Judgements made per hour, stacked by annotator, over the hours that have some."""
+    data = per_hour.assign(label=per_hour["hour"].dt.strftime("%d %b %H:00"))
     return (
-        alt.Chart(per_hour)
+        alt.Chart(data)
         .mark_bar()
         .encode(
-            x=alt.X("hour:T", title="hour (UTC)"),
-            y=alt.Y("judgements:Q", title="judgements"),
+            x=alt.X(
+                "label:O",
+                sort=list(dict.fromkeys(data["label"])),
+                title="hour (UTC)",
+                axis=alt.Axis(labelAngle=0),
+            ),
+            y=alt.Y("judgements:Q", title="judgements made"),
             color=alt.Color("annotator:N", title="annotator"),
-            tooltip=["hour:T", "annotator", "judgements"],
+            tooltip=[alt.Tooltip("label:N", title="hour (UTC)"), "annotator", "judgements"],
         )
-        .properties(height=200)
+        .properties(height=200, width=alt.Step(60))  # one slim bar per hour, however few
     )
 
 
@@ -135,7 +152,7 @@ def needed_text(needed: live.QueriesNeeded, rate: float) -> str:
         text += f", so about **{needed.to_label:,} queries to label** (some turn out unanswerable)"
         if needed.cost is not None:
             text += (
-                f" ≈ {needed.cost.hours:,.1f} h ≈ **\\${needed.cost.dollars:,.0f}** "
+                f" {live.duration_text(needed.cost.hours)} ≈ **\\${needed.cost.dollars:,.0f}** "
                 f"at \\${rate:g}/h at the measured pace"
             )
         if needed.to_label > needed.left:
@@ -148,9 +165,10 @@ def live_figures(store: Store, run: str | None, target: float, rate: float) -> N
     """Everything that changes while annotators work."""
     figures = refresher(str(store.path), run, target, rate).get(live.ProjectState.of(store))
     snap, report = figures.snapshot, figures.snapshot.report
+    pooled = len(figures.status["runs"])
     st.html(  # the run's name is a file name: data, escaped
         render.note(
-            f"{run_name(run)} · golden set {report['golden_version']} · "
+            f"{run_name(run, pooled)} · golden set {report['golden_version']} · "
             f"{report['queries']['answerable']} answerable and "
             f"{report['queries']['unanswerable']} unanswerable queries done · shown "
             f"{datetime.now(UTC):%H:%M:%S} UTC, refreshed every {live.REFRESH_SECONDS} s"
@@ -161,11 +179,23 @@ def live_figures(store: Store, run: str | None, target: float, rate: float) -> N
     headline(snap.table)
     st.subheader("Per slice")
     st.dataframe(
-        snap.table,
+        snap.wide,
         hide_index=True,
-        column_config=FIGURE_COLUMNS,
-        height=context.rows_height(snap.table),
+        height=context.rows_height(snap.wide),
+        column_config={
+            "Slice": st.column_config.TextColumn(width="small"),
+            "Answerable queries": st.column_config.NumberColumn("Queries", width="small",
+                help="Answerable done queries behind the figures"),
+            "Unanswerable": st.column_config.TextColumn(
+                help="Share of the done queries flagged unanswerable"),
+        },
+    )  # fmt: skip
+    st.caption(
+        "Mean [bootstrap 95% CI] over the answerable done queries; the unanswerable share is "
+        "over all done queries. Judged@10: how much of the top 10 is judged (unjudged "
+        "documents count as not relevant)."
     )
+    st.altair_chart(mrr_chart(snap.table), width="stretch")
     st.subheader("First relevant rank")
     st.altair_chart(rank_chart(snap.first_relevant), width="stretch")
     st.subheader("Worst queries, misses first")
@@ -173,27 +203,43 @@ def live_figures(store: Store, run: str | None, target: float, rate: float) -> N
         snap.worst,
         hide_index=True,
         column_config={
-            "link": st.column_config.LinkColumn("open", display_text="label ↗"),
-            "first_relevant_rank": "first relevant rank",
-            "mrr@10": NUMBER,
-            "hit@1": NUMBER,
+            "link": st.column_config.LinkColumn("Open", display_text="label ↗"),
+            "query_id": "Query id",
+            "query": st.column_config.TextColumn("Query", width="large"),
+            "slice": "Slice",
+            "first_relevant_rank": "First relevant rank",
+            "mrr@10": st.column_config.NumberColumn("MRR@10", format="%.3f"),
+            "hit@1": st.column_config.NumberColumn("hit@1", format="%.0f"),
         },
     )
     st.subheader("How many more queries")
     st.markdown(needed_text(snap.needed, rate))
     st.subheader("Coverage")
+    shown = figures.coverage.assign(done_share=figures.coverage["done_share"] * 100)
     st.dataframe(
-        figures.coverage,
+        shown,
         hide_index=True,
-        column_config={"done_share": st.column_config.ProgressColumn("done", format="percent")},
+        column_config={
+            "slice": "Slice",
+            "queries": "Queries",
+            "done": "Done",
+            "answerable": "Answerable",
+            "unanswerable": "Unanswerable",
+            "skipped": "Skipped",
+            "in_progress": "In progress",
+            "pending": "Pending",
+            "done_share": st.column_config.ProgressColumn(
+                "Share done", format="%.1f%%", min_value=0, max_value=100
+            ),
+        },
     )
-    per_hour, status = figures.throughput, figures.status
-    this_hour = per_hour[per_hour["hour"] == per_hour["hour"].max()]["judgements"].sum()
-    st.caption(
-        f"{status['judgements']:,} judgements by {len(status['annotators'])} annotators · "
-        f"{this_hour:,} judgements this hour"
-    )
-    st.altair_chart(throughput_chart(per_hour), width="stretch")
+    st.subheader("Work")
+    per_hour = figures.throughput
+    st.caption(live.work_text(figures.cost))  # numbers only: no data text
+    if per_hour.empty:
+        st.caption("No judgements in the last 24 hours.")
+    else:
+        st.altair_chart(throughput_chart(per_hour), width="content")
     if report["notes"]:
         st.caption(" ".join(report["notes"]))
 
@@ -231,7 +277,6 @@ def downloads(store: Store, user: dict, run: str | None, target: float, rate: fl
 
 def main() -> None:
     """Render the dashboard page (reviewers and admins; downloads for admins)."""
-    st.set_page_config(layout="wide")
     user = context.open_page("reviewer", "Dashboard")
     store = context.store()
     run, target, rate = controls(store)

@@ -21,8 +21,8 @@ from labeler.views import context
 
 ASSUMED_RANKS = "1, 3, none, 2"  # the field's worked example, until something is measured
 ASSUMED_SECONDS = 20.0  # the field's figure per judgement
-HOURS = st.column_config.NumberColumn("hours", format="%.2f")
-DOLLARS = st.column_config.NumberColumn("dollars", format="$%.2f")
+HOURS = st.column_config.NumberColumn("Hours", format="%.2f")
+DOLLARS = st.column_config.NumberColumn("Dollars", format="$%.2f")
 
 
 @st.cache_data(**context.CACHE)
@@ -53,11 +53,6 @@ def money(value: float | None) -> str:
     return "–" if value is None or math.isnan(value) else f"${value:,.2f}"
 
 
-def hours(value: float | None) -> str:
-    """Hours, or a dash when not known yet."""
-    return "–" if value is None or math.isnan(value) else f"{value:,.2f} h"
-
-
 def measured_section(summary: live.CostSummary) -> None:
     """Spent, remaining and total, the measured figures behind them, and per annotator."""
     st.subheader("Measured so far")
@@ -68,23 +63,25 @@ def measured_section(summary: live.CostSummary) -> None:
         strict=True,
     ):
         column.metric(label, money(price.dollars))
-        column.caption(hours(price.hours))
-    seconds, depth = figures.seconds_per_judgement, figures.judgements_per_query
-    st.markdown(
-        f"Median **{_figure(seconds, '.1f')} s** per judgement · mean judged depth "
-        f"**{_figure(depth, '.2f')}** per query · **{summary.annotators_per_query:.2f}** "
-        f"annotators per query · **{summary.queries_remaining:,}** queries left · "
-        f"at \\${summary.rate:g}/h"
+        column.caption(live.duration_text(price.hours))
+    st.caption(  # numbers only: no data text
+        f"{live.work_text(summary)} · {summary.annotators_per_query:.2f} annotators per "
+        f"query · at \\${summary.rate:g}/h"
     )
     st.dataframe(
         summary.per_annotator,
         hide_index=True,
         column_config={
+            "annotator": "Annotator",
+            "judgements": st.column_config.NumberColumn(
+                "Judgements made", help="Undone ones included: their time was spent"
+            ),
+            "queries_done": "Queries done",
             "seconds_per_judgement": st.column_config.NumberColumn(
-                "median s / judgement", format="%.1f"
+                "Median seconds per judgement", format="%.1f"
             ),
             "judgements_per_query": st.column_config.NumberColumn(
-                "mean judged depth", format="%.2f"
+                "Mean judged depth", format="%.2f"
             ),
             "hours": HOURS,
             "dollars": DOLLARS,
@@ -134,7 +131,8 @@ def parse_ranks(text: str) -> np.ndarray:
 def pool_section(store: Store, state: live.ProjectState, k: int) -> float | None:
     """The real pool size per query of the chosen runs at depth k, beside k × systems."""
     st.subheader("Pooling several systems")
-    pooled = [name for name in live.project_runs(store) if name is not None]
+    depths = {run["name"]: run["depth"] for run in store.status()["runs"]}
+    pooled = list(depths)
     chosen = st.multiselect("Pooled runs of the project", pooled, default=pooled)
     files = st.file_uploader(
         "Or run files (TREC or JSONL)", accept_multiple_files=True, key="plan_runs"
@@ -143,26 +141,40 @@ def pool_section(store: Store, state: live.ProjectState, k: int) -> float | None
     if len(chosen) + len(uploads) == 0:
         st.caption("Choose or upload the runs to pool to see their real overlap.")
         return None
+    # A pooled run holds only its pooled top docs: a deeper pool of it would repeat that size
+    # (and show a false saving), so only depths it holds are sized.
+    deepest = min((depths[name] for name in chosen), default=None)
+    asked = sorted({max(1, k // 2), k, 2 * k})
+    shown = [depth for depth in asked if deepest is None or depth <= deepest]
+    if not shown:
+        st.caption(f"The chosen pooled runs hold only their top {deepest}: choose k ≤ {deepest}.")
+        return None
     try:
         frames = pool_frames(store, state, tuple(chosen), uploads)
-        sizes = live.pool_sizes(frames, sorted({max(1, k // 2), k, 2 * k}))
+        sizes = live.pool_sizes(frames, shown)
     except ValueError as error:
         context.show_error("Could not pool these runs:", error)
         return None
     st.dataframe(
-        sizes,
+        sizes.assign(overlap_saving=sizes["overlap_saving"] * 100),
         hide_index=True,
         column_config={
-            "depth_x_systems": "depth × systems",
+            "depth": "Depth",
+            "systems": "Systems",
+            "depth_x_systems": "Depth × systems",
             "pooled_per_query": st.column_config.NumberColumn(
-                "docs per query (real)", format="%.1f"
+                "Docs per query (real overlap)", format="%.1f"
             ),
-            "overlap_saving": st.column_config.NumberColumn("saved by overlap", format="percent"),
+            "overlap_saving": st.column_config.NumberColumn("Saved by overlap", format="%.1f%%"),
         },
     )
-    if chosen:
-        st.caption("Pooled runs hold only their pooled top docs: deeper pools are cut there.")
-    return float(sizes.loc[sizes["depth"] == k, "pooled_per_query"].iloc[0])
+    if len(shown) < len(asked):
+        st.caption(
+            f"The chosen pooled runs hold only their top {deepest}: depths beyond it are not "
+            "sized (upload the run files to size deeper pools)."
+        )
+    at_k = sizes.loc[sizes["depth"] == k, "pooled_per_query"]
+    return float(at_k.iloc[0]) if len(at_k) else None
 
 
 def plan_section(store: Store, state: live.ProjectState, summary: live.CostSummary) -> None:
@@ -171,6 +183,8 @@ def plan_section(store: Store, state: live.ProjectState, summary: live.CostSumma
     ranks, share = measured_ranks(state)
     queries, k, sample, seconds, annotators, answerable = plan_inputs(store, summary, ranks, share)
     pool_depth = pool_section(store, state, k)
+    depth = summary.cost.judgements_per_query
+    measured_depth = depth if k == live.CUTOFF and live.finite(depth) else None
     table = live.plans(
         queries,
         k,
@@ -180,16 +194,23 @@ def plan_section(store: Store, state: live.ProjectState, summary: live.CostSumma
         annotators_per_query=annotators,
         answerable_share=answerable,
         pool_depth=pool_depth,
+        measured_depth=measured_depth,
     )
     st.dataframe(
         table,
         hide_index=True,
         column_config={
-            "docs_per_query": st.column_config.NumberColumn("docs judged per query", format="%.2f"),
+            "plan": st.column_config.TextColumn("Plan", width="medium"),
+            "docs_per_query": st.column_config.NumberColumn("Docs judged per query", format="%.2f"),
             "hours": HOURS,
             "dollars": DOLLARS,
         },
     )
+    if measured_depth is not None:
+        st.caption(
+            f"First hit is priced at the measured mean judged depth ({measured_depth:.2f} per "
+            "done query, as above), not at the depth the first relevant ranks alone suggest."
+        )
 
 
 def main() -> None:
@@ -202,10 +223,6 @@ def main() -> None:
     summary = measured(store, state, rate)
     measured_section(summary)
     plan_section(store, state, summary)
-
-
-def _figure(value: float, spec: str) -> str:
-    return format(value, spec) if live.finite(value) else "–"
 
 
 main()

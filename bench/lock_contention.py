@@ -1,0 +1,96 @@
+"""Lock contention: how long annotators' judgements wait while a large import runs.
+
+    python bench/lock_contention.py [--queries 60000] [--candidates 20] [--writers 2]
+
+A project holds 500 queries to label. Then ``--writers`` processes (annotators, as the app's
+server would write for them) each judge one candidate after another, flat out, while the main
+process imports ``--queries`` new queries × ``--candidates`` candidates. Reported: the import's
+time, and for the judgements made during it the count, the median, the 99th percentile and the
+longest wait (one ``Store.judge`` call, lock wait included), and any error. The import writes
+in short transactions (see ``Store.import_tasks``), so the longest wait stays near the longest
+of them, not the whole import.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from import_speed import write_tasks
+
+from labeler.store import Store
+
+LABELLED = 500  # queries in the project before the import, for the writers to judge
+
+
+def judge_until(path: Path, writer: int, stop, results) -> None:
+    """One annotator: judge candidates of the labelled queries until ``stop`` is set."""
+    name = f"annotator{writer}"
+    waits, errors = [], []
+    with Store(path) as store:
+        query, rank = 0, 1
+        while not stop.is_set():
+            started = time.perf_counter()
+            try:
+                store.judge(f"q{query}", f"d{query}-{rank - 1}", 0, name, seconds=1.0)
+            except Exception as error:  # noqa: BLE001 - counted and reported, never expected
+                errors.append(repr(error))
+            waits.append(time.perf_counter() - started)
+            query, rank = (query + 1) % LABELLED, rank % 20 + 1
+    results.put((waits, errors))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--queries", type=int, default=60_000)
+    parser.add_argument("--candidates", type=int, default=20)
+    parser.add_argument("--writers", type=int, default=2)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        folder = Path(folder)
+        labelled, tasks = folder / "labelled.jsonl", folder / "tasks.jsonl"
+        write_tasks(labelled, LABELLED, 20)
+        write_tasks(tasks, LABELLED + args.queries, args.candidates)
+        path = folder / "project.db"
+        with Store(path) as store:
+            store.import_tasks(labelled)
+        # the same generator: the first LABELLED queries of the big file are already there
+        context = multiprocessing.get_context("spawn")
+        stop, results = context.Event(), context.Queue()
+        writers = [
+            context.Process(target=judge_until, args=(path, n, stop, results))
+            for n in range(args.writers)
+        ]
+        for writer in writers:
+            writer.start()
+        time.sleep(2.0)  # the writers are up and judging
+        with Store(path) as store:
+            started = time.perf_counter()
+            counts = store.import_tasks(tasks)
+            import_seconds = time.perf_counter() - started
+        stop.set()
+        waits, errors = [], []
+        for _ in writers:
+            more_waits, more_errors = results.get()
+            waits += more_waits
+            errors += more_errors
+        for writer in writers:
+            writer.join()
+    waits.sort()
+    print(
+        f"import of {counts['queries_added']:,} queries x {args.candidates} candidates: "
+        f"{import_seconds:.1f} s, {args.writers} writers judging meanwhile"
+    )
+    print(
+        f"judgements: {len(waits):,}; wait median {statistics.median(waits) * 1000:.1f} ms, "
+        f"p99 {waits[int(len(waits) * 0.99)] * 1000:.1f} ms, longest {waits[-1] * 1000:.0f} ms"
+    )
+    print(f"errors: {len(errors)}" + (f" (first: {errors[0]})" if errors else ""))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,65 @@
+"""One definition of each work figure, worded the same everywhere: the dashboard, the cost
+planner, ``goldset status`` and ``goldset cost --db`` show the same current labels, judgements
+made, seconds per judgement, judged depth and queries left, on one mixed project (two
+annotators, an undone judgement, unanswerable, missed and skipped queries)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from test_live import demo_opened_by_the_app, open_page
+
+from labeler import live
+from labeler.cli import cli
+from labeler.store import Store
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    yield from demo_opened_by_the_app(tmp_path, monkeypatch)
+
+
+def goldset(*args: str) -> str:
+    result = CliRunner().invoke(cli, list(args))
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def captions(script: str) -> list[str]:
+    at = open_page(script)
+    assert not at.exception, at.exception
+    return [caption.value for caption in at.caption]
+
+
+def test_work_figures_are_defined_once_from_the_log(project):
+    with Store(project) as store:
+        events = store.events_frame()
+        summary = live.cost_summary(store)
+        status = store.status()
+    judgements = events[events["action"].isin(["judge", "attach"])]
+    assert summary.judgements_made == len(judgements)  # undone ones too: the time was spent
+    assert summary.current_labels == status["judgements"] < summary.judgements_made
+    assert summary.cost.seconds_per_judgement == judgements["seconds"].median()
+    assert summary.queries_remaining == 50 - 6  # six done; the skipped one is still to do
+
+
+def test_dashboard_planner_status_and_cost_show_the_same_work_figures(project):
+    with Store(project) as store:
+        line = live.work_text(live.cost_summary(store))
+    # ranks 1, 3, none (10 judged) and 2 hold 16 labels; ben judged twice, then undid it
+    assert "16 current labels · 18 judgements made" in line and "44 queries left" in line
+    assert line in captions("../labeler/views/dashboard.py")
+    assert any(caption.startswith(line) for caption in captions("../labeler/views/planner.py"))
+    assert line in goldset("status", "--db", str(project)).splitlines()
+    assert line in goldset("cost", "--db", str(project)).splitlines()
+
+
+def test_status_json_carries_the_work_figures_of_cost_json(project):
+    status = json.loads(goldset("status", "--db", str(project), "--json"))
+    cost = json.loads(goldset("cost", "--db", str(project), "--json"))
+    for key in ("current_labels", "judgements_made", "seconds_per_judgement",
+                "judgements_per_query", "queries_remaining"):  # fmt: skip
+        assert status[key] == cost[key]
+    assert status["current_labels"] == status["judgements"]

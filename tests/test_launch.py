@@ -1,0 +1,56 @@
+"""``goldset app`` passes the project's Streamlit settings itself (so it behaves the same from
+any directory) and opens the browser only where there is one."""
+
+from __future__ import annotations
+
+import tomllib
+
+from labeler import launch
+
+REPO_CONFIG = launch.PACKAGE.parent / ".streamlit" / "config.toml"
+
+
+def test_every_setting_of_the_config_becomes_a_flag_after_the_script():
+    command = launch.streamlit_command("127.0.0.1", 8600)
+    settings = tomllib.loads(REPO_CONFIG.read_text(encoding="utf-8"))
+    flags = dict(zip(command[5::2], command[6::2], strict=True))
+    for section, options in settings.items():
+        for name, value in options.items():
+            expected = str(value).lower() if isinstance(value, bool) else str(value)
+            if f"{section}.{name}" not in ("server.address", "server.port"):
+                assert flags[f"--{section}.{name}"] == expected
+    assert flags["--theme.primaryColor"] == settings["theme"]["primaryColor"]
+    assert (flags["--server.address"], flags["--server.port"]) == ("127.0.0.1", "8600")
+
+
+def test_the_safety_settings_hold_whatever_a_config_says(tmp_path):
+    odd = tmp_path / "config.toml"
+    odd.write_text("[server]\nheadless = false\n[runner]\nenforceSerializableSessionState = true\n")
+    command = launch.streamlit_command("127.0.0.1", 8600, odd)
+    flags = dict(zip(command[5::2], command[6::2], strict=True))
+    assert flags["--server.headless"] == "true"
+    assert flags["--runner.enforceSerializableSessionState"] == "false"
+
+
+def test_a_browser_is_opened_only_with_a_display(monkeypatch):
+    monkeypatch.setattr(launch.sys, "platform", "linux")
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    assert not launch.has_display()
+    monkeypatch.setenv("WAYLAND_DISPLAY", "wayland-0")
+    assert launch.has_display()
+    monkeypatch.setattr(launch.sys, "platform", "darwin")
+    monkeypatch.delenv("WAYLAND_DISPLAY")
+    assert launch.has_display()
+
+
+def test_the_browser_opens_the_loopback_address_of_a_wildcard_host():
+    assert launch.app_url("0.0.0.0", 8501) == "http://127.0.0.1:8501/"
+    assert launch.app_url("10.0.0.5", 9000) == "http://10.0.0.5:9000/"
+
+
+def test_open_gives_up_when_no_server_answers(monkeypatch):
+    opened = []
+    monkeypatch.setattr(launch.webbrowser, "open", opened.append)
+    assert launch.open_when_healthy("http://127.0.0.1:9/", wait=0.5) is False
+    assert opened == []

@@ -1,0 +1,182 @@
+"""A large import holds the write lock only briefly at a time and stays all-or-nothing:
+judgements written meanwhile are all stored once, readers see all of it or none, and a crash
+halfway leaves nothing visible and nothing in the way of a retry. (Not timed: the waits are
+measured by bench/lock_contention.py.)"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from labeler import store as store_module
+from labeler.store import Store
+
+CANDIDATES = 20
+
+
+def write_tasks(path, first: int, count: int) -> str:
+    with path.open("w", encoding="utf-8") as handle:
+        for n in range(first, first + count):
+            record = {
+                "query_id": f"q{n}",
+                "query": f"question {n}",
+                "candidates": [
+                    {"doc_id": f"d{n}-{c}", "title": f"needle {n} {c}", "text": "hay " * 20}
+                    for c in range(CANDIDATES)
+                ],
+            }
+            handle.write(json.dumps(record) + "\n")
+    return str(path)
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """A project of 50 queries to label, and a 600-query tasks file to import into it.
+    Transactions are kept tiny so that even this import takes many of them."""
+    monkeypatch.setattr(store_module, "STAGE_SECONDS", 0.005)
+    monkeypatch.setattr(store_module, "STAGE_PAUSE", 0.002)
+    path = tmp_path / "project.db"
+    with Store(path) as store:
+        store.import_tasks(write_tasks(tmp_path / "labelled.jsonl", 0, 50))
+    return path, write_tasks(tmp_path / "big.jsonl", 50, 600)
+
+
+def test_judgements_during_a_large_import_are_all_stored_exactly_once(project):
+    path, big = project
+    stop, done, errors = threading.Event(), {}, []
+
+    def annotator(name: str) -> None:
+        count = 0
+        with Store(path) as store:
+            while not stop.is_set() or count < 20:
+                query = count % 50
+                try:
+                    store.judge(f"q{query}", f"d{query}-{count // 50 % CANDIDATES}", 0, name)
+                except Exception as error:  # noqa: BLE001 - the test asserts there is none
+                    errors.append(error)
+                count += 1
+                time.sleep(0.002)  # an annotator's pace, compressed
+        done[name] = count
+
+    writers = [threading.Thread(target=annotator, args=(f"a{n}",)) for n in range(3)]
+    for writer in writers:
+        writer.start()
+    with Store(path) as store:
+        counts = store.import_tasks(big)
+    stop.set()
+    for writer in writers:
+        writer.join()
+    assert errors == []
+    assert counts["queries_added"] == 600
+    with Store(path) as store:
+        stored = dict(
+            store.conn.execute("SELECT annotator, count(*) FROM events GROUP BY annotator")
+        )
+        duplicates = store.conn.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM events GROUP BY id HAVING count(*) > 1)"
+        ).fetchone()[0]
+    assert stored == done and duplicates == 0
+
+
+def test_readers_see_all_of_an_import_or_none_of_it(project):
+    path, big = project
+    seen, stop = set(), threading.Event()
+
+    def reader() -> None:
+        with Store(path) as store:
+            while not stop.is_set():
+                with store.snapshot():
+                    queries = store.conn.execute("SELECT count(*) FROM queries").fetchone()[0]
+                    candidates = store.conn.execute(
+                        "SELECT count(*) FROM candidates c JOIN queries q USING (query_id)"
+                    ).fetchone()[0]
+                    found = len(store.search("needle 500", limit=100))
+                seen.add((queries, candidates, found > 0))
+
+    watcher = threading.Thread(target=reader)
+    watcher.start()
+    with Store(path) as store:
+        store.import_tasks(big)
+    time.sleep(0.1)
+    stop.set()
+    watcher.join()
+    assert seen <= {(50, 50 * CANDIDATES, False), (650, 650 * CANDIDATES, True)}
+    assert (650, 650 * CANDIDATES, True) in seen
+
+
+def test_a_failing_import_leaves_nothing_behind(project, monkeypatch):
+    path, big = project
+    original = Store._stage_candidates
+
+    def fail_halfway(self, rows, batch):
+        original(self, rows[: len(rows) // 2], batch)
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(Store, "_stage_candidates", fail_halfway)
+    with Store(path) as store:
+        with pytest.raises(RuntimeError, match="disk full"):
+            store.import_tasks(big)
+        left = [
+            store.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+            for table in ("queries", "candidates", "documents", "import_batches")
+        ]
+    assert left == [50, 50 * CANDIDATES, 50 * CANDIDATES, 1]  # the first import's batch
+
+
+KILLED_IMPORT = """
+import sys
+from labeler import store as store_module
+store_module.STAGE_SECONDS, store_module.STAGE_PAUSE = 0.005, 0.05
+store_module.Store(sys.argv[1]).import_tasks(sys.argv[2])
+"""
+
+
+def test_an_import_killed_halfway_shows_nothing_and_a_retry_completes(project):
+    path, big = project
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    importer = subprocess.Popen([sys.executable, "-c", KILLED_IMPORT, str(path), big], env=env)
+    staged = 0
+    with Store(path) as store:
+        deadline = time.monotonic() + 120
+        while staged < 1_000 and time.monotonic() < deadline:
+            staged = store.conn.execute(
+                "SELECT count(*) FROM candidates WHERE batch IN "
+                "(SELECT id FROM import_batches WHERE published_at IS NULL)"
+            ).fetchone()[0]
+        importer.send_signal(signal.SIGKILL)
+        importer.wait()
+        assert staged >= 1_000  # killed with part of the import written
+        assert store.conn.execute("SELECT count(*) FROM queries").fetchone()[0] == 50
+        assert store.search("needle 60") == []
+        counts = store.import_tasks(big)
+        assert counts["queries_added"] == 600
+        assert counts["candidates_added"] == 600 * CANDIDATES
+        unpublished = store.conn.execute(
+            "SELECT count(*) FROM import_batches WHERE published_at IS NULL"
+        ).fetchone()[0]
+        total = store.conn.execute("SELECT count(*) FROM candidates").fetchone()[0]
+    assert unpublished == 0 and total == 650 * CANDIDATES
+
+
+def test_a_refused_pool_leaves_none_of_its_staged_corpus(project, tmp_path):
+    path, _ = project
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(
+        "".join(json.dumps({"_id": f"c{n}", "text": f"corpus {n}"}) + "\n" for n in range(3_000)),
+        encoding="utf-8",
+    )
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text(json.dumps({"_id": "p1", "text": "pooled"}) + "\n", encoding="utf-8")
+    run = tmp_path / "A.trec"
+    run.write_text("p1 Q0 c1 1 2.0 A\np1 Q0 not-in-corpus 2 1.0 A\n", encoding="utf-8")
+    with Store(path) as store:
+        with pytest.raises(ValueError, match="not-in-corpus"):
+            store.pool(corpus, queries, [run], depth=10)
+        documents = store.conn.execute("SELECT count(*) FROM documents").fetchone()[0]
+        assert store.search("corpus") == []
+    assert documents == 50 * CANDIDATES
