@@ -81,13 +81,13 @@ def test_golden_set_from_frames_reports_as_the_one_read_from_its_file(tmp_path: 
 
 
 text = st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=12)
-# Row labels are metric names and query ids: never empty, never padded with spaces.
-label = text.filter(lambda value: value and value.strip() == value)
+# Labels and headers are metric names, ids and slice names: never empty, nor padded with spaces.
+unpadded = text.filter(lambda value: value and value.strip() == value)
 
 
 @given(
-    columns=st.lists(text.filter(bool), min_size=1, max_size=4, unique=True),
-    labels=st.lists(label, min_size=1, max_size=5, unique=True),
+    columns=st.lists(unpadded, min_size=1, max_size=4, unique=True),
+    labels=st.lists(unpadded, min_size=1, max_size=5, unique=True),
     index_name=st.sampled_from(["", "query_id"]),
     data=st.data(),
 )
