@@ -77,6 +77,7 @@ TIE_BREAKS = {
 REFERENCE = "pytrec_eval"  # trec_eval itself: goldset must agree with it
 TOLERANCE = 1e-6
 SIZES = (50, 200, 2_000, 20_000, 100_000)
+WARM_UP_QUERIES = 50
 LARGE = 100_000  # from this size on: 3 rounds, and DESIGN.md's large-file targets
 
 GRADE_SHARES = (0.45, 0.30, 0.15, 0.10)  # grades 0, 1, 2, 3
@@ -650,11 +651,11 @@ def disagreement_status(case: dict) -> int:
     return status
 
 
-def warm_up(args: argparse.Namespace, shape: str, queries: int) -> None:
-    """One untimed run of every tool on the smallest files: fills one-off caches (ranx's
-    numba cache took minutes on its first use here) before anything is timed."""
-    out = args.out / f"{shape}-{queries}x{args.results}"
-    generate(out, shape, queries, args.results, args.seed)
+def warm_up(args: argparse.Namespace, shape: str) -> None:
+    """One untimed run of every tool on small files: fills one-off caches (ranx's numba
+    cache took minutes on its first use here) before anything is timed."""
+    out = args.out / f"{shape}-{WARM_UP_QUERIES}x{args.results}"
+    generate(out, shape, WARM_UP_QUERIES, args.results, args.seed)
     print("warming up (untimed) ...", flush=True)
     for tool in args.tools:
         time_tool(tool, out / "qrels.txt", out / "run.trec")
@@ -663,7 +664,7 @@ def warm_up(args: argparse.Namespace, shape: str, queries: int) -> None:
 def benchmark(args: argparse.Namespace) -> int:
     """Measure every chosen size and shape, print the tables, save them and the raw runs."""
     machine = environment()
-    warm_up(args, args.shapes[0], min(args.sizes))
+    warm_up(args, args.shapes[0])
     cases, tables, status = [], [], 0
     for queries in args.sizes:
         for shape in args.shapes:

@@ -610,25 +610,76 @@ def _open_store(db: str | None, *, write: bool = False, create: bool = False):
 
 
 @cli.command("import")
-@click.argument("tasks_file", type=click.Path(exists=True, dir_okay=False))
+@click.argument("tasks_file", type=click.Path(exists=True, dir_okay=False), required=False)
+@click.option(
+    "--corpus",
+    type=click.Path(exists=True, dir_okay=False),
+    help="A BEIR corpus.jsonl (_id, title, text) to search for missed answers.",
+)
 @_db_option
 @_fail_on_bad_input
-def import_command(tasks_file, db):
+def import_command(tasks_file, corpus, db):
     """Import queries with their candidates (JSONL or CSV) into the project.
 
     \b
     Example:
         goldset import tasks.jsonl --db project.db
+        goldset import --corpus corpus.jsonl --db project.db
 
     All-or-nothing: any problem is reported with its file, line and field, and nothing is
-    written. Importing the same file again changes nothing.
+    written. Importing the same file again changes nothing. --corpus adds documents that
+    are no query's candidate, so that annotators can find (with "/" on the label page) and
+    attach the answer a system missed.
     """
+    if tasks_file is None and corpus is None:
+        raise click.UsageError("give a TASKS_FILE, --corpus FILE, or both")
     with _open_store(db, write=True, create=True) as store:
-        counts = store.import_tasks(tasks_file)
-    click.echo(
-        f"{counts['queries_added']} queries added ({counts['candidates_added']} candidates, "
-        f"{counts['documents_added']} new documents), {counts['queries_unchanged']} already there"
-    )
+        if tasks_file is not None:
+            counts = store.import_tasks(tasks_file)
+            click.echo(
+                f"{counts['queries_added']} queries added ({counts['candidates_added']} "
+                f"candidates, {counts['documents_added']} new documents), "
+                f"{counts['queries_unchanged']} already there"
+            )
+        if corpus is not None:
+            click.echo(f"{store.add_corpus(corpus)} corpus documents added (searchable)")
+
+
+@cli.command()
+@click.option("--mode", type=click.Choice(["first_hit", "full"]), help="How queries are judged.")
+@click.option("--depth", type=click.IntRange(min=0), help="Candidates judged per query (0 = all).")
+@click.option("--max-grade", type=click.IntRange(min=1), help="Top of the grade scale 0..N.")
+@click.option("--binary", is_flag=True, help="Grades 0/1 only (the same as --max-grade 1).")
+@click.option("--threshold", type=click.IntRange(min=1), help="Lowest grade that is relevant.")
+@click.option("--by", default="cli", show_default=True, help="Who makes the change (logged).")
+@click.option("--json", "as_json", is_flag=True, help="Print the protocol as JSON.")
+@_db_option
+@_fail_on_bad_input
+def configure(mode, depth, max_grade, binary, threshold, by, as_json, db):
+    """Set the project's labelling protocol; every annotator labels under it.
+
+    \b
+    Example:
+        goldset configure --db project.db --mode full --depth 10 --max-grade 4 --threshold 2
+
+    With no option, prints the protocol and its change log. Every change is logged with
+    --by and the time; annotators see the protocol and cannot change it.
+    """
+    if binary and max_grade not in (None, 1):
+        raise click.UsageError("--binary means --max-grade 1")
+    max_grade = 1 if binary else max_grade
+    with _open_store(db, write=True, create=True) as store:
+        settings = store.configure(
+            mode=mode, depth=depth, max_grade=max_grade, rel_threshold=threshold, by=by
+        )
+        log = store.protocol_log()
+    if as_json:
+        click.echo(json.dumps({"protocol": settings, "log": log}, indent=2))
+        return
+    click.echo(" ".join(f"{key}={value}" for key, value in settings.items()))
+    for change in log:
+        changes = " ".join(f"{key}={value}" for key, value in change["changes"].items())
+        click.echo(f"  {change['changed_at']} by {change['changed_by']}: {changes}")
 
 
 @cli.command()

@@ -105,6 +105,8 @@ def derive_state(events: Sequence[Event], context: QueryContext) -> QueryState:
     - A doc's grade is its latest judge/attach event.
     - Complete by labels: first-hit mode — every pooled run settled (its first relevant doc
       known, or none within the pool); full mode — every candidate judged.
+    - A verdict (unanswerable / miss) grades 0 every candidate not judged before it; those
+      do not count in ``judged_depth`` (the candidates judged one by one: the cost).
     - ``done``: complete with a relevant candidate, or a verdict (unanswerable / miss), or a
       relevant doc attached from search (a miss whose answer was found).
     - ``needs_verdict``: complete, nothing relevant, no verdict yet — the annotator must
@@ -115,9 +117,11 @@ def derive_state(events: Sequence[Event], context: QueryContext) -> QueryState:
     grades: dict[str, int] = {}
     label_events: dict[str, int] = {}
     last_verdict, skipped, note = None, False, ""
+    asserted: set[str] = set()  # candidates graded 0 by a verdict, not judged one by one
     mode = context.default_mode
     for event in effective_events(events):
         if event.action in ("judge", "attach"):
+            asserted.discard(event.doc_id)
             grades[event.doc_id] = event.grade
             label_events[event.doc_id] = event.id
             if event.grade >= context.threshold:
@@ -126,6 +130,12 @@ def derive_state(events: Sequence[Event], context: QueryContext) -> QueryState:
             skipped = False
         elif event.action in VERDICTS:
             last_verdict, skipped = event.action, False
+            # A verdict asserts that no candidate is relevant: the ones not judged yet are
+            # judged 0 by it, so that one undo of the verdict takes the assertion back.
+            for doc_id in context.positions:
+                if doc_id not in grades:
+                    grades[doc_id], label_events[doc_id] = 0, event.id
+                    asserted.add(doc_id)
         elif event.action == "skip":
             skipped = True
         elif event.action == "note":
@@ -157,7 +167,7 @@ def derive_state(events: Sequence[Event], context: QueryContext) -> QueryState:
         grades=grades,
         label_events=label_events,
         first_relevant_rank=min(relevant) if relevant else None,
-        judged_depth=len(candidate_grades),
+        judged_depth=len(candidate_grades) - len(asserted),
         seconds=sum(event.seconds for event in events),
         last_event_id=max((event.id for event in events), default=0),
         updated_at=max((event.created_at for event in events), default=None),

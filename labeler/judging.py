@@ -7,13 +7,14 @@ write; nothing loads a whole table.
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 
 from labeler import team
-from labeler.store import Store
+from labeler.store import StaleTarget, Store
 
 # Active time per judgement is the time since the previous action, capped: reading a candidate
 # takes seconds to a minute, so a longer gap means the annotator stepped away (a call, a break)
@@ -22,16 +23,27 @@ from labeler.store import Store
 IDLE_CAP_SECONDS = 120.0
 
 MODES = ("first_hit", "full")
-NAVIGATION_KEYS = "umsznp"
+NAVIGATION_KEYS = "umszxnpjkh/"
 KEY_HELP = {
-    "u": "unanswerable",
-    "m": "miss",
+    "u": "unanswerable (at any candidate)",
+    "m": "miss (at any candidate)",
     "s": "skip",
-    "z": "undo",
+    "z": "undo the last action, on any query",
+    "x": "undo the last action on this query",
     "n": "next query",
-    "p": "previous query",
+    "p": "previously viewed query",
+    "j": "move down (a card, a search result)",
+    "k": "move up",
+    "h": "then 1-9: reopen a query from the history",
 }
+HISTORY_SIZE = 10
+SEARCH_RESULTS = 8
 GRADE_NAMES = ("not relevant", "relevant", "highly relevant", "perfect")
+
+
+class StillBusy(Exception):
+    """A press could not be committed yet (another writer holds the database): it is kept
+    unacknowledged, and the page sends it again."""
 
 
 def grade_name(grade: int) -> str:
@@ -71,42 +83,79 @@ class QueryView:
         return self.state["needs_verdict"]
 
     @property
-    def no_relevant_candidate(self) -> bool:
-        """True when the candidates hold no answer: a verdict is due or was given (U/M)."""
-        return self.verdict_due or (
-            self.state["status"] == "done" and self.state["first_relevant_rank"] is None
-        )
+    def verdict(self) -> str | None:
+        """How the query was completed, in words, or None while it is not done."""
+        state = self.state
+        if state["status"] != "done":
+            return None
+        if state["first_relevant_rank"] is not None:
+            return f"first relevant #{state['first_relevant_rank']}"
+        if not state["answerable"]:
+            return "unanswerable"
+        return "miss, answer attached" if self.attached else "miss"
+
+
+@dataclass
+class Search:
+    """The corpus search open on a query: its text, the results and the selected one."""
+
+    query_id: str
+    text: str
+    results: list[dict] = field(default_factory=list)
+    selected: int = 0
 
 
 class LabelSession:
-    """One annotator judging in one browser session: the current query and what keys do."""
+    """One annotator judging in one browser session: the current query and what keys do.
 
-    def __init__(self, store: Store, annotator: str, mode: str | None = None):
+    The protocol (mode, depth, grade scale, threshold) is the project's, read from the store
+    on every use: an admin's change reaches open pages at their next key press.
+    """
+
+    def __init__(self, store: Store, annotator: str):
         """Open the session where the annotator left off (their unfinished query, else the next)."""
-        settings = store.settings()
         self.store = store
         self.annotator = annotator
-        self.max_grade: int = settings["max_grade"]
-        self.rel_threshold: int = settings["rel_threshold"]
-        self.mode: str = mode or settings["mode"]
-        self.query_id: str | None = store.resume_query(annotator)
         self.message = ""
         self.active_time = ActiveTime()
+        self.cursor: str | None = None  # a candidate picked with j/k, else the next to judge
+        self.search: Search | None = None
+        self.history_armed = False  # H was pressed: the next digit opens a history entry
+        # An action was refused for the account (signed out, removed, role changed): the page
+        # must rerun whole, so that its sign-in gate shows instead of this fragment.
+        self.refused_account = False
+        # Queries viewed, newest first (the open one first); seeded with the latest worked on.
+        self.history: list[str] = store.recent_queries(annotator, HISTORY_SIZE)
+        self._query_id: str | None = None
+        self.query_id = store.resume_query(annotator)
 
-    def set_mode(self, mode: str) -> None:
-        """Choose the mode for queries not yet started (a started query keeps its own)."""
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-        self.mode = mode
+    @property
+    def query_id(self) -> str | None:
+        """The open query (None when nothing is left). Opening one puts it in the history."""
+        return self._query_id
+
+    @query_id.setter
+    def query_id(self, query_id: str | None) -> None:
+        if query_id != self._query_id:
+            self.cursor, self.search, self.history_armed = None, None, False
+        self._query_id = query_id
+        if query_id is not None:
+            self.history = [query_id, *(q for q in self.history if q != query_id)]
+            del self.history[HISTORY_SIZE:]
+
+    @property
+    def protocol(self) -> dict:
+        """The project's labelling protocol (see :meth:`Store.settings`)."""
+        return self.store.settings()
 
     @property
     def grade_keys(self) -> str:
         """The digit keys that judge: ``0``..max_grade (``01`` in a binary project)."""
-        return "".join(str(grade) for grade in range(self.max_grade + 1))
+        return "".join(str(grade) for grade in range(self.protocol["max_grade"] + 1))
 
     @property
     def accepted_keys(self) -> str:
-        """Every key the page acts on."""
+        """Every key the page acts on (Enter and Escape too, see :mod:`labeler.keys`)."""
         return self.grade_keys + NAVIGATION_KEYS
 
     def view(self) -> QueryView | None:
@@ -120,58 +169,130 @@ class LabelSession:
         with self.store.snapshot():
             return self._view(self.query_id)
 
-    def _view(self, query_id: str) -> QueryView:
-        annotator = self.annotator
+    def _view(self, query_id: str, *, own_cursor: bool = True) -> QueryView:
+        """The view of a query: its current card is the one picked with J/K (this session's
+        cursor, unless ``own_cursor`` is False), else the next one to judge."""
+        cursor = self.cursor if own_cursor else None
+        annotator, protocol = self.annotator, self.protocol
         state = self.store.query_state(query_id, annotator)
-        mode = state["mode"] if state["judged_depth"] else self.mode
+        mode = state["mode"] if state["judged_depth"] else protocol["mode"]
         candidates = self.store.candidates(query_id, annotator)
+        if protocol["depth"]:
+            candidates = candidates[: protocol["depth"]]
         candidate_ids = {candidate["doc_id"] for candidate in candidates}
         attached = [
             {**self.store.document(doc_id), "grade": grade}
             for doc_id, grade in self.store.labels(query_id, annotator).items()
             if doc_id not in candidate_ids
         ]
+        current = next((c for c in candidates if c["doc_id"] == cursor), None)
+        if current is None and state["status"] != "done":
+            current = self.store.next_candidate(query_id, annotator, mode)
         return QueryView(
             query=self.store.query(query_id),
             state=state,
             mode=mode,
             candidates=candidates,
-            current=self.store.next_candidate(query_id, annotator, mode),
+            current=current,
             attached=attached,
         )
+
+    def next_view(self) -> QueryView | None:
+        """The query that completing the open one leads to (N, S, a verdict, the last
+        judgement), fetched ahead so that the page can show it before the server answers."""
+        if self.query_id is None:
+            return None
+        with self.store.snapshot():
+            next_id = self.store.next_query(self.annotator, after=self.query_id)
+            return None if next_id is None else self._view(next_id, own_cursor=False)
 
     def progress(self) -> dict[str, dict[str, int]]:
         """The annotator's progress per slice (see :meth:`Store.progress`)."""
         return self.store.progress(self.annotator)
 
-    def press_typed(self, key: str, *, page: str, seq: int, lag_seconds: float = 0.0) -> None:
+    def recent(self) -> list[str]:
+        """The queries viewed before the open one, newest first: ``H`` + 1..9 reopens them."""
+        return [q for q in self.history if q != self.query_id][:9]
+
+    def press_typed(
+        self,
+        key: str,
+        *,
+        page: str,
+        seq: int,
+        lag_seconds: float = 0.0,
+        target: dict | None = None,
+    ) -> None:
         """Apply a key typed in a browser page (see :mod:`labeler.keys`).
 
-        Its active time runs to when it was typed, ``lag_seconds`` before now, rather than
-        to when it reached the server. Its writes carry ``(page, seq)`` into the log, so
-        that a restarted server never applies it again (see :meth:`Store.key_press`).
+        ``target`` is what the page showed when the key was typed: ``query`` (its id) and,
+        for a grade, ``doc`` and ``grade`` (the card's grade then, None = unjudged). The
+        press acts only there: on that query (opened here if need be), and on that card only
+        if it still has the grade the page showed — a card judged meanwhile (in another tab)
+        gets nothing, and the page is told. Its active time runs to when
+        it was typed, ``lag_seconds`` before now. Its writes carry ``(page, seq)`` into the
+        log, so that a restarted server never applies it again (see :meth:`Store.key_press`).
+        A database held by another writer past the busy timeout raises :class:`StillBusy`
+        (nothing written; the page sends the press again).
         """
+        target = target or {}
+        aimed_at = target.get("query")
+        if aimed_at is not None and aimed_at != self.query_id:
+            # The page showed another query than this session has open: the next one it
+            # fetched ahead, when someone else's work has since changed the queue. The
+            # press acts on the query the annotator saw.
+            try:
+                self.store.query(aimed_at)
+            except ValueError:
+                self.message = f"Not done: no query {aimed_at} in this project."
+                return
+            self.query_id = aimed_at
         typed_at = time.monotonic() - lag_seconds
         with self.store.key_press(page, seq):
-            self.press(key, self.active_time.lap(typed_at))
+            self.press(key, self.active_time.lap(typed_at), target)
 
-    def press(self, key: str, seconds: float | None = None) -> None:
-        """Apply one key: a grade digit, or u/m/s/z/n/p (see ``KEY_HELP``).
+    def click(self, action: Callable[..., None], *args: object) -> None:
+        """Run ``action(*args)`` for a button (e.g. ``click(session.press, "1")``); a busy
+        database is said in words, not raised."""
+        try:
+            action(*args)
+        except StillBusy:
+            self.message = "Not saved: the database is busy (a long import?). Click again."
+
+    def press(self, key: str, seconds: float | None = None, target: dict | None = None) -> None:
+        """Apply one key: a grade digit, or a letter of ``KEY_HELP``, ``/`` (search), ``enter``
+        (attach the selected search result) or ``escape`` (close the search).
 
         ``seconds`` is the active time to record (default: measured since the previous
-        action). A key that does not apply here leaves the data unchanged and says why in
-        :attr:`message`.
+        action); ``target`` as in :meth:`press_typed`. A key that does not apply here leaves
+        the data unchanged and says why in :attr:`message`.
         """
         seconds = self.active_time.lap() if seconds is None else seconds
         key = key.lower()
+        target = target or {}
+        if self.history_armed:
+            self.history_armed = False
+            if key != "escape":  # Escape after H changes its mind
+                self._reopen(key)
+            return
         actions = {
-            **{grade: partial(self._judge, int(grade), seconds) for grade in self.grade_keys},
+            **{
+                grade: partial(self._judge, int(grade), seconds, target)
+                for grade in self.grade_keys
+            },
             "u": partial(self._verdict, "unanswerable", seconds),
             "m": partial(self._verdict, "miss", seconds),
             "s": partial(self._skip, seconds),
             "z": self._undo,
+            "x": partial(self._undo, scoped=True),
             "n": partial(self._navigate, "n"),
             "p": partial(self._navigate, "p"),
+            "j": partial(self._move, 1),
+            "k": partial(self._move, -1),
+            "h": self._arm_history,
+            "/": self.open_search,
+            "enter": self._attach_selected,
+            "escape": self.close_search,
         }
         if key not in actions:
             self.message = f"Key {key!r} does nothing here."
@@ -179,14 +300,15 @@ class LabelSession:
         self._guarded(actions[key])
 
     def attach(self, doc_id: str) -> None:
-        """Attach a document found by search as the relevant answer the system missed."""
+        """Attach a document found by search as the relevant answer the system missed; the
+        query is then done (a miss whose answer was found) and the next one opens."""
         if self.query_id is None:
             return
-        grade, query_id = max(1, self.rel_threshold), self.query_id
+        grade, query_id = max(1, self.protocol["rel_threshold"]), self.query_id
 
         def attach() -> None:
             self.store.attach(query_id, doc_id, grade, self.annotator, self.active_time.lap())
-            self.message = "Attached the missed document as relevant (query done as a miss)."
+            self._advance_if_done(query_id)
 
         self._guarded(attach)
 
@@ -203,15 +325,42 @@ class LabelSession:
 
         self._guarded(save)
 
+    def open_search(self, text: str | None = None) -> None:
+        """Search the corpus for the open query's missed answer: by default with the query's
+        own text. Results leave out the query's candidates; the first one is selected."""
+        if self.query_id is None:
+            return
+        if text is None:
+            text = self.search.text if self.search else self.store.query(self.query_id)["query"]
+        candidate_ids = {c["doc_id"] for c in self.store.candidates(self.query_id)}
+        results = [
+            doc
+            for doc in self.store.search(text, SEARCH_RESULTS + len(candidate_ids))
+            if doc["doc_id"] not in candidate_ids
+        ][:SEARCH_RESULTS]
+        self.search = Search(self.query_id, text, results)
+        self.message = "" if results else "No document outside the candidates matches."
+
+    def close_search(self) -> None:
+        """Close the search (Escape outside a text field)."""
+        self.search = None
+
     def _guarded(self, action: Callable[[], None]) -> None:
         """Run an action if the annotator may still label — their account is read now, on the
         server, so the open page of a removed user writes nothing — and turn a refusal or bad
-        input into :attr:`message`."""
+        input into :attr:`message`. A database another writer held past the busy timeout
+        raises :class:`StillBusy`: nothing was written."""
         try:
             team.authorize(self.store, self.annotator, "annotator")
             action()
-        except (ValueError, PermissionError) as error:
+        except PermissionError as error:
+            self.message, self.refused_account = f"Not done: {error}", True
+        except ValueError as error:  # StaleTarget is a ValueError
             self.message = f"Not done: {error}"
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) and "busy" not in str(error):
+                raise
+            raise StillBusy(str(error)) from error
 
     # --- actions -------------------------------------------------------------------------------
 
@@ -220,57 +369,115 @@ class LabelSession:
             raise ValueError("no query left to label")
         return self.query_id
 
-    def _judge(self, grade: int, seconds: float) -> None:
+    def _judge(self, grade: int, seconds: float, target: dict) -> None:
         query_id = self._require_query()
-        state = self.store.query_state(query_id, self.annotator)
-        mode = state["mode"] if state["judged_depth"] else self.mode
-        current = self.store.next_candidate(query_id, self.annotator, mode)
-        if current is None:
+        view = self._view(query_id)
+        if "doc" in target:
+            doc = next((c for c in view.candidates if c["doc_id"] == target["doc"]), None)
+            if doc is None:
+                raise ValueError(f"{target['doc']!r} is not a candidate of {query_id!r}")
+            expected = {"expected_grade": target.get("grade")}
+        else:  # a click, or a key the page could not aim: the current candidate
+            doc, expected = view.current, {}
+        if doc is None:
             self.message = (
                 "Every candidate is judged and none is relevant: U unanswerable or M miss."
-                if state["needs_verdict"]
-                else "This query is complete: N next query, Z undo."
+                if view.verdict_due
+                else "This query is complete: J/K pick a card to change, N next query, Z undo."
             )
             return
-        self.store.judge(query_id, current["doc_id"], grade, self.annotator, seconds, mode)
-        self.message = f"#{current['position']} judged {grade} · {grade_name(grade)}."
+        try:
+            self.store.judge(
+                query_id, doc["doc_id"], grade, self.annotator, seconds, view.mode, **expected
+            )
+        except StaleTarget:
+            self.message = (
+                f"Not done: #{doc['position']} was judged meanwhile (in another tab?). "
+                "This page now shows its current label: press again if you meant it."
+            )
+            return
+        self.cursor = None
+        self.message = f"#{doc['position']} judged {grade} · {grade_name(grade)}."
         self._advance_if_done(query_id)
 
     def _verdict(self, action: str, seconds: float) -> None:
         query_id = self._require_query()
-        view = self.view()
-        if not view.no_relevant_candidate:
-            self.message = f"{action.capitalize()} applies once every candidate is judged 0."
+        view = self._view(query_id)
+        threshold = self.protocol["rel_threshold"]
+        relevant = [c for c in view.candidates if (c["grade"] or 0) >= threshold]
+        if relevant:
+            self.message = (
+                f"Not done: #{relevant[0]['position']} is judged relevant. Judge it 0 first "
+                f"(J/K to reach it) or undo, then {action}."
+            )
             return
         self.store.mark(query_id, action, self.annotator, seconds)
-        self.message = f"Marked {action}."
         self._advance_if_done(query_id)
 
     def _skip(self, seconds: float) -> None:
         query_id = self._require_query()
         self.store.mark(query_id, "skip", self.annotator, seconds)
-        self.message = "Skipped: the query comes back later."
+        self.message = f"{query_id} skipped: it comes back later."
         self.query_id = self.store.next_query(self.annotator, after=query_id)
 
-    def _undo(self) -> None:
-        undone = self.store.undo(self.annotator)
+    def _undo(self, scoped: bool = False) -> None:
+        scope = self._require_query() if scoped else None
+        undone = self.store.undo(self.annotator, query_id=scope)
         if undone is None:
-            self.message = "Nothing left to undo."
+            self.message = "Nothing left to undo" + (" on this query." if scoped else ".")
             return
         self.query_id = undone["query_id"]
-        self.message = f"Undid {undone['action']}."
+        self.cursor = None
+        self.message = f"Undid {undone['action']} on {undone['query_id']}."
 
     def _navigate(self, key: str) -> None:
         if key == "n":
             target = self.store.next_query(self.annotator, after=self.query_id)
         else:
-            target = self.store.previous_query(self.annotator, before=self.query_id)
+            target = next(iter(self.recent()), None)
         if target is None:
             self.message = "No next query." if key == "n" else "No previous query."
             return
         self.query_id = target
         self.message = ""
 
+    def _arm_history(self) -> None:
+        self.history_armed = bool(self.recent())
+        self.message = "Press 1-9 to reopen a query from the history." if self.recent() else ""
+
+    def _reopen(self, key: str) -> None:
+        recent = self.recent()
+        if not key.isdigit() or not 1 <= int(key) <= len(recent):
+            self.message = f"No history entry {key!r}."
+            return
+        self.query_id = recent[int(key) - 1]
+        self.message = ""
+
+    def _move(self, step: int) -> None:
+        """J/K: the selected search result, else the card the next grade key judges."""
+        if self.search is not None and self.search.query_id == self.query_id:
+            last = len(self.search.results) - 1
+            self.search.selected = min(max(self.search.selected + step, 0), max(last, 0))
+            return
+        view = self._view(self._require_query())
+        ids = [c["doc_id"] for c in view.candidates]
+        if not ids:
+            return
+        here = ids.index(view.current["doc_id"]) if view.current else (-1 if step > 0 else 0)
+        self.cursor = ids[min(max(here + step, 0), len(ids) - 1)]
+
+    def _attach_selected(self) -> None:
+        search = self.search
+        if search is None or search.query_id != self.query_id or not search.results:
+            self.message = "Enter attaches a search result: / opens the search."
+            return
+        self.attach(search.results[search.selected]["doc_id"])
+
     def _advance_if_done(self, query_id: str) -> None:
-        if self.store.query_state(query_id, self.annotator)["status"] == "done":
-            self.query_id = self.store.next_query(self.annotator, after=query_id)
+        """After a completing action: a notice naming the query and its verdict, and on to
+        the next query."""
+        view = self._view(query_id)
+        if view.verdict is None:
+            return
+        self.message = f"{query_id} done — {view.verdict} · Z undoes"
+        self.query_id = self.store.next_query(self.annotator, after=query_id)

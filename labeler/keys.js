@@ -1,11 +1,23 @@
 // goldset key listener (a Streamlit v2 component, no build step).
 //
-// Every accepted key press is appended to an ordered log of [seq, key, ms] and the
-// whole unacknowledged log is sent as component state. Python applies only the
+// Every accepted key press is appended to an ordered log of [seq, key, ms, target] and
+// the whole unacknowledged log is sent as component state. Python applies only the
 // entries newer than the last one it applied, then acknowledges that seq through
-// `data.applied`, and this module drops what was acknowledged. A press typed while
-// the server is busy therefore rides along with the next state update: nothing is
-// coalesced away, nothing is applied twice.
+// `data.applied` — only once the press is committed — and this module drops what was
+// acknowledged. A press typed while the server is busy therefore rides along with the
+// next state update: nothing is coalesced away, nothing is applied twice. When the
+// database was busy, `data.retry` changes and the unacknowledged log is sent again.
+//
+// `target` names what was on screen: the query and, for a grade, the card and its grade
+// then. The server applies the press only there (a stale tab is told, and refreshed).
+//
+// No wait between keys: `data.panel` is the server's model of the judging panel (the
+// query, each card's grade, the current card). The listener replays its unacknowledged
+// presses on that model and paints the result on the cards at once, in the keydown
+// handler, so the cursor moves and cards are marked before the server answers. The
+// server stays the single source of truth: each answer resets the model, and the page
+// converges to what it stored. A press whose effect cannot be foreseen (a completed
+// query, navigation, undo) greys the panel until the server shows the next state.
 //
 // The module is loaded once per page and re-run whenever `data` changes, so the log
 // lives at module level and the listener is one function object (adding it again
@@ -18,6 +30,14 @@ let accepted = "";
 let focusTargets = {};
 let follow = null;
 let send = null;
+let base = null; // the server's panel model
+let model = null; // base with the unacknowledged presses replayed on it
+let lastRetry = 0;
+let lastAutofocus = null;
+let badge = null;
+let attempt = 0; // makes every send a new state value, so that a resend reruns the script
+
+const SPECIAL_KEYS = { Enter: "enter", Escape: "escape", ArrowDown: "j", ArrowUp: "k" };
 
 function isTyping(target) {
   if (!target || !target.tagName) return false;
@@ -31,12 +51,160 @@ function findField(label) {
   );
 }
 
-// Keep the element matching `follow` (the current candidate) in view as it moves down.
+// --- the optimistic panel model ----------------------------------------------------------
+
+function copyModel(panel) {
+  if (!panel || panel.query == null) return null;
+  return { ...panel, cards: panel.cards.map(([doc, grade]) => [doc, grade]) };
+}
+
+// The query on screen is done or left: show the one fetched ahead, if the server sent it.
+function advance(m) {
+  return m.next ? copyModel(m.next) : { ...m, query: null };
+}
+
+function gradeOf(m, doc) {
+  const card = m.cards.find(([d]) => d === doc);
+  return card ? card[1] : null;
+}
+
+// What a press does to the model: the same rules as labeler/judging.py for the presses
+// whose outcome is certain; anything else leaves the query "unknown" (null) until the
+// server answers.
+function reduce(m, key) {
+  if (!m || m.query == null) return m;
+  if (m.armed) return key === "escape" ? { ...m, armed: false } : { ...m, query: null };
+  if (key === "/") return { ...m, searching: true };
+  if (key === "escape") return { ...m, searching: false };
+  if (m.searching && (key === "j" || key === "k")) return m;
+  if (key === "j" || key === "k") {
+    const docs = m.cards.map(([doc]) => doc);
+    if (!docs.length) return m;
+    const step = key === "j" ? 1 : -1;
+    const here = m.current == null ? (step > 0 ? -1 : 0) : docs.indexOf(m.current);
+    return { ...m, current: docs[Math.min(Math.max(here + step, 0), docs.length - 1)] };
+  }
+  if (key === "h") return { ...m, armed: true };
+  if (m.grades.includes(key)) {
+    if (m.current == null) return m;
+    const grade = Number(key);
+    const cards = m.cards.map(([doc, g]) => [doc, doc === m.current ? grade : g]);
+    const relevant = cards.some(([, g]) => g != null && g >= m.threshold);
+    const open = cards.filter(([, g]) => g == null);
+    if (m.done || (m.mode === "first_hit" && relevant) || (m.mode === "full" && !open.length)) {
+      return advance(m);
+    }
+    return { ...m, cards, current: open.length ? open[0][0] : null };
+  }
+  if (key === "u" || key === "m") {
+    const relevant = m.cards.some(([, g]) => g != null && g >= m.threshold);
+    return relevant ? m : advance(m);
+  }
+  if (key === "s" || key === "n") return advance(m);
+  if (key === "enter" && !m.searching) return m;
+  return { ...m, query: null }; // undo, previous, history, attach: the server decides
+}
+
+function targetOf(m, key) {
+  if (!m || m.query == null) return null;
+  if (m.grades.includes(key) && !m.armed && m.current != null) {
+    return { query: m.query, doc: m.current, grade: gradeOf(m, m.current) };
+  }
+  return { query: m.query };
+}
+
+function replay(applied) {
+  model = copyModel(base);
+  for (const [s, key] of pending) if (s > applied) model = reduce(model, key);
+}
+
+function setText(element, text) {
+  if (element.textContent !== text) element.textContent = text;
+}
+
+// Paint the model on the cards rendered by the server: the list of the model's query is
+// shown (the one on screen, or the next one, rendered hidden ahead of time) and its cards
+// marked; the heading names the model's query.
+function paint() {
+  const lists = Array.from(document.querySelectorAll(".gs-cards"));
+  if (!lists.length || !base || lists[0].dataset.query !== base.query) return;
+  const list = model && lists.find((element) => element.dataset.query === model.query);
+  if (!list) {
+    // Only the server knows what comes next: grey what is on screen until it answers.
+    for (const element of lists) {
+      if (!element.classList.contains("gs-hidden")) element.classList.add("gs-pending");
+    }
+    return;
+  }
+  for (const element of lists) {
+    element.classList.toggle("gs-hidden", element !== list);
+    element.classList.remove("gs-pending");
+  }
+  const heading = document.querySelector(".gs-query-text");
+  if (heading) {
+    setText(heading, model.text);
+    const meta = heading.nextElementSibling;
+    if (meta) setText(meta, model.meta);
+  }
+  for (const card of list.querySelectorAll(".gs-card[data-doc]")) {
+    const doc = card.dataset.doc;
+    const grade = gradeOf(model, doc);
+    const state = doc === model.current ? "current" : grade != null ? "judged" : "waiting";
+    const wanted = `gs-card gs-${state}`;
+    if (card.className !== wanted) card.className = wanted;
+    const shown = grade == null ? "" : String(grade);
+    if (card.dataset.grade !== shown) card.dataset.grade = shown;
+    const head = card.querySelector(".gs-head");
+    let label = head.querySelector(".gs-label");
+    if (grade != null) {
+      if (!label) {
+        label = document.createElement("span");
+        label.className = "gs-label";
+        head.insertBefore(label, head.querySelector(".gs-now"));
+      }
+      setText(label, `${grade} · ${model.names[grade] || `grade ${grade}`}`);
+    } else if (label) {
+      label.remove();
+    }
+    let marker = head.querySelector(".gs-now");
+    if (state === "current" && !marker) {
+      marker = document.createElement("span");
+      marker.className = "gs-now";
+      marker.textContent = "▶ judge this";
+      head.appendChild(marker);
+    } else if (state !== "current" && marker) {
+      marker.remove();
+    }
+    const text = card.querySelector(".gs-text");
+    const textClass = `gs-text gs-text-${state}`;
+    if (text && text.className !== textClass) text.className = textClass;
+  }
+}
+
+// The badge (inside the component) says "saving…" while a press is not acknowledged; the
+// page's root element says it too, for tests and benchmarks outside the component's DOM.
+function showSaving() {
+  const saving = pending.length > 0;
+  const flag = saving ? "1" : "";
+  if (document.documentElement.dataset.goldsetSaving !== flag) {
+    document.documentElement.dataset.goldsetSaving = flag;
+  }
+  if (!badge) return;
+  setText(badge, saving ? "saving…" : "⌨ keys on");
+  badge.dataset.saving = flag;
+}
+
+// Keep the element matching `follow` (the current candidate) in view as it moves, and
+// repaint the model whenever the server re-renders the cards.
 let followed = null;
-const keepInView = new MutationObserver(() => {
+function keepFollowedInView() {
   const element = follow && document.querySelector(follow);
   if (element && element !== followed) element.scrollIntoView({ block: "nearest" });
   followed = element;
+}
+const keepInView = new MutationObserver(() => {
+  paint();
+  keepFollowedInView();
 });
 
 function onKeyDown(event) {
@@ -46,7 +214,9 @@ function onKeyDown(event) {
     return;
   }
   if (event.ctrlKey || event.metaKey || event.altKey || event.repeat) return;
-  if (isTyping(event.target) || event.key.length !== 1) return;
+  if (isTyping(event.target)) return;
+  const special = SPECIAL_KEYS[event.key];
+  if (!special && event.key.length !== 1) return;
   const field = focusTargets[event.key] && findField(focusTargets[event.key]);
   if (field) {
     // A key that jumps to a text field (e.g. "/" to search) is not sent to Python.
@@ -54,12 +224,27 @@ function onKeyDown(event) {
     field.focus();
     return;
   }
-  const key = event.key.toLowerCase();
+  const key = special || event.key.toLowerCase();
   if (!accepted.includes(key)) return;
   event.preventDefault();
   seq += 1;
-  pending.push([seq, key, Math.round(performance.now())]);
+  pending.push([seq, key, Math.round(performance.now()), targetOf(model, key)]);
+  model = reduce(model, key);
+  paint();
+  keepFollowedInView();
+  showSaving();
   if (send) send();
+}
+
+// Focus a text field once it is on the page (it may render after this component).
+function focusWhenThere(label, tries = 40) {
+  const field = findField(label);
+  if (field) {
+    field.focus();
+    requestAnimationFrame(() => field.select()); // after React has set the value
+  } else if (tries > 0) {
+    setTimeout(() => focusWhenThere(label, tries - 1), 50);
+  }
 }
 
 export default function ({ data, parentElement, setStateValue }) {
@@ -69,10 +254,26 @@ export default function ({ data, parentElement, setStateValue }) {
   keepInView.observe(document.body, { childList: true, subtree: true });
   const applied = data && data.page === pageId ? data.applied : 0;
   while (pending.length && pending[0][0] <= applied) pending.shift();
-  send = () => setStateValue("log", { page: pageId, entries: pending.slice() });
+  base = (data && data.panel) || null;
+  replay(applied);
+  send = () => {
+    attempt += 1;
+    setStateValue("log", { page: pageId, entries: pending.slice(), attempt });
+  };
   document.addEventListener("keydown", onKeyDown);
-  const badge = parentElement.querySelector(".goldset-keys");
+  badge = parentElement.querySelector(".goldset-keys");
   if (badge) badge.dataset.ready = "1";
+  paint();
+  showSaving();
+  const retry = (data && data.retry) || 0;
+  if (retry !== lastRetry) {
+    lastRetry = retry;
+    // The database was busy: the presses are still pending; send them again shortly.
+    if (pending.length) setTimeout(() => send && send(), 250);
+  }
+  const autofocus = data && data.autofocus;
+  if (autofocus && autofocus !== lastAutofocus) focusWhenThere(autofocus.split("\n")[0]);
+  lastAutofocus = autofocus || null;
   return () => {
     document.removeEventListener("keydown", onKeyDown);
     keepInView.disconnect();

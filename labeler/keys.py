@@ -1,14 +1,17 @@
 """Keyboard input that loses no key press and applies none twice, however fast the typing.
 
 Streamlit's native ``shortcut=`` coalesces presses that arrive during a rerun. Instead a tiny
-v2 component (``keys.js``) keeps an ordered log of ``(seq, key, ms)`` in the browser and sends
-the whole unacknowledged log as its state; :func:`listen` hands each entry newer than the last
-applied one to the caller exactly once, in order, and acknowledges it back to the browser.
+v2 component (``keys.js``) keeps an ordered log of ``(seq, key, ms, target)`` in the browser
+and sends the whole unacknowledged log as its state; :func:`listen` hands each entry newer
+than the last applied one to the caller exactly once, in order, and acknowledges it back to
+the browser once the caller returned (a press that raises one of ``retry_on`` stays
+unacknowledged and is sent again). Given a ``panel`` model, the component also shows each
+press's effect at once, before the server answers (see ``keys.js``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,12 +30,15 @@ _COMPONENT = st.components.v2.component(
 class KeyPress:
     """One key press from the browser: its sequence number and key, how many seconds
     before the newest press of the same batch it was typed (0 for the newest), so that
-    presses applied together can still be timed apart, and the id of its browser page."""
+    presses applied together can still be timed apart, the id of its browser page, and
+    what it was aimed at on screen (``{"query": ..., "doc": ..., "grade": ...}``, None
+    when the page could not tell)."""
 
     seq: int
     key: str
     lag_seconds: float = 0.0
     page: str | None = None
+    target: dict | None = None
 
 
 @dataclass
@@ -58,11 +64,14 @@ class KeyCursor:
         if page != self.page:
             self.page = page
             self.applied = applied_before(page) if applied_before and page else 0
-        entries = [(int(s), str(k), float(ms)) for s, k, ms in log.get("entries", [])]
-        newest_ms = max((ms for _, _, ms in entries), default=0.0)
+        entries = [
+            (int(s), str(k), float(ms), rest[0] if rest and isinstance(rest[0], dict) else None)
+            for s, k, ms, *rest in log.get("entries", [])
+        ]
+        newest_ms = max((ms for _, _, ms, _ in entries), default=0.0)
         return [
-            KeyPress(seq, key, (newest_ms - ms) / 1000, page)
-            for seq, key, ms in entries
+            KeyPress(seq, key, (newest_ms - ms) / 1000, page, target)
+            for seq, key, ms, target in entries
             if seq > self.applied
         ]
 
@@ -72,44 +81,63 @@ class KeyCursor:
 
 
 def listen(
-    accepted_keys: str,
+    accepted_keys: str | Sequence[str],
     on_key: Callable[[KeyPress], None],
     *,
     focus: Mapping[str, str] | None = None,
     follow: str | None = None,
     applied_before: Callable[[str], int] | None = None,
+    retry_on: tuple[type[BaseException], ...] = (),
+    panel: Mapping[str, Any] | None = None,
+    autofocus: str | None = None,
     key: str = "goldset_keys",
 ) -> None:
     """Mount the key listener; ``on_key`` receives every new press of ``accepted_keys`` once.
 
-    Presses are handled in a widget callback, before the script (or fragment) body runs,
-    so the page rendered afterwards already shows their effect. Keys typed into text fields
-    are ignored by the browser side; Escape leaves such a field. ``focus`` maps a key to the
-    label of a text field that the key jumps to (e.g. ``{"/": "Search the corpus"}``);
-    ``follow`` is a CSS selector of an element scrolled into view whenever it is replaced
-    (the current candidate, so that it never sits below the fold). ``applied_before`` tells,
-    for a page this session has not seen, its last press already applied (see
-    :meth:`KeyCursor.take_new`).
+    ``accepted_keys`` are single characters, plus ``"enter"`` and ``"escape"`` if wanted
+    (the arrow keys arrive as ``j``/``k``). Presses are handled in a widget callback, before
+    the script (or fragment) body runs, so the page rendered afterwards already shows their
+    effect. A press is acknowledged to the browser only after ``on_key`` returned: when it
+    raises one of ``retry_on`` (e.g. the database is busy), it and the presses after it stay
+    in the browser's log, which sends them again shortly (the page says "saving…" meanwhile).
+    Keys typed into text fields are ignored by the browser side; Escape leaves such a field.
+    ``focus`` maps a key to the label of a text field that the key jumps to, when that field
+    is on the page (e.g. ``{"/": "Search the corpus"}``); ``autofocus`` names a field to
+    focus once it appears (a new value each time it should be focused again: text after a
+    newline is ignored). ``follow`` is a CSS selector of an element scrolled into view
+    whenever it is replaced (the current candidate, so that it never sits below the fold).
+    ``applied_before`` tells, for a page this session has not seen, its last press already
+    applied (see :meth:`KeyCursor.take_new`). ``panel`` is the judging panel's model for the
+    browser's immediate feedback: query, cards ``[[doc_id, grade or None], ...]``, current,
+    mode, threshold, done, grades (digit keys), names (grade names).
     """
-    cursor_key = f"{key}_cursor"
+    cursor_key, retry_key = f"{key}_cursor", f"{key}_retry"
     cursor: KeyCursor = st.session_state.setdefault(cursor_key, KeyCursor())
 
     def apply_new_presses() -> None:
         state = st.session_state.get(key) or {}
         for press in cursor.take_new(state.get("log"), applied_before):
-            # Marked before on_key runs: a press whose action fails is reported once,
-            # never retried on every later rerun.
+            try:
+                on_key(press)
+            except retry_on:
+                st.session_state[retry_key] = st.session_state.get(retry_key, 0) + 1
+                return
+            except BaseException:
+                cursor.mark_applied(press)  # reported once, never retried on every rerun
+                raise
             cursor.mark_applied(press)
-            on_key(press)
 
     _COMPONENT(
         key=key,
         data={
-            "keys": accepted_keys,
+            "keys": list(accepted_keys),
             "focus": dict(focus or {}),
             "follow": follow,
             "page": cursor.page,
             "applied": cursor.applied,
+            "retry": st.session_state.get(retry_key, 0),
+            "panel": dict(panel) if panel else None,
+            "autofocus": autofocus,
         },
         on_log_change=apply_new_presses,
     )

@@ -90,11 +90,19 @@ def data_text(text: str, terms: Sequence[str] = (), *, limit: int = CARD_TEXT_LI
 
 def query_heading(query: str, query_id: str, slice_name: str | None) -> str:
     """HTML for the query being judged: its text, id and slice, all escaped."""
-    slice_html = f" · slice <bdi>{html.escape(slice_name)}</bdi>" if slice_name else ""
     return (
         f'<div class="gs-query"><div class="gs-query-text">{data_text(query)}</div>'
-        f'<div class="gs-meta">query <bdi>{html.escape(query_id)}</bdi>{slice_html}</div></div>'
+        f'<div class="gs-meta">{query_meta(query_id, slice_name)}</div></div>'
     )
+
+
+def query_meta(query_id: str, slice_name: str | None, *, escape: bool = True) -> str:
+    """``query q17 · slice tail``: escaped HTML, or (``escape=False``) plain text for the key
+    listener, which sets it as text when it shows the next query ahead of the server."""
+    if not escape:
+        return f"query {query_id}" + (f" · slice {slice_name}" if slice_name else "")
+    slice_html = f" · slice <bdi>{html.escape(slice_name)}</bdi>" if slice_name else ""
+    return f"query <bdi>{html.escape(query_id)}</bdi>{slice_html}"
 
 
 def note(text: str) -> str:
@@ -121,13 +129,19 @@ def candidate_card(
     label: str | None = None,
     details: str | None = None,
     marker: str = "▶ judge this",
+    doc_id: str | None = None,
+    grade: int | None = None,
 ) -> str:
     """HTML for one candidate.
 
-    ``state`` is ``"current"`` (the one the next key judges: full text, framed), ``"judged"``
-    (its ``label`` shown) or ``"waiting"`` (a one-line preview). ``details`` is plain text such
-    as score and provenance, shown under the title when given. ``marker`` is the badge of the
-    current candidate (the review page frames a disputed one with its own words).
+    ``state`` is ``"current"`` (the one the next key judges: framed, its text open),
+    ``"judged"`` (its ``label`` shown) or ``"waiting"`` (one line). ``details`` is plain text
+    such as score and provenance, shown under the title when given. ``marker`` is the badge of
+    the current candidate (the review page frames a disputed one with its own words). A card
+    given its ``doc_id`` (and ``grade``, None = unjudged) carries them as data attributes, so
+    that the key listener can judge and move the cursor on the page at once, before the
+    server answers (see ``keys.js``); its whole text is there, and the stylesheet folds it to
+    one line.
     """
     if state not in ("current", "judged", "waiting"):
         raise ValueError(f"candidate state must be current, judged or waiting, not {state!r}")
@@ -139,9 +153,35 @@ def candidate_card(
         f"{badge}{marker}</div>"
     )
     meta = f'<div class="gs-meta">{data_text(details)}</div>' if details else ""
-    limit = CARD_TEXT_LIMIT if state == "current" else PREVIEW_LIMIT
+    limit = CARD_TEXT_LIMIT if state == "current" or doc_id is not None else PREVIEW_LIMIT
     body = f'<div class="gs-text gs-text-{state}">{data_text(text, terms, limit=limit)}</div>'
-    return f'<div class="gs-card gs-{state}">{head}{meta}{body}</div>'
+    data = ""
+    if doc_id is not None:
+        shown = "" if grade is None else str(int(grade))
+        data = f' data-doc="{html.escape(doc_id, quote=True)}" data-grade="{shown}"'
+    return f'<div class="gs-card gs-{state}"{data}>{head}{meta}{body}</div>'
+
+
+def card_list(query_id: str, cards: Sequence[str], *, hidden: bool = False) -> str:
+    """The candidate cards of one query, in a block naming the query (escaped) for the key
+    listener: a press is aimed at the query and card on screen. ``hidden``: the next
+    query's, fetched ahead (see :func:`query_heading`)."""
+    query = html.escape(query_id, quote=True)
+    classes = "gs-cards gs-hidden" if hidden else "gs-cards"
+    return f'<div class="{classes}" data-query="{query}">{"".join(cards)}</div>'
+
+
+def history_strip(entries: Sequence[tuple[str, str]]) -> str:
+    """The queries viewed before the open one: ``H`` + their number reopens each.
+    ``entries`` are (query_id, verdict or status) pairs, newest first; all escaped."""
+    items = "".join(
+        f'<span class="gs-hist"><kbd>{number}</kbd> <bdi>{html.escape(query_id)}</bdi> '
+        f'<span class="gs-meta">{html.escape(verdict)}</span></span>'
+        for number, (query_id, verdict) in enumerate(entries, start=1)
+    )
+    return (
+        f'<div class="gs-history"><span class="gs-meta">History (H + number):</span>{items}</div>'
+    )
 
 
 def stylesheet() -> str:

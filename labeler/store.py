@@ -24,6 +24,7 @@ import gc
 import json
 import math
 import os
+import re
 import sqlite3
 import sys
 import threading
@@ -86,7 +87,8 @@ def user_data_dir() -> Path:
 DEFAULT_DB = SOURCE_DATA / "goldset.db" if FROM_CLONE else user_data_dir() / "goldset.db"
 IMPORT_RUN = "import"  # provenance name of a list imported from a tasks file
 ROLES = ("annotator", "reviewer", "admin")
-DEFAULT_SETTINGS = {"mode": "first_hit", "max_grade": 3, "rel_threshold": 1}
+# depth 0 = every candidate of a query is judged (no cut-off).
+DEFAULT_SETTINGS = {"mode": "first_hit", "max_grade": 3, "rel_threshold": 1, "depth": 0}
 SYNCHRONOUS = ("NORMAL", "FULL")
 CHUNK = 500  # ids per "IN (...)" query, well under SQLite's variable limit
 STAGE_ROWS = 20_000  # rows deleted per transaction when an unpublished import is discarded
@@ -345,6 +347,29 @@ def create_import_batches(db: sqlite_utils.Database) -> None:
     )
 
 
+@migrations()
+def create_protocol_log(db: sqlite_utils.Database) -> None:
+    """Version 7: every change of the labelling protocol, with who made it and when."""
+    db.executescript(
+        """
+        CREATE TABLE protocol_log (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            changed_by TEXT NOT NULL,
+            changed_at TEXT NOT NULL,
+            changes TEXT NOT NULL,                     -- JSON {setting: new value}
+            settings TEXT NOT NULL                     -- JSON: the whole protocol afterwards
+        );
+        """
+    )
+
+
+ANY_GRADE = object()  # Store.judge without a compare-and-set on the doc's current grade
+
+
+class StaleTarget(ValueError):
+    """A press aimed at what a page showed, which has changed since (e.g. in another tab)."""
+
+
 # The key press being applied on this thread (see Store.key_press): (page id, sequence number).
 _KEY_PRESS: ContextVar[tuple[str, int] | None] = ContextVar("goldset_key_press", default=None)
 
@@ -531,8 +556,9 @@ class Store:
     # --- settings ---------------------------------------------------------------------------------
 
     def settings(self) -> dict:
-        """Project settings: ``mode`` (first_hit|full), ``max_grade`` (1 = binary, default 3)
-        and ``rel_threshold`` (grade counted as relevant, default 1)."""
+        """The project's labelling protocol: ``mode`` (first_hit|full), ``depth`` (candidates
+        judged per query, 0 = all), ``max_grade`` (1 = binary, default 3) and
+        ``rel_threshold`` (grade counted as relevant, default 1)."""
         with self._lock:
             stored = dict(self.conn.execute("SELECT key, value FROM settings").fetchall())
         return {
@@ -546,18 +572,28 @@ class Store:
         mode: str | None = None,
         max_grade: int | None = None,
         rel_threshold: int | None = None,
+        depth: int | None = None,
+        by: str = "cli",
     ) -> dict:
-        """Change project settings; returns them all. ``max_grade=1`` is a binary project."""
+        """Change the labelling protocol; returns it whole. ``max_grade=1`` is a binary
+        project; ``depth=0`` judges every candidate. A change is logged with ``by`` and the
+        time (see :meth:`protocol_log`); settings given at their current value log nothing."""
         if mode is not None and mode not in golden.MODES:
             raise ValueError(f"mode must be one of {golden.MODES}, got {mode!r}")
-        for name, value in (("max_grade", max_grade), ("rel_threshold", rel_threshold)):
+        for name, value, least in (
+            ("max_grade", max_grade, 1),
+            ("rel_threshold", rel_threshold, 1),
+            ("depth", depth, 0),
+        ):
             if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int) or value < 1
+                isinstance(value, bool) or not isinstance(value, int) or value < least
             ):
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        changes = {"mode": mode, "max_grade": max_grade, "rel_threshold": rel_threshold}
+                raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
+        given = dict(mode=mode, max_grade=max_grade, rel_threshold=rel_threshold, depth=depth)
         with self._writing() as conn:
-            settings = {**self.settings(), **{k: v for k, v in changes.items() if v is not None}}
+            before = self.settings()
+            changes = {k: v for k, v in given.items() if v is not None and v != before[k]}
+            settings = {**before, **changes}
             if settings["rel_threshold"] > settings["max_grade"]:
                 raise ValueError(
                     f"rel_threshold {settings['rel_threshold']} is above max_grade "
@@ -568,14 +604,31 @@ class Store:
                 raise ValueError(
                     f"max_grade {settings['max_grade']} is below a grade given: {highest}"
                 )
+            if not changes:
+                return settings
             conn.executemany(
                 "INSERT INTO settings (key, value) VALUES (?, ?) "
                 "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                [(key, str(value)) for key, value in changes.items() if value is not None],
+                [(key, str(value)) for key, value in changes.items()],
+            )
+            conn.execute(
+                "INSERT INTO protocol_log (changed_by, changed_at, changes, settings) "
+                "VALUES (?, ?, ?, ?)",
+                (by, golden.now(), json.dumps(changes), json.dumps(settings)),
             )
             for query_id in self._all_query_ids_with_events():
                 self._refresh(query_id)
         return self.settings()
+
+    def protocol_log(self) -> list[dict]:
+        """Every change of the protocol, oldest first: changed_by, changed_at, changes (the
+        settings changed, with their new values) and settings (the whole protocol after)."""
+        rows = self._rows(
+            "SELECT changed_by, changed_at, changes, settings FROM protocol_log ORDER BY id"
+        )
+        for row in rows:
+            row.update(changes=json.loads(row["changes"]), settings=json.loads(row["settings"]))
+        return rows
 
     # --- import -----------------------------------------------------------------------------------
 
@@ -1304,6 +1357,27 @@ class Store:
             ).fetchone()
         return row[0] if row else None
 
+    def recent_queries(self, annotator: str, limit: int = 10) -> list[str]:
+        """The queries the annotator acted on most recently, newest first (index-backed)."""
+        return [
+            row["query_id"]
+            for row in self._rows(
+                "SELECT query_id FROM query_state WHERE annotator = ? "
+                "ORDER BY last_event_id DESC LIMIT ?",
+                (annotator, limit),
+            )
+        ]
+
+    def recent_states(self, annotator: str, query_ids: Sequence[str]) -> dict[str, dict]:
+        """Status, answerable and first_relevant_rank of some queries for the annotator, read
+        from the maintained projection (cheap: the label page's history strip)."""
+        rows = self._rows(
+            "SELECT query_id, status, answerable, first_relevant_rank FROM query_state "
+            f"WHERE annotator = ? AND query_id IN ({_marks(query_ids)})",
+            (annotator, *query_ids),
+        )
+        return {row.pop("query_id"): row for row in rows}
+
     def resume_query(self, annotator: str) -> str | None:
         """Where the annotator left off: their most recent query if it is not finished for
         them, else :meth:`next_query`. What the app opens after a reload or a new login."""
@@ -1327,12 +1401,16 @@ class Store:
         annotator: str,
         seconds: float = 0.0,
         mode: str = "first_hit",
+        expected_grade: int | None | object = ANY_GRADE,
     ) -> int:
         """Record a grade for one of the query's candidates; returns the event id.
 
         When this returns, the judgement is committed (durable, see :class:`Store`). Grades
         run 0..max_grade (see :meth:`settings`); 0 is not relevant. Judging a doc again
-        replaces its grade (both events stay in the log).
+        replaces its grade (both events stay in the log). With ``expected_grade`` (the
+        annotator's grade of the doc as a page showed it, None = unjudged) the judgement is
+        written only if that is still its grade, else :class:`StaleTarget` is raised and
+        nothing is written.
         """
         self._check_grade(grade)
         if mode not in golden.MODES:
@@ -1344,6 +1422,18 @@ class Store:
                 raise ValueError(
                     f"doc {doc_id!r} is not a candidate of query {query_id!r} (use attach)"
                 )
+            if expected_grade is not ANY_GRADE:
+                # Checked inside the write transaction: another tab's judgement either
+                # committed before (and is seen here) or waits until this one is done.
+                now = self._value(
+                    "SELECT grade FROM labels WHERE query_id = ? AND annotator = ? AND doc_id = ?",
+                    (query_id, annotator, doc_id),
+                )
+                if now != expected_grade:
+                    raise StaleTarget(
+                        f"doc {doc_id!r} of {query_id!r} was judged {now} meanwhile "
+                        f"(the page showed {expected_grade})"
+                    )
             return self._act(
                 query_id,
                 annotator,
@@ -1391,19 +1481,20 @@ class Store:
             self._require_query(query_id)
             return self._act(query_id, annotator, action="note", note=text)
 
-    def undo(self, annotator: str) -> dict | None:
+    def undo(self, annotator: str, query_id: str | None = None) -> dict | None:
         """Undo the annotator's latest action not yet undone (judge, attach, unanswerable,
-        miss or skip), on whatever query it was: call again to go further back. Appends an
-        undo event. Returns the undone event (id, query_id, doc_id, action, grade) plus
-        ``undo_event_id``, or None when there is nothing left to undo."""
+        miss or skip) — on whatever query it was, or only on ``query_id``: call again to go
+        further back. Appends an undo event. Returns the undone event (id, query_id, doc_id,
+        action, grade) plus ``undo_event_id``, or None when there is nothing left to undo."""
         undoable = ", ".join(f"'{action}'" for action in golden.UNDOABLE_ACTIONS)
         with self._writing():
             rows = self._rows(
                 "SELECT id, query_id, doc_id, action, grade FROM events e WHERE annotator = ? "
                 f"AND action IN ({undoable}) AND batch IS NULL "  # not what an import replayed
+                "AND (? IS NULL OR query_id = ?) "
                 "AND NOT EXISTS (SELECT 1 FROM events u WHERE u.undoes = e.id) "
                 "ORDER BY id DESC LIMIT 1",
-                (annotator,),
+                (annotator, query_id, query_id),
             )
             if not rows:
                 return None
@@ -1483,12 +1574,14 @@ class Store:
     # --- projections of the log -------------------------------------------------------------------
 
     def _context(self, query_id: str) -> QueryContext:
+        """The query's candidates within the protocol's depth, and each run's ranking of them."""
+        settings = self.settings()
         positions: dict[str, int] = {}
         imported: list[tuple[int, str]] = []
         for doc_id, position, imported_rank in self.conn.execute(
-            "SELECT doc_id, position, imported_rank FROM candidates WHERE query_id = ? "
-            "ORDER BY position",
-            (query_id,),
+            "SELECT doc_id, position, imported_rank FROM candidates WHERE query_id = :query_id "
+            "AND (:depth = 0 OR position <= :depth) ORDER BY position",
+            {"query_id": query_id, "depth": settings["depth"]},
         ):
             positions[doc_id] = position
             if imported_rank is not None:
@@ -1499,8 +1592,8 @@ class Store:
         for run, doc_id in self.conn.execute(
             "SELECT run, doc_id FROM pool_ranks WHERE query_id = ? ORDER BY run, rank", (query_id,)
         ):
-            rankings.setdefault(run, []).append(doc_id)
-        settings = self.settings()
+            if doc_id in positions:
+                rankings.setdefault(run, []).append(doc_id)
         return QueryContext(rankings, positions, settings["rel_threshold"], settings["mode"])
 
     def _events(self, query_id: str, annotator: str) -> list[Event]:
@@ -1691,20 +1784,31 @@ class Store:
     # --- search -----------------------------------------------------------------------------------
 
     def search(self, text: str, limit: int = 20) -> list[dict]:
-        """Full-text search over documents (FTS5, porter stemming), best first: doc_id, title,
-        text. Punctuation and FTS operators in ``text`` are taken literally."""
-        if not text.strip():
+        """Full-text search over documents (FTS5, porter stemming), best first by bm25: doc_id,
+        title, text. A document matches when it holds ANY of the words of ``text``, each as a
+        prefix (``auth`` finds ``authenticate``); more and rarer words rank higher. Words are
+        runs of letters and digits, each quoted for FTS5, so punctuation and FTS operators
+        (``"``, ``-``, ``AND``, ``*``) in ``text`` are taken literally, never as syntax."""
+        words = dict.fromkeys(re.findall(r"[^\W_]+", text.lower()))
+        if not words:
             return []
+        match = " OR ".join(f'"{word}"*' for word in words)
         with self._lock:
             return list(
                 self.db["documents"].search(
-                    text,
+                    match,
                     columns=["doc_id", "title", "text"],
                     limit=limit,
-                    quote=True,
+                    quote=False,
                     where=UNPUBLISHED_HIDDEN,
                 )
             )
+
+    def add_corpus(self, path: str | Path) -> int:
+        """Add a BEIR ``corpus.jsonl`` (``_id``, ``title``, ``text``) to the project's
+        documents, searchable from the label page; returns how many were new. A known doc
+        keeps its text (a different one is an error naming the line). All-or-nothing."""
+        return self.pool(path, None, [], depth=1)["documents_added"]
 
     def document(self, doc_id: str) -> dict:
         """One document: doc_id, title, text, metadata. Raises ValueError when unknown."""

@@ -1,5 +1,7 @@
 """The Python side of the key log: each press applied once, in order, whatever the batching."""
 
+import sqlite3
+
 import pytest
 
 from labeler.judging import IDLE_CAP_SECONDS, ActiveTime, LabelSession
@@ -154,3 +156,40 @@ def test_the_open_page_of_a_removed_user_writes_nothing(project):
         assert "'ana' may not do this" in session.message
         assert store.labels("q1", "ana") == {}
         assert store.applied_key_press("page-1") == 0
+
+
+def test_a_press_names_what_the_page_showed():
+    target = {"query": "q1", "doc": "q1-d2", "grade": None}
+    presses = KeyCursor().take_new(log("A", (1, "0", 10, target), (2, "n", 20)))
+    assert [(press.key, press.target) for press in presses] == [("0", target), ("n", None)]
+
+
+def test_a_press_while_another_writer_holds_the_database_is_not_applied_and_can_be_retried(
+    project,
+):
+    from labeler.judging import StillBusy
+
+    blocker = sqlite3.connect(project, isolation_level=None)
+    with Store(project, timeout=0.05) as store:
+        session = LabelSession(store, "ana")
+        blocker.execute("BEGIN IMMEDIATE")  # e.g. a long import holding the write lock
+        with pytest.raises(StillBusy):
+            session.press_typed("0", page="page-1", seq=1)
+        blocker.execute("ROLLBACK")
+        assert store.applied_key_press("page-1") == 0 and store.labels("q1", "ana") == {}
+        session.press_typed("0", page="page-1", seq=1)  # the page sends it again
+        assert store.applied_key_press("page-1") == 1
+        assert store.labels("q1", "ana") == {"q1-d1": 0}
+    blocker.close()
+
+
+def test_a_press_acts_on_the_query_the_page_showed_not_the_one_open_here(project):
+    with Store(project) as store:
+        session = LabelSession(store, "ana")
+        assert session.query_id == "q1"
+        # The page showed q2 (fetched ahead), while this session still had q1 open.
+        session.press_typed(
+            "0", page="page-1", seq=1, target={"query": "q2", "doc": "q2-d1", "grade": None}
+        )
+        assert store.labels("q1", "ana") == {} and store.labels("q2", "ana") == {"q2-d1": 0}
+        assert session.query_id == "q2"

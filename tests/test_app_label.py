@@ -60,6 +60,15 @@ def press(at: AppTest, *keys: str) -> AppTest:
     return at
 
 
+def press_keys(at: AppTest, *keys: str) -> AppTest:
+    """Type keys that have no button (as the key listener would hand them over)."""
+    for key in keys:
+        at.session_state["label_session"].press(key)
+        at.run()
+        assert not at.exception, at.exception
+    return at
+
+
 def heading(at: AppTest) -> str:
     """The HTML of the query heading."""
     return next(h.proto.body for h in at.get("html") if "gs-query-text" in h.proto.body)
@@ -98,9 +107,10 @@ def test_first_hit_mode_leaves_later_candidates_unjudged(project):
     assert at.progress[0].proto.text == "1 of 4 queries done"
 
 
-def test_full_mode_grades_every_candidate_before_moving_on(project):
+def test_full_mode_set_by_the_project_grades_every_candidate_before_moving_on(project):
+    with Store(project) as store:
+        store.configure(mode="full", by="rita")
     at = open_app()
-    at.sidebar.radio[0].set_value("full").run()
     assert at.button(key="button_3").label == "3 · perfect"
     press(at, "3", "0")
     assert "query number 1" in heading(at)
@@ -108,6 +118,31 @@ def test_full_mode_grades_every_candidate_before_moving_on(project):
     assert "query number 2" in heading(at)
     assert record(project, "q1")["judgments"] == {"q1-d1": 3, "q1-d2": 0, "q1-d3": 2}
     assert record(project, "q1")["mode"] == "full"
+
+
+def test_annotators_see_the_protocol_and_cannot_switch_the_mode(project):
+    with Store(project) as store:
+        store.configure(mode="full", depth=2, max_grade=4, rel_threshold=2, by="rita")
+    at = open_app()
+    assert not at.sidebar.radio
+    sidebar_text = " ".join(h.proto.body for h in at.sidebar.get("html"))
+    assert "full (grade every candidate), the top 2, grades 0–4, relevant from 2" in sidebar_text
+    grade_keys = {f"button_{grade}" for grade in "0123456789"}
+    assert [b.label for b in at.button if b.key in grade_keys] == [
+        "0 · not relevant", "1 · relevant", "2 · highly relevant", "3 · perfect", "4 · grade 4"
+    ]  # fmt: skip
+    press(at, "4", "0")  # depth 2: two grades complete the query
+    assert record(project, "q1")["judgments"] == {"q1-d1": 4, "q1-d2": 0}
+    assert "query number 2" in heading(at)
+
+
+def test_a_binary_first_hit_project_offers_only_1_and_0(project):
+    with Store(project) as store:
+        store.configure(max_grade=1)
+    at = open_app()
+    grade_buttons = [b.key for b in at.button if b.key in {f"button_{g}" for g in "0123"}]
+    assert sorted(grade_buttons) == ["button_0", "button_1"]
+    assert "<kbd>2</kbd>" not in " ".join(h.proto.body for h in at.sidebar.get("html"))
 
 
 def test_all_non_relevant_then_unanswerable_is_exported_unanswerable(project):
@@ -127,22 +162,47 @@ def test_all_non_relevant_then_miss_is_exported_answerable_without_a_hit(project
     assert exported["judgments"] == {"q1-d1": 0, "q1-d2": 0, "q1-d3": 0}
 
 
-def test_unanswerable_before_every_candidate_is_judged_is_refused(project):
-    at = press(open_app(), "0", "u")
+def test_unanswerable_at_the_first_candidate_completes_the_query_in_one_key(project):
+    at = press(open_app(), "u")
+    assert "query number 2" in heading(at)
+    exported = record(project, "q1")
+    assert (exported["status"], exported["answerable"]) == ("done", False)
+    assert exported["judgments"] == {"q1-d1": 0, "q1-d2": 0, "q1-d3": 0}
+    assert at.session_state["label_session"].message == "q1 done — unanswerable · Z undoes"
+
+
+def test_one_undo_takes_back_an_unanswerable_given_at_any_candidate(project):
+    at = press(open_app(), "0", "u", "z")
     assert "query number 1" in heading(at)
-    assert record(project, "q1")["status"] == "pending"
-    assert "applies once every candidate is judged 0" in at.session_state["label_session"].message
+    assert record(project, "q1")["judgments"] == {"q1-d1": 0}
 
 
-def test_missed_document_found_by_search_is_attached_as_relevant(project):
-    at = press(open_app(), "0", "0", "0")
+def test_a_miss_is_refused_while_a_candidate_is_judged_relevant(project):
+    with Store(project) as store:
+        store.configure(mode="full")
+    at = press(open_app(), "1", "m")
+    assert "query number 1" in heading(at)
+    assert "#1 is judged relevant" in at.session_state["label_session"].message
+
+
+def test_search_opens_with_the_query_text_and_enter_attaches_the_selected_result(project):
+    at = press_keys(open_app(), "/")
+    assert at.text_input(key="search_q1").value == "query number 1"
     at.text_input(key="search_q1").input("zebra").run()
-    at.button(key="attach_1").click().run()
-    press(at, "m")
+    press_keys(at, "enter")
     exported = record(project, "q1")
     assert exported["judgments"]["zebra-guide"] == 1
     assert (exported["status"], exported["answerable"]) == ("done", True)
     assert exported["first_relevant_rank"] is None
+    assert "query number 2" in heading(at)  # attaching completes the query and moves on
+
+
+def test_missed_document_attached_by_click_completes_the_query(project):
+    at = press_keys(open_app(), "/")
+    at.text_input(key="search_q1").input("zebra").run()
+    at.button(key="attach_1").click().run()
+    assert record(project, "q1")["judgments"]["zebra-guide"] == 1
+    assert "q1 done — miss, answer attached" in at.session_state["label_session"].message
 
 
 def test_skipped_query_comes_back_after_the_others_and_is_exported_skipped(project):
@@ -170,8 +230,47 @@ def test_next_and_previous_move_between_queries_without_judging(project):
     at = press(open_app(), "1", "n")
     assert "query number 3" in heading(at)
     press(at, "p")
-    assert "query number 1" in heading(at)
+    assert "query number 2" in heading(at)  # the query viewed before, though never judged
     assert record(project, "q2")["judgments"] == {}
+
+
+def test_a_finished_query_reopened_from_the_history_shows_its_verdict_and_changes_in_place(
+    project,
+):
+    at = press(open_app(), "0", "0", "0", "m")
+    assert "query number 2" in heading(at)
+    press_keys(at, "h", "1")
+    assert "query number 1" in heading(at)
+    assert "Done: miss" in at.info[0].value and not at.warning
+    press_keys(at, "j", "j", "1")  # the second card is relevant after all
+    exported = record(project, "q1")
+    assert exported["first_relevant_rank"] == 2 and exported["answerable"]
+    with Store(project) as store:
+        actions = store.events_frame("q1")["action"].tolist()
+    assert actions == ["judge", "judge", "judge", "miss", "judge"]  # old events stay
+
+
+def test_undo_scoped_to_the_open_query_leaves_later_queries_alone(project):
+    at = press(open_app(), "0", "1", "0")  # q1 done at #2, then #1 of q2 judged
+    press_keys(at, "p")
+    assert "query number 1" in heading(at)
+    press(at, "x")
+    assert record(project, "q1")["judgments"] == {"q1-d1": 0}
+    assert record(project, "q2")["judgments"] == {"q2-d1": 0}
+
+
+def test_a_press_aimed_at_a_card_judged_in_another_tab_writes_nothing(project):
+    at = open_app()
+    other_tab = open_app()
+    press(other_tab, "0")  # the other tab judges #1
+    session = at.session_state["label_session"]
+    session.press_typed(
+        "1", page="tab-a", seq=1, target={"query": "q1", "doc": "q1-d1", "grade": None}
+    )
+    assert record(project, "q1")["judgments"] == {"q1-d1": 0}  # not moved on to #2
+    assert "#1 was judged meanwhile" in session.message
+    with Store(project) as store:
+        assert store.applied_key_press("tab-a") == 0
 
 
 def test_a_new_session_resumes_at_the_unfinished_query_and_candidate(project):
@@ -251,3 +350,33 @@ def test_guidelines_are_one_collapsed_panel_away(project):
     at = open_app()
     assert at.expander[0].label == "Guidelines"
     assert "unanswerable" in at.expander[0].markdown[0].value
+
+
+def test_the_protocol_an_admin_saves_is_what_annotators_get(project_with_user):
+    with Store(project_with_user) as store:
+        store.add_annotator("alan", role="admin")
+    admin = AppTest.from_file(APP, default_timeout=30)
+    admin.session_state["annotator"] = "alan"
+    admin.run()
+    admin.switch_page("views/admin.py").run()
+    field = {widget.label: widget for widget in [*admin.radio, *admin.number_input]}
+    field["Mode"].set_value("full")
+    field["Depth k (0 = every candidate)"].set_value(2)
+    field["Top grade (1 = binary)"].set_value(4)
+    next(b for b in admin.button if b.label == "Save protocol").click().run()
+    assert not admin.exception, admin.exception
+    with Store(project_with_user) as store:
+        assert store.settings() == {"mode": "full", "max_grade": 4, "rel_threshold": 1, "depth": 2}
+        assert store.protocol_log()[-1]["changed_by"] == "alan"
+    at = log_in(open_app(), "ana", "s3cret")
+    press(at, "4", "0")
+    assert record(project_with_user, "q1")["judgments"] == {"q1-d1": 4, "q1-d2": 0}
+
+
+def test_the_next_query_is_rendered_ahead_hidden_without_a_current_card(project):
+    at = open_app()
+    cards = next(h.proto.body for h in at.get("html") if "gs-card" in h.proto.body)
+    assert '<div class="gs-cards" data-query="q1">' in cards
+    ahead = cards[cards.index('<div class="gs-cards gs-hidden" data-query="q2">') :]
+    assert "query number 2" not in ahead and "doc 1" in ahead  # its cards, not its heading
+    assert "gs-current" not in ahead and cards.count("gs-current") == 1

@@ -247,3 +247,72 @@ def test_reads_in_a_snapshot_do_not_see_writes_committed_meanwhile(store):
             judge_down(other_session, "q02", [0], annotator="ana")
             assert store.labels("q02", "ana") == before == {}
         assert len(store.labels("q02", "ana")) == 1
+
+
+def test_unanswerable_at_the_first_candidate_grades_the_unjudged_ones_0(store):
+    store.mark("q46", "unanswerable", "ana", seconds=1.5)
+    state = store.query_state("q46", "ana")
+    assert state["complete"] and not state["answerable"]
+    assert set(store.labels("q46", "ana").values()) == {0}
+    assert len(store.labels("q46", "ana")) == 10
+    assert state["judged_depth"] == 0  # nothing judged one by one: no judging cost
+
+
+def test_miss_after_two_judgements_keeps_them_and_grades_the_rest_0(store):
+    judged = judge_down(store, "q03", [0, 0])
+    store.mark("q03", "miss", "ana")
+    labels = store.labels("q03", "ana")
+    assert len(labels) == 10 and set(labels.values()) == {0}
+    assert store.query_state("q03", "ana")["judged_depth"] == len(judged)
+
+
+def test_one_undo_takes_back_a_verdict_and_its_assertion(store):
+    judge_down(store, "q46", [0])
+    store.mark("q46", "unanswerable", "ana")
+    assert store.undo("ana")["action"] == "unanswerable"
+    assert len(store.labels("q46", "ana")) == 1
+    assert store.query_state("q46", "ana")["status"] == "in_progress"
+
+
+def test_judging_what_a_page_showed_is_refused_once_it_changed(store):
+    from labeler.store import StaleTarget
+
+    first = store.candidates("q02")[0]["doc_id"]
+    store.judge("q02", first, 0, "ana", expected_grade=None)
+    with pytest.raises(StaleTarget, match="judged 0 meanwhile"):
+        store.judge("q02", first, 1, "ana", expected_grade=None)
+    assert store.labels("q02", "ana") == {first: 0}
+    store.judge("q02", first, 1, "ana", expected_grade=0)  # changed in place, knowingly
+    assert store.labels("q02", "ana") == {first: 1}
+
+
+def test_undo_scoped_to_a_query_leaves_later_work_elsewhere(store):
+    judge_down(store, "q01", [0])
+    judge_down(store, "q02", [1])
+    undone = store.undo("ana", query_id="q01")
+    assert (undone["query_id"], undone["grade"]) == ("q01", 0)
+    assert store.labels("q01", "ana") == {} and len(store.labels("q02", "ana")) == 1
+    assert store.undo("ana", query_id="q01") is None
+
+
+def test_recent_queries_are_the_ones_acted_on_newest_first(store):
+    for query_id in ("q01", "q02", "q03"):
+        judge_down(store, query_id, [0])
+    judge_down(store, "q01", [0])
+    assert store.recent_queries("ana", limit=2) == ["q01", "q03"]
+
+
+def test_a_protocol_change_is_logged_with_who_and_what(store):
+    store.configure(mode="full", depth=5, max_grade=4, rel_threshold=2, by="rita")
+    store.configure(mode="full", by="rita")  # no change: nothing logged
+    log = store.protocol_log()
+    assert len(log) == 1 and log[0]["changed_by"] == "rita" and log[0]["changed_at"]
+    assert log[0]["changes"] == {"mode": "full", "max_grade": 4, "rel_threshold": 2, "depth": 5}
+    assert log[0]["settings"] == store.settings()
+
+
+def test_depth_cuts_the_candidates_a_query_needs(store):
+    store.configure(mode="full", depth=3)
+    judge_down(store, "q01", [0, 0, 0], mode="full")
+    assert store.next_candidate("q01", "ana", mode="full") is None
+    assert store.query_state("q01", "ana")["needs_verdict"]

@@ -254,15 +254,55 @@ def _export(store: Store, admin: str, name: str, write: Callable[[Path], int]) -
         return path.read_bytes()
 
 
+# --- the labelling protocol -----------------------------------------------------------------------
+
+PROTOCOL_MODES = {"first_hit": "First hit (stop at the first relevant)", "full": "Full"}
+
+
+def protocol_section(store: Store, admin: str) -> None:
+    """The project's labelling protocol: a form to change it, and who changed it when."""
+    protocol = store.settings()
+    with st.form("protocol"):
+        st.markdown("**Labelling protocol** (every annotator labels under it)")
+        modes = list(PROTOCOL_MODES)
+        mode = st.radio(
+            "Mode", modes, index=modes.index(protocol["mode"]), format_func=PROTOCOL_MODES.get
+        )
+        depth = st.number_input("Depth k (0 = every candidate)", 0, value=protocol["depth"])
+        max_grade = st.number_input("Top grade (1 = binary)", 1, 10, value=protocol["max_grade"])
+        threshold = st.number_input("Relevant from grade", 1, 10, value=protocol["rel_threshold"])
+        if st.form_submit_button("Save protocol"):
+            changes = dict(mode=mode, depth=int(depth), max_grade=int(max_grade))
+            changes["rel_threshold"] = int(threshold)
+            act(store, admin, lambda: _configure(store, admin, changes))
+            st.rerun()
+    log = store.protocol_log()
+    if log:
+        rows = [
+            {"changed at": e["changed_at"], "by": e["changed_by"], "changes": str(e["changes"])}
+            for e in reversed(log)
+        ]
+        st.dataframe(pd.DataFrame(rows), hide_index=True)
+
+
+def _configure(store: Store, admin: str, changes: dict) -> str:
+    settings = store.configure(**changes, by=admin)
+    return "Protocol saved: " + ", ".join(f"{key} {value}" for key, value in settings.items())
+
+
 def main() -> None:
     """Render the admin page (admins only)."""
     admin = context.open_page("admin", "Admin")
     store = context.store()
-    users, assignments, data = st.tabs(["Users", "Assignments", "Import, pool, export"])
+    users, assignments, protocol, data = st.tabs(
+        ["Users", "Assignments", "Protocol", "Import, pool, export"]
+    )
     with users:
         users_section(store, admin["name"])
     with assignments:
         assignments_section(store, admin["name"])
+    with protocol:
+        protocol_section(store, admin["name"])
     with data:
         data_section(store, admin["name"])
 

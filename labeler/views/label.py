@@ -1,10 +1,12 @@
 """The label page: one query at a time, one key per judgement.
 
 Everything that changes with a key press lives in one fragment, so a press reruns only that
-panel. Keys arrive through :func:`labeler.keys.listen` (none lost, none doubled); the buttons
-do the same actions for mouse users, deliberately without ``shortcut=`` (keys would count twice).
-Data text (queries, titles, documents, ids, slices) only ever reaches the page through
-:mod:`labeler.render`, escaped.
+panel. Keys arrive through :func:`labeler.keys.listen` (none lost, none doubled, each aimed at
+the query and card on screen); the listener also shows a press's effect on the cards at once,
+and the rerun then shows what the server stored. The buttons do the same actions for mouse
+users, deliberately without ``shortcut=`` (keys would count twice). Data text (queries,
+titles, documents, ids, slices) only ever reaches the page through :mod:`labeler.render`,
+escaped, or as widget options (plain text).
 """
 
 from __future__ import annotations
@@ -15,29 +17,33 @@ import streamlit as st
 
 from labeler import keys, render, team
 from labeler.auth import LOCAL_ANNOTATOR
-from labeler.judging import KEY_HELP, MODES, LabelSession, QueryView, grade_name
+from labeler.judging import KEY_HELP, LabelSession, QueryView, Search, StillBusy, grade_name
 from labeler.views import context
 
 GUIDELINES = Path(__file__).resolve().parents[1] / "guidelines.md"
 MODE_NAMES = {
-    "first_hit": "First hit (stop at the first relevant)",
-    "full": "Full (grade every one)",
+    "first_hit": "first hit (stop at the first relevant)",
+    "full": "full (grade every candidate)",
 }
-SEARCH_RESULTS = 8
 SEARCH_LABEL = "Search the corpus"
+BUTTON_KEYS = "umszxnp"  # the letter keys that also have a button
+
+
+def protocol_text(protocol: dict) -> str:
+    """The project's protocol in words (static text: nothing from the data)."""
+    depth = f"the top {protocol['depth']}" if protocol["depth"] else "every candidate"
+    scale = "binary 0/1" if protocol["max_grade"] == 1 else f"grades 0–{protocol['max_grade']}"
+    return (
+        f"Protocol (set by an admin): {MODE_NAMES[protocol['mode']]}, {depth}, {scale}, "
+        f"relevant from {protocol['rel_threshold']}."
+    )
 
 
 def sidebar(session: LabelSession, annotator: str) -> None:
-    """Mode, details toggle, keyboard help and logout."""
+    """Who is labelling, the protocol, details toggle, keyboard help and logout."""
     with st.sidebar:
         st.html(render.note(f"Labelling as {annotator}"))
-        mode = st.radio(
-            "Mode for new queries",
-            MODES,
-            index=MODES.index(session.mode),
-            format_func=MODE_NAMES.get,
-        )
-        session.set_mode(mode)
+        st.html(render.note(protocol_text(session.protocol)))
         st.toggle("Show score and provenance", key="show_details")
         st.html(keys_help(session))
         if annotator != LOCAL_ANNOTATOR and st.button("Log out"):
@@ -49,7 +55,11 @@ def keys_help(session: LabelSession) -> str:
     """The key map as a small table (static text: nothing from the data)."""
     rows = [(k, grade_name(int(k))) for k in session.grade_keys]
     rows += [(k.upper(), meaning) for k, meaning in KEY_HELP.items()]
-    rows += [("/", "search the corpus"), ("Esc", "leave a text field")]
+    rows += [
+        ("/", "search the corpus (with the query's text)"),
+        ("Enter", "attach the selected search result"),
+        ("Esc", "leave a text field; close the search"),
+    ]
     cells = "".join(f"<span><kbd>{key}</kbd></span><span>{meaning}</span>" for key, meaning in rows)
     return f'<div class="gs-keymap">{cells}</div>'
 
@@ -74,17 +84,19 @@ def details(candidate: dict) -> str | None:
     return f"{score} · found by {found_by or 'search'}"
 
 
-def candidate_cards(view: QueryView, terms: list[str]) -> str:
-    """All candidate cards in the store's order, then any documents attached from search."""
-    current_id = view.current["doc_id"] if view.current else None
+def candidate_cards(view: QueryView, terms: list[str], *, ahead: bool = False) -> str:
+    """All candidate cards in the store's order, then any documents attached from search.
+    ``ahead``: the next query's cards, fetched ahead and hidden, with no current card (the
+    key listener marks it when it shows them)."""
+    current_id = view.current["doc_id"] if view.current and not ahead else None
     cards = []
     for candidate in view.candidates:
+        grade = candidate["grade"]
+        label = None if grade is None else f"{grade} · {grade_name(grade)}"
         if candidate["doc_id"] == current_id:
-            state, label = "current", None
-        elif candidate["grade"] is not None:
-            state, label = "judged", f"{candidate['grade']} · {grade_name(candidate['grade'])}"
+            state = "current"
         else:
-            state, label = "waiting", None
+            state = "waiting" if grade is None else "judged"
         cards.append(
             render.candidate_card(
                 rank=candidate["position"],
@@ -94,6 +106,8 @@ def candidate_cards(view: QueryView, terms: list[str]) -> str:
                 state=state,
                 label=label,
                 details=details(candidate),
+                doc_id=candidate["doc_id"],
+                grade=grade,
             )
         )
     for rank, doc in enumerate(view.attached, start=len(view.candidates) + 1):
@@ -107,62 +121,136 @@ def candidate_cards(view: QueryView, terms: list[str]) -> str:
             label=label,
         )
         cards.append(card)
-    return "".join(cards)
+    return render.card_list(view.query["query_id"], cards, hidden=ahead)
 
 
-def action_buttons(session: LabelSession, view: QueryView) -> None:
+def panel_model(
+    session: LabelSession, view: QueryView | None, ahead: QueryView | None = None
+) -> dict | None:
+    """What the key listener needs to show a press's effect before the server answers:
+    the query on screen and (``ahead``) the one its completion leads to."""
+    if view is None:
+        return None
+    protocol = session.protocol
+    query = view.query
+    return {
+        "query": query["query_id"],
+        "text": query["query"],
+        "meta": render.query_meta(query["query_id"], query["slice"], escape=False),
+        "next": panel_model(session, ahead),
+        "cards": [[c["doc_id"], c["grade"]] for c in view.candidates],
+        "current": view.current["doc_id"] if view.current else None,
+        "mode": view.mode,
+        "threshold": protocol["rel_threshold"],
+        "done": view.state["status"] == "done",
+        "searching": session.search is not None,
+        "grades": session.grade_keys,
+        "names": [grade_name(grade) for grade in range(protocol["max_grade"] + 1)],
+    }
+
+
+def action_buttons(session: LabelSession) -> None:
     """One button per key, for mouse users; the label names the key."""
-    grade_keys = "01" if view.mode == "first_hit" else session.grade_keys
+    grade_keys = session.grade_keys
     actions = [(k, f"{k} · {grade_name(int(k))}") for k in grade_keys]
-    actions += [(k, f"{k.upper()} · {meaning}") for k, meaning in KEY_HELP.items()]
-    columns = st.columns(4)
+    actions += [(k, f"{k.upper()} · {KEY_HELP[k].split(' (')[0]}") for k in BUTTON_KEYS]
+    columns = st.columns(len(grade_keys))
     for index, (key, label) in enumerate(actions):
-        columns[index % 4].button(
+        columns[index % len(grade_keys)].button(
             label,
             key=f"button_{key}",
-            on_click=session.press,
-            args=(key,),
+            on_click=session.click,
+            args=(session.press, key),
             width="stretch",
             type="primary" if key in grade_keys else "secondary",
         )
 
 
-def missed_answer_search(session: LabelSession, view: QueryView, terms: list[str]) -> None:
-    """When no candidate is relevant: explain U vs M, and search the corpus for the answer."""
-    st.warning(
-        "No candidate is relevant. Press **U** if the corpus holds no answer (unanswerable), "
-        "**M** if an answer should exist (a miss). You may first search the corpus (**/**) and "
-        "attach the document the system missed.",
-        icon=":material/search:",
-    )
-    text = st.text_input(
-        SEARCH_LABEL,
-        key=f"search_{view.query['query_id']}",
-        placeholder="/ to search, Enter to run, Esc to go back to the keys",
-    )
-    if not text:
+def verdict_line(session: LabelSession, view: QueryView) -> None:
+    """The prompt for a verdict, or, on a finished query, the verdict and how to change it."""
+    if view.verdict_due:
+        st.warning(
+            "No candidate is relevant. Press **U** if the corpus holds no answer "
+            "(unanswerable), **M** if an answer should exist (a miss). You may first search the "
+            "corpus (**/**) and attach the document the system missed.",
+            icon=":material/search:",
+        )
+    elif view.verdict is not None:
+        st.info(
+            f"Done: {view.verdict}. To change it in place: **J**/**K** pick a card and grade "
+            "it, or **U**/**M**; **X** undoes the last action on this query.",
+            icon=":material/task_alt:",
+        )
+
+
+def search_panel(session: LabelSession, view: QueryView) -> None:
+    """The corpus search (``/``): a box pre-filled with the query text, and the results, the
+    selected one framed; J/K move, Enter attaches, Esc closes."""
+    search = session.search
+    if search is None or search.query_id != view.query["query_id"]:
         return
-    candidate_ids = {candidate["doc_id"] for candidate in view.candidates}
-    results = [
-        doc
-        for doc in session.store.search(text, SEARCH_RESULTS)
-        if doc["doc_id"] not in candidate_ids
-    ]
-    if not results:
-        st.caption("No document outside the candidates matches.")
-    for number, doc in enumerate(results, start=1):
+    with st.container(key="gs-search"):
+        search_box(session, search, f"search_{view.query['query_id']}")
+
+
+def search_box(session: LabelSession, search: Search, key: str) -> None:
+    """The search field and its results (see :func:`search_panel`)."""
+    st.text_input(
+        SEARCH_LABEL,
+        value=search.text,
+        key=key,
+        on_change=lambda: session.open_search(st.session_state[key]),
+        placeholder="Enter searches; then Esc, J/K to choose, Enter to attach",
+    )
+    st.caption("Any of the words, as prefixes, best first (bm25). J/K move · Enter attaches.")
+    terms = render.query_terms(search.text)
+    for number, doc in enumerate(search.results, start=1):
         card = render.candidate_card(
-            rank=number, title=doc["title"], text=doc["text"], terms=terms, state="waiting"
+            rank=number,
+            title=doc["title"],
+            text=doc["text"],
+            terms=terms,
+            state="current" if number - 1 == search.selected else "waiting",
         )
         left, right = st.columns([5, 1], vertical_alignment="center")
         left.html(card)
         right.button(
             "Attach",
             key=f"attach_{number}",
-            on_click=session.attach,
-            args=(doc["doc_id"],),
+            on_click=session.click,
+            args=(session.attach, doc["doc_id"]),
             help="Attach this document as the relevant answer the system missed",
         )
+
+
+def history(session: LabelSession) -> None:
+    """The queries viewed before this one, each reopened with H + its number, or chosen."""
+    recent = session.recent()
+    if not recent:
+        return
+    states = session.store.recent_states(session.annotator, recent)
+    entries = [(query_id, _status_word(states.get(query_id))) for query_id in recent]
+    st.html(render.history_strip(entries))
+    choice = st.selectbox(
+        "Reopen a recent query",
+        [None, *recent],
+        format_func=lambda query_id: "—" if query_id is None else query_id,
+        key=f"reopen_{session.query_id}",
+        label_visibility="collapsed",
+    )
+    if choice is not None:
+        session.query_id, session.message = choice, ""
+        st.rerun(scope="fragment")
+
+
+def _status_word(state: dict | None) -> str:
+    if state is None:
+        return "viewed"
+    if state["status"] != "done":
+        return state["status"].replace("_", " ")
+    if state["first_relevant_rank"] is not None:
+        return f"#{state['first_relevant_rank']}"
+    return "miss" if state["answerable"] else "unanswerable"
 
 
 def notes(session: LabelSession, view: QueryView) -> None:
@@ -177,33 +265,61 @@ def notes(session: LabelSession, view: QueryView) -> None:
     )
 
 
+def press_typed(session: LabelSession, press: keys.KeyPress) -> None:
+    """Apply one key press from the browser, aimed at what that page showed."""
+    session.press_typed(
+        press.key,
+        page=press.page or "",
+        seq=press.seq,
+        lag_seconds=press.lag_seconds,
+        target=press.target,
+    )
+
+
 @st.fragment
 def judging_panel(session: LabelSession) -> None:
     """The query, its candidates and the actions: rerun alone on every key press."""
+    if session.refused_account:  # signed out in another tab, or removed: show the sign-in gate
+        session.refused_account = False
+        st.rerun(scope="app")
+    view = session.view()  # presses were applied by the listener's callback, before this
+    ahead = session.next_view()
+    search = session.search
     keys.listen(
-        session.accepted_keys,
-        lambda press: session.press_typed(
-            press.key, page=press.page or "", seq=press.seq, lag_seconds=press.lag_seconds
-        ),
+        [*session.accepted_keys, "enter", "escape"],
+        lambda press: press_typed(session, press),
         focus={"/": SEARCH_LABEL},
-        follow=".gs-current",
+        follow=".gs-cards:not(.gs-hidden) .gs-current",
         applied_before=session.store.applied_key_press,
+        retry_on=(StillBusy,),
+        panel=panel_model(session, view, ahead),
+        autofocus=f"{SEARCH_LABEL}\n{id(search)}" if search else None,
     )
-    progress_bar(session)
-    view = session.view()
-    if session.message:
-        st.html(render.note(session.message))
+    with st.container(key="gs-header"):
+        if view is not None:
+            query = view.query
+            st.html(render.query_heading(query["query"], query["query_id"], query["slice"]))
+        progress_bar(session)
+        if session.message:
+            st.html(render.note(session.message))
     if view is None:
         st.success("Nothing left to label. Z undoes the last action; P goes back.")
+        history(session)
         return
-    query = view.query
-    terms = render.query_terms(query["query"])
-    st.html(render.query_heading(query["query"], query["query_id"], query["slice"]))
-    st.html(candidate_cards(view, terms))
-    if view.no_relevant_candidate:
-        missed_answer_search(session, view, terms)
-    action_buttons(session, view)
-    notes(session, view)
+    terms = render.query_terms(view.query["query"])
+    cards, side = st.columns([3, 2], gap="medium")
+    with cards:
+        ahead_cards = ""
+        if ahead is not None:
+            ahead_terms = render.query_terms(ahead.query["query"])
+            ahead_cards = candidate_cards(ahead, ahead_terms, ahead=True)
+        st.html(candidate_cards(view, terms) + ahead_cards)
+        verdict_line(session, view)
+        action_buttons(session)
+    with side:
+        search_panel(session, view)
+        history(session)
+        notes(session, view)
 
 
 def open_linked_query(session: LabelSession, role: str) -> None:
@@ -226,6 +342,7 @@ def open_linked_query(session: LabelSession, role: str) -> None:
 
 def main() -> None:
     """Render the label page."""
+    st.set_page_config(layout="wide")
     user = context.require_user()
     annotator = user["name"]
     session = context.label_session(annotator)

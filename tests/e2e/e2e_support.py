@@ -69,14 +69,17 @@ def streamlit_app(script: Path, env: dict[str, str] | None = None) -> Iterator[s
 
 
 def wait_idle(page: Page, timeout: float = 15_000) -> None:
-    """Wait until the app is connected, no script runs and no skeleton placeholder remains."""
+    """Wait until the app is connected, no script runs, no skeleton placeholder remains and
+    the key listener holds no press the server has not acknowledged (the page shows a press
+    at once, before the server has stored it)."""
     page.wait_for_function(
         """() => {
             const app = document.querySelector('[data-testid="stApp"]');
             return app
                 && app.dataset.testConnectionState === "CONNECTED"
                 && app.dataset.testScriptState === "notRunning"
-                && !document.querySelector('[data-testid="stSkeleton"]');
+                && !document.querySelector('[data-testid="stSkeleton"]')
+                && document.documentElement.dataset.goldsetSaving !== "1";
         }""",
         timeout=timeout,
     )
@@ -101,7 +104,7 @@ def query_heading(page: Page):
 
 def current_rank(page: Page):
     """The rank shown on the current candidate's card (``#3``)."""
-    return page.locator(".gs-current .gs-rank")
+    return page.locator(".gs-cards:not(.gs-hidden) .gs-current .gs-rank")
 
 
 def progress_text(page: Page):

@@ -194,12 +194,14 @@ def test_hostile_text_shows_as_text_runs_nothing_and_calls_nowhere(
     wait_idle(page)  # a rerun still drawing the panel would replace the box "/" focuses
     page.keyboard.press("/")
     search = page.get_by_label("Search the corpus")
-    expect(search).to_be_focused()  # "/" focuses the box; typing before that would be lost
+    expect(search).to_be_focused()  # "/" opens and focuses the box, pre-filled with the query
     wait_idle(page)
+    expect(search).to_have_value(f"alert {HOSTILE}")
+    page.keyboard.press("ControlOrMeta+a")
     page.keyboard.type("alert")
     expect(search).to_have_value("alert")
     page.keyboard.press("Enter")
-    expect(page.locator(".gs-card", has_text="found")).to_contain_text(HOSTILE)
+    expect(page.locator(".st-key-gs-search .gs-card", has_text="found")).to_contain_text(HOSTILE)
     wait_idle(page)
     page.screenshot(path=artifacts_dir / "label-hostile.png", full_page=True)
 
