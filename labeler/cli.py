@@ -216,15 +216,18 @@ def eval_command(
         bootstrap=bootstrap,
         seed=seed,
         worst=worst,
+        frame=False,  # the per-query values as arrays: no pandas on a CI gate's path
         **_scoring(options),
     )
-    per_query_frame = result.pop("per_query")
+    values = result.pop("per_query")
     if per_query:
-        # A figure not measured on a query (recall, nDCG on first-hit labels) is NaN: null.
-        rows = per_query_frame.reset_index().astype(object)
         with open(per_query, "w", encoding="utf-8") as handle:
-            for row in rows.where(rows.notna(), None).to_dict(orient="records"):
-                handle.write(json.dumps(row) + "\n")
+            for query_id, row in zip(values.query_ids, values.values.tolist(), strict=True):
+                # A figure not measured on a query (recall, nDCG on first-hit labels) is NaN: null.
+                figures = {
+                    spec: None if v != v else v for spec, v in zip(values.metrics, row, strict=True)
+                }
+                handle.write(json.dumps({"query_id": query_id, **figures}) + "\n")
     if record:
         from labeler.live import history
 
@@ -313,31 +316,31 @@ def _eval_text(result: dict) -> str:
 
 
 def _worst_table(worst: list[dict]) -> str:
-    import pandas as pd
-
-    frame = pd.DataFrame(worst).set_index("query_id")
-    # From the records: in the frame, None among integers would already be NaN and 3 be 3.0.
-    frame["first_relevant_rank"] = [
-        "none" if entry["first_relevant_rank"] is None else str(entry["first_relevant_rank"])
+    cells = [
+        {
+            "query": entry["query"][:40],
+            "slice": entry["slice"],
+            "first_relevant_rank": _rank(entry["first_relevant_rank"]),
+            **{
+                spec: _fixed(entry[spec])
+                for spec in ("mrr@10", "hit@1", "miss@10")
+                if spec in entry
+            },
+        }
         for entry in worst
     ]
-    frame["query"] = frame["query"].str.slice(0, 40)
-    text = [column for column in ("query", "slice") if frame[column].astype(bool).any()]
-    numbers = [column for column in ("mrr@10", "hit@1", "miss@10") if column in frame]
-    frame = frame[[*text, "first_relevant_rank", *numbers]]
-    return frame.to_string(float_format=_fixed)
+    shown = [name for name in cells[0] if name not in ("query", "slice")]
+    text = [name for name in ("query", "slice") if any(row[name] for row in cells)]
+    rows = {entry["query_id"]: row for entry, row in zip(worst, cells, strict=True)}
+    return _text_table(rows, [*text, *shown], index_name="query_id")
 
 
 def _compare_text(result: dict, gate: bool) -> str:
-    import pandas as pd
-
     lines = [
         f"{result['candidate']} vs {result['baseline']} on golden set {result['golden_version']}"
     ]
-    frame = pd.DataFrame(
-        {spec: _compared_row(entry) for spec, entry in result["metrics"].items()}
-    ).T
-    lines.append(frame.to_string())
+    rows = {spec: _compared_row(entry) for spec, entry in result["metrics"].items()}
+    lines.append(_text_table(rows, list(next(iter(rows.values())))))
     for name, entry in result["slices"].items():
         deltas = ", ".join(
             f"{spec} {m['reason'] if m.get('reason') else _signed(m['delta'])}"
@@ -413,16 +416,31 @@ def _figure(entry: dict, text: str) -> str:
     return text
 
 
-def _table(rows: dict[str, dict], cell) -> str:
-    import pandas as pd
+def _table(columns: dict[str, dict], cell) -> str:
+    """One row per metric, one column per group (all, or each slice)."""
+    specs = list(next(iter(columns.values())))
+    rows = {
+        spec: {name: cell(metrics[spec]) for name, metrics in columns.items()} for spec in specs
+    }
+    return _text_table(rows, list(columns))
 
-    frame = pd.DataFrame(
-        {
-            name: {spec: cell(entry) for spec, entry in metrics.items()}
-            for name, metrics in rows.items()
-        }
-    )
-    return frame.to_string()
+
+def _text_table(rows: dict[str, dict[str, str]], columns: list[str], index_name: str = "") -> str:
+    """Cells of text laid out as pandas' ``DataFrame.to_string`` lays out text (labels on the
+    left; each column right-aligned, its cells after one space of their own and one between
+    columns), without loading pandas for a report."""
+    label_width = max(len(index_name), *map(len, rows))
+    widths = [max(len(name), 1 + max(len(row[name]) for row in rows.values())) for name in columns]
+
+    def line(label: str, cells: list[str]) -> str:
+        aligned = (f" {cell:>{width}}" for cell, width in zip(cells, widths, strict=True))
+        return f"{label:<{label_width}}" + "".join(aligned)
+
+    lines = [line("", columns)]
+    if index_name:
+        lines.append(line(index_name, [""] * len(columns)))
+    lines += [line(label, [row[name] for name in columns]) for label, row in rows.items()]
+    return "\n".join(lines)
 
 
 def _with_ci(entry: dict) -> str:
