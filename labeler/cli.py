@@ -590,15 +590,19 @@ def _open_store(db: str | None, *, write: bool = False, create: bool = False):
     """The one way every command opens its project (``--db``, or the default demo project).
 
     A read command gets a read-only connection; only the commands that create a project
-    (``create=True``: import, pool — and the app, on the default demo project alone) create
-    one; a path that is not an intact goldset project is refused with one line, exit 2 (an
-    input error), before anything is written.
+    (``create=True``: import, pool) create one at ``--db``, while the default demo project is
+    created by whichever command uses it first; a path that is not an intact goldset project
+    is refused with one line, exit 2 (an input error), before anything is written.
     """
     from labeler.store import DEFAULT_DB, ProjectError, Store
 
     try:
         if db is None or Path(db).resolve() == DEFAULT_DB:
-            return Store.open_default() if create else Store.open_project(DEFAULT_DB, write=write)
+            # The default project is the demo set, made on first use by whichever command
+            # comes first (`goldset status` on a fresh install included).
+            if create or not DEFAULT_DB.exists():
+                Store.open_default().close()
+            return Store.open_project(DEFAULT_DB, write=write)
         return Store.open_project(db, write=write, create=create)
     except ProjectError as error:
         failure = click.ClickException(str(error))
