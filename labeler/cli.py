@@ -569,7 +569,7 @@ def _measured_cost(db, queries, docs_per_query, seconds, rate, as_json) -> None:
 # --- the project database: import, pool, export, status ------------------------------------
 
 
-def _count_option(flag: str, minimum: int, default: int, text: str):
+def _count_option(flag: str, minimum: int, default: int, text: str) -> Callable:
     """An integer option of at least ``minimum``, its default shown in ``--help``."""
     return click.option(
         flag, type=click.IntRange(min=minimum), default=default, show_default=True, help=text

@@ -11,9 +11,11 @@ alerts), ``refresher`` (recomputing in the background), ``compare`` (several run
 ``history`` (the run history: a run's hash and tags, its records and flags). Pages call them
 through this module (``live.snapshot(...)``).
 
->>> store = Store("project.db")                                     # doctest: +SKIP
->>> snap = snapshot(golden_set(store), project_run(store), cost_summary(store))  # doctest: +SKIP
->>> snap.table.query("slice == 'all'")                              # doctest: +SKIP
+A page, in short::
+
+    store = Store("project.db")
+    snap = snapshot(golden_set(store), project_run(store), cost_summary(store))
+    snap.table.query("slice == 'all'")
 """
 
 from __future__ import annotations
