@@ -49,6 +49,7 @@ __all__ = [
     "rank_run",
     "ranks_needed",
     "recall",
+    "reciprocal_of",
     "reciprocal_rank",
     "relevant_in_top",
 ]
@@ -77,7 +78,15 @@ LOWER_BOUND_FROM_FIRST_HIT = ("precision",)
 def reciprocal_rank(ranking: Ranking, k: int | None = None) -> np.ndarray:
     """Reciprocal rank: ``RR@k = 1 / min{i <= k : rel(i)}``, 0 when no relevant doc is in
     the top k (trec_eval ``recip_rank`` when k is None: no cutoff)."""
-    first = ranking.first_relevant_within(k)
+    return reciprocal_of(ranking.first_relevant_within(k))
+
+
+def reciprocal_of(first: np.ndarray) -> np.ndarray:
+    """``1 / rank`` of each first relevant rank, 0 where it is ``NOT_RANKED`` (none).
+
+    >>> reciprocal_of(np.array([1, 4, NOT_RANKED])).tolist()
+    [1.0, 0.25, 0.0]
+    """
     found = first != NOT_RANKED
     return np.where(found, 1.0 / np.where(found, first, 1), 0.0)
 

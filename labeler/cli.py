@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import sys
 from collections.abc import Callable
@@ -13,11 +12,11 @@ from typing import TYPE_CHECKING
 
 import click
 
+from labeler.auth import ROLES  # a tuple, in a module of the standard library only
+
 # Every other import is made by the command that needs it: `goldset --help` loads click only,
 # and `goldset eval` never loads Streamlit or sqlite-utils (tests/test_import_set.py).
 if TYPE_CHECKING:
-    import pandas as pd
-
     from eval.cost import Cost
     from eval.readers import Golden, Run
 
@@ -104,14 +103,16 @@ def _load_golden(golden: str | None, db: str | None) -> Golden:
 
 def _load_run(path: str | None, db: str | None) -> Run:
     """A run file, or (with --db and no file) the candidate lists stored in the project."""
-    from eval.readers import read_run, run_from_frame
+    from eval.readers import read_run
 
     if path:
         return read_run(path)
     if not db:
         raise click.UsageError("give a run file (or --db to evaluate the stored candidates)")
+    from labeler.live.project import project_run
+
     with _open_store(db) as store:
-        return run_from_frame(store.candidate_run_frame(), name="candidates", source=db)
+        return project_run(store, depth=None)
 
 
 def _read_concurrently(*readers: Callable[[], object]) -> list:
@@ -228,27 +229,16 @@ def eval_command(
                 }
                 handle.write(json.dumps({"query_id": query_id, **figures}) + "\n")
     if record:
-        from labeler.pooling import file_sha256
+        from labeler.live import history
 
-        run_hash = file_sha256(run_path) if run_path else _frame_sha256(run.results)
+        try:
+            parsed_tags = history.parse_tags(tags)
+        except ValueError as error:
+            raise click.BadParameter(str(error), param_hint="--tag") from None
+        run_hash = history.run_sha256(run_path or run.results)
         with _open_store(db, write=True) as store:
-            result["record_id"] = store.record_eval(result, run_hash, _parse_tags(tags))
+            result["record_id"] = history.record_report(store, result, run_hash, parsed_tags)
     click.echo(json.dumps(result, indent=2) if as_json else _eval_text(result))
-
-
-def _parse_tags(tags: tuple[str, ...]) -> dict[str, str]:
-    parsed = {}
-    for tag in tags:
-        key, separator, value = tag.partition("=")
-        if not separator or not key:
-            raise click.BadParameter(f"{tag!r} is not KEY=VALUE", param_hint="--tag")
-        parsed[key] = value
-    return parsed
-
-
-def _frame_sha256(frame: pd.DataFrame) -> str:
-    """The SHA-256 of a run held in the project (no file to hash)."""
-    return hashlib.sha256(frame.to_csv(index=False).encode()).hexdigest()
 
 
 @cli.command()
@@ -579,6 +569,13 @@ def _measured_cost(db, queries, docs_per_query, seconds, rate, as_json) -> None:
 # --- the project database: import, pool, export, status ------------------------------------
 
 
+def _count_option(flag: str, minimum: int, default: int, text: str) -> Callable:
+    """An integer option of at least ``minimum``, its default shown in ``--help``."""
+    return click.option(
+        flag, type=click.IntRange(min=minimum), default=default, show_default=True, help=text
+    )
+
+
 def _db_option(command):
     """``--db PATH``, defaulting to the default project (``labeler.store.DEFAULT_DB``)."""
     return click.option(
@@ -835,7 +832,7 @@ def user():
     """Manage the people who log in to the app."""
 
 
-ROLE_CHOICE = click.Choice(["annotator", "reviewer", "admin"])
+ROLE_CHOICE = click.Choice(ROLES)
 
 
 def _password_option(command):
@@ -983,13 +980,7 @@ def _warn_without_admin(store) -> None:
     show_default=True,
     help="Share of the queries judged by several annotators, blind to each other.",
 )
-@click.option(
-    "--judges",
-    type=click.IntRange(min=2),
-    default=2,
-    show_default=True,
-    help="Annotators per overlapping query.",
-)
+@_count_option("--judges", 2, 2, "Annotators per overlapping query.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the overlap sample.")
 @_db_option
 @_fail_on_bad_input
@@ -1029,13 +1020,7 @@ def assign(annotators, slices, overlap, judges, seed, db):
 @cli.command("agreement")
 @_db_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-@click.option(
-    "--bootstrap",
-    type=click.IntRange(min=0),
-    default=1000,
-    show_default=True,
-    help="Bootstrap resamples (of queries) for the 95% CIs.",
-)
+@_count_option("--bootstrap", 0, 1000, "Bootstrap resamples (of queries) for the 95% CIs.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Resampling seed.")
 def agreement_command(db, as_json, bootstrap, seed):
     """Agreement between annotators on the doubly judged queries.
