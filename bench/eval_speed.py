@@ -54,14 +54,6 @@ IR_MEASURES = {
     "precision@10": "P@10",
     "ndcg@10": "nDCG@10",
 }
-PYTREC_MEASURES = {"recip_rank", "success.1,10", "P.10", "recall.10", "ndcg_cut.10"}
-PYTREC_NAMES = {
-    "hit@1": "success_1",
-    "hit@10": "success_10",
-    "recall@10": "recall_10",
-    "precision@10": "P_10",
-    "ndcg@10": "ndcg_cut_10",
-}
 TOOLS = ("goldset", "pytrec_eval", "ir_measures", "ranx")
 TOOL_LABELS = {
     "goldset": "`goldset eval --bootstrap 0`",
@@ -85,6 +77,7 @@ RETRIEVED_SHARE = 0.8  # share of a query's judged docs that the run retrieved
 RESULT_PREFIX = "RESULT "
 WARM_PREFIX = "WARM "
 DEFAULT_OUT = Path(__file__).parent / "out"
+PYTREC_EVAL_SCRIPT = Path(__file__).parent / "pytrec_eval_script.py"
 GENERATOR_VERSION = 2  # bump when the files a seed gives change, so old ones are rewritten
 
 
@@ -316,24 +309,6 @@ def report_means(means: dict[str, float], phases: dict[str, float], queries: int
     print(RESULT_PREFIX + json.dumps(result), flush=True)
 
 
-def pytrec_eval_leg(qrels_path: Path, run_path: Path) -> None:
-    """Read with pytrec_eval's own parsers, evaluate, average; print the result line."""
-    import pytrec_eval  # imported here so that each child loads only the tool it measures
-
-    started = time.perf_counter()
-    with qrels_path.open() as qrels_file, run_path.open() as run_file:
-        qrels = pytrec_eval.parse_qrel(qrels_file)
-        run = pytrec_eval.parse_run(run_file)
-    read = time.perf_counter()
-    per_query = pytrec_eval.RelevanceEvaluator(qrels, PYTREC_MEASURES).evaluate(run)
-    values = list(per_query.values())
-    means = {name: float(np.mean([v[trec] for v in values])) for name, trec in PYTREC_NAMES.items()}
-    # trec_eval's recip_rank has no cutoff; the first relevant doc is within 10 iff RR >= 1/10
-    means["mrr@10"] = float(np.mean([v["recip_rank"] * (v["recip_rank"] >= 0.1) for v in values]))
-    phases = {"read": read - started, "evaluate": time.perf_counter() - read}
-    report_means(means, phases, len(per_query))
-
-
 def ir_measures_leg(qrels_path: Path, run_path: Path) -> None:
     """Read with ir_measures' TREC readers, compute the means with calc_aggregate; print."""
     import ir_measures  # imported here: each child loads only its tool
@@ -379,7 +354,7 @@ def ranx_leg(qrels_path: Path, run_path: Path) -> None:
     print(WARM_PREFIX + json.dumps(warm), flush=True)
 
 
-LEGS = {"pytrec_eval": pytrec_eval_leg, "ir_measures": ir_measures_leg, "ranx": ranx_leg}
+LEGS = {"ir_measures": ir_measures_leg, "ranx": ranx_leg}
 
 
 # --- measuring -------------------------------------------------------------------------------
@@ -398,7 +373,11 @@ def goldset_command(qrels_path: Path, run_path: Path) -> list[str]:
 
 
 def leg_command(tool: str, qrels_path: Path, run_path: Path) -> list[str]:
-    """The command line that runs one leg of this script in a fresh interpreter."""
+    """The command line that runs one leg in a fresh interpreter: the plain pytrec_eval
+    script (standard library and pytrec_eval only, as a user would write it), or one leg of
+    this script."""
+    if tool == "pytrec_eval":
+        return [sys.executable, str(PYTREC_EVAL_SCRIPT), str(qrels_path), str(run_path)]
     return [sys.executable, __file__, "--leg", tool, str(qrels_path), str(run_path)]
 
 

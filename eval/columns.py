@@ -15,12 +15,16 @@ slow. Two cheaper tools do most of the work here:
 
 from __future__ import annotations
 
+import sys
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+
+if TYPE_CHECKING:  # pandas is not imported on the eval path: a small eval would pay 0.3 s
+    import pandas as pd
 
 Strings = pa.ChunkedArray | pa.Array
 
@@ -35,11 +39,95 @@ FINISH = np.uint64(0xBF58476D1CE4E5B9)
 BYTE_MASKS = np.array([(1 << (8 * n)) - 1 for n in range(9)], dtype=np.uint64)
 
 
-def arrow_strings(column: pd.Series) -> Strings:
-    """The column as an Arrow string array (zero-copy for pandas' Arrow-backed strings)."""
-    if hasattr(column.array, "__arrow_array__"):
+# pyarrow's own conversions (pa.array, pa.scalar, to_numpy) first ask its pandas layer whether
+# the value is a pandas object, and that imports pandas (0.3 s of a small eval's start-up).
+# These two go through Arrow's buffers instead, so that eval never loads pandas; once pandas
+# is loaded (in the app) they use pyarrow's own, quicker for many strings.
+
+
+def _pandas_loaded() -> bool:
+    return "pandas" in sys.modules
+
+
+def arrow_array(values: object, type: pa.DataType | None = None) -> pa.Array | pa.ChunkedArray:
+    """Numbers or booleans (a numpy array) or strings (any sequence of str) as an Arrow array.
+
+    ``type`` casts the result (strings are built as large strings). Arrow arrays are returned
+    as they are, and pandas objects go through ``pa.array`` (pandas is loaded already).
+    """
+    if isinstance(values, pa.Array | pa.ChunkedArray):
+        array = values
+    elif _pandas_loaded():
+        numbers = isinstance(values, np.ndarray) and values.dtype.kind in "biuf"
+        pandas_object = hasattr(values, "__arrow_array__") or hasattr(values, "array")
+        array = pa.array(values, type or (None if numbers or pandas_object else pa.large_string()))
+    elif isinstance(values, np.ndarray) and values.dtype.kind in "biuf":
+        count = len(values)
+        if values.dtype == bool:
+            bits = np.packbits(values, bitorder="little")
+            array = pa.Array.from_buffers(pa.bool_(), count, [None, pa.py_buffer(bits)])
+        else:
+            data = pa.py_buffer(np.ascontiguousarray(values))
+            array = pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), count, [None, data])
+    else:
+        try:
+            encoded = [value.encode() for value in values]
+        except AttributeError:
+            raise TypeError("arrow_array takes numbers, booleans or str values") from None
+        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+        np.cumsum([len(value) for value in encoded], out=offsets[1:])
+        buffers = [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))]
+        array = pa.Array.from_buffers(pa.large_string(), len(encoded), buffers)
+    return array if type is None or array.type == type else array.cast(type)
+
+
+def as_numpy(values: pa.Array | pa.ChunkedArray, null: object = None) -> np.ndarray:
+    """An Arrow array's values as a numpy array: strings as objects, nulls as ``null``
+    (which must then be given). Numbers are not copied (the array is then read-only)."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.chunk(0) if values.num_chunks == 1 else values.combine_chunks()
+    kind = values.type
+    if len(values) == 0:
+        return np.zeros(0, dtype=object if pa.types.is_string(kind) else kind.to_pandas_dtype())
+    if _pandas_loaded():
+        return values.to_numpy(zero_copy_only=False) if null is None else _filled(values, null)
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        return np.array(values.to_pylist(), dtype=object)
+    if values.null_count and null is None:
+        raise ValueError("as_numpy: the array holds nulls and no value to put in their place")
+    validity, data = values.buffers()[:2]
+    if pa.types.is_boolean(kind):
+        result = _bits(data, values.offset, len(values))
+    else:
+        dtype = np.dtype(kind.to_pandas_dtype())
+        result = np.frombuffer(
+            data, dtype=dtype, count=len(values), offset=values.offset * dtype.itemsize
+        )
+    if values.null_count:
+        result = np.where(_bits(validity, values.offset, len(values)), result, null)
+    return result
+
+
+def _filled(values: pa.Array, null: object) -> np.ndarray:
+    """The values with nulls replaced by ``null`` (pyarrow's own conversion)."""
+    valid = values.is_valid().to_numpy(zero_copy_only=False)
+    return np.where(valid, values.to_numpy(zero_copy_only=False), null)
+
+
+def _bits(buffer: pa.Buffer, offset: int, count: int) -> np.ndarray:
+    """``count`` bits of an Arrow bitmap from bit ``offset`` on, as booleans."""
+    bytes_ = np.frombuffer(buffer, dtype=np.uint8)
+    return np.unpackbits(bytes_, bitorder="little", count=offset + count)[offset:].astype(bool)
+
+
+def arrow_strings(column: pd.Series | np.ndarray) -> Strings:
+    """The column (a pandas Series or a numpy array of str) as an Arrow string array
+    (zero-copy for pandas' Arrow-backed strings)."""
+    if hasattr(getattr(column, "array", None), "__arrow_array__"):
         return pa.array(column.array)
-    return pa.array(column.to_numpy(dtype=object), pa.large_string())
+    if hasattr(column, "array"):  # a pandas Series of Python strings
+        return pa.array(column.to_numpy(dtype=object), pa.large_string())
+    return arrow_array(column, pa.large_string())
 
 
 def equal_to_next(column: Strings) -> np.ndarray:
@@ -47,14 +135,14 @@ def equal_to_next(column: Strings) -> np.ndarray:
     if len(column) < 2:
         return np.zeros(len(column), dtype=bool)
     same = pc.equal(column.slice(0, len(column) - 1), column.slice(1))
-    return np.r_[same.to_numpy(zero_copy_only=False), False]
+    return np.r_[as_numpy(same), False]
 
 
 def runs_of_equals(column: Strings) -> tuple[np.ndarray, Strings]:
     """Where each run of equal neighbouring values begins (ascending), and its value."""
     starts_run = np.r_[True, ~equal_to_next(column)[:-1]] if len(column) else np.zeros(0, bool)
     # A filter works chunk by chunk; a take from a chunked array would join the chunks.
-    return np.flatnonzero(starts_run), column.filter(pa.array(starts_run))
+    return np.flatnonzero(starts_run), column.filter(arrow_array(starts_run))
 
 
 def factorize_runs(column: Strings) -> tuple[np.ndarray, np.ndarray]:
@@ -66,18 +154,23 @@ def factorize_runs(column: Strings) -> tuple[np.ndarray, np.ndarray]:
     if len(column) == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=object)
     starts, run_values = runs_of_equals(column)
-    run_codes, uniques = pd.factorize(run_values.to_numpy(zero_copy_only=False))
-    return np.repeat(run_codes, np.diff(np.r_[starts, len(column)])), uniques.astype(object)
+    if isinstance(run_values, pa.ChunkedArray):
+        run_values = run_values.combine_chunks()
+    # Arrow's dictionary numbers the values in order of first appearance, as pd.factorize.
+    encoded = pc.dictionary_encode(run_values)
+    run_codes = as_numpy(encoded.indices).astype(np.int64)
+    uniques = as_numpy(encoded.dictionary)
+    return np.repeat(run_codes, np.diff(np.r_[starts, len(column)])), uniques
 
 
 def lookup(column: Strings, values: np.ndarray) -> np.ndarray:
     """Per element of ``column``, its position in ``values`` (-1 when absent)."""
     starts, run_values = runs_of_equals(column)
     # Arrow's hash lookup: several times faster here than pandas' for Python strings.
-    value_set = pa.array(np.asarray(values, dtype=object), run_values.type)
-    positions = pc.fill_null(pc.index_in(run_values, value_set=value_set), -1)
+    value_set = arrow_array(np.asarray(values, dtype=object), run_values.type)
+    positions = as_numpy(pc.index_in(run_values, value_set=value_set), null=-1)
     lengths = np.diff(starts, append=len(column))
-    return np.repeat(positions.to_numpy(zero_copy_only=False).astype(np.int64), lengths)
+    return np.repeat(positions.astype(np.int64), lengths)
 
 
 def take_distinct(column: Strings, rows: np.ndarray) -> Strings:
@@ -89,13 +182,13 @@ def take_distinct(column: Strings, rows: np.ndarray) -> Strings:
     not asked in that order). The result is one contiguous array.
     """
     if not isinstance(column, pa.ChunkedArray) or column.num_chunks == 1:
-        return column.take(pa.array(rows))
+        return column.take(arrow_array(rows))
     wanted = np.zeros(len(column), dtype=bool)
     wanted[rows] = True
-    in_column_order = column.filter(pa.array(wanted))
+    in_column_order = column.filter(arrow_array(wanted))
     if np.all(rows[1:] > rows[:-1]):
         return in_column_order.combine_chunks()
-    return in_column_order.take(pa.array(np.searchsorted(np.sort(rows), rows)))
+    return in_column_order.take(arrow_array(np.searchsorted(np.sort(rows), rows)))
 
 
 def fingerprints(column: Strings) -> np.ndarray:
@@ -232,11 +325,13 @@ def _first_repeat(groups: np.ndarray, values: Strings) -> int | None:
     # Sorted by group and string, a repeated pair stands right after its earlier rows
     # (Arrow's sort is stable, so they stay in row order): each row equal to the one
     # before it is a repeat, and the first repeat is the smallest such row.
-    pairs = pa.table({"group": groups[suspects], "value": values.take(pa.array(suspects))})
+    pairs = pa.table(
+        {"group": arrow_array(groups[suspects]), "value": values.take(arrow_array(suspects))}
+    )
     by_pair = pc.sort_indices(pairs, sort_keys=[("group", "ascending"), ("value", "ascending")])
     pairs = pairs.take(by_pair)
-    repeats = (np.diff(pairs["group"].to_numpy()) == 0) & equal_to_next(pairs["value"])[:-1]
-    return int(suspects[by_pair.to_numpy()][1:][repeats].min()) if repeats.any() else None
+    repeats = (np.diff(as_numpy(pairs["group"])) == 0) & equal_to_next(pairs["value"])[:-1]
+    return int(suspects[as_numpy(by_pair)][1:][repeats].min()) if repeats.any() else None
 
 
 class PairIndex:
@@ -284,7 +379,6 @@ def _equal_strings(
     """Whether ``left[left_rows[i]] == right[right_rows[i]]``, for each i."""
     if len(left_rows) == 0:
         return np.zeros(0, dtype=bool)
-    left_values = left.take(pa.array(left_rows))
-    right_values = right.take(pa.array(right_rows)).cast(left_values.type)
-    equal = pc.fill_null(pc.equal(left_values, right_values), False)
-    return equal.to_numpy(zero_copy_only=False)
+    left_values = left.take(arrow_array(left_rows))
+    right_values = right.take(arrow_array(right_rows)).cast(left_values.type)
+    return as_numpy(pc.equal(left_values, right_values), null=False)

@@ -15,10 +15,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 from numpy.typing import ArrayLike
+
+if TYPE_CHECKING:  # `goldset cost` never needs pandas; only pooling takes run frames
+    import pandas as pd
 
 SECONDS_PER_HOUR = 3600
 
@@ -173,6 +176,8 @@ def pool_depth_per_query(
         raise ValueError(f"depth must be a positive integer, got {depth!r}")
     if len(runs) == 0:
         raise ValueError("pool_depth_per_query needs at least one run")
+    import pandas as pd  # the runs are frames: pandas is loaded already
+
     tops = [_top_docs(run, depth, keep_order) for run in runs]
     pool = pd.concat(tops, ignore_index=True).drop_duplicates()
     if pool.empty:

@@ -15,12 +15,16 @@ metrics, :func:`metric_values` and :func:`per_query_frame` give their per-query 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from eval.ranking import NOT_RANKED, Ranking, rank
 from eval.readers import Golden, Run
+
+if TYPE_CHECKING:  # only per_query_frame and evaluate build frames: eval itself needs no pandas
+    import pandas as pd
 
 __all__ = [
     "DEFAULT_METRICS",
@@ -38,11 +42,14 @@ __all__ = [
     "ndcg",
     "needs_first_relevant",
     "parse_metric",
+    "PerQuery",
     "per_query_frame",
+    "per_query_values",
     "precision",
     "rank_run",
     "ranks_needed",
     "recall",
+    "reciprocal_of",
     "reciprocal_rank",
     "relevant_in_top",
 ]
@@ -71,7 +78,15 @@ LOWER_BOUND_FROM_FIRST_HIT = ("precision",)
 def reciprocal_rank(ranking: Ranking, k: int | None = None) -> np.ndarray:
     """Reciprocal rank: ``RR@k = 1 / min{i <= k : rel(i)}``, 0 when no relevant doc is in
     the top k (trec_eval ``recip_rank`` when k is None: no cutoff)."""
-    first = ranking.first_relevant_within(k)
+    return reciprocal_of(ranking.first_relevant_within(k))
+
+
+def reciprocal_of(first: np.ndarray) -> np.ndarray:
+    """``1 / rank`` of each first relevant rank, 0 where it is ``NOT_RANKED`` (none).
+
+    >>> reciprocal_of(np.array([1, 4, NOT_RANKED])).tolist()
+    [1.0, 0.25, 0.0]
+    """
     found = first != NOT_RANKED
     return np.where(found, 1.0 / np.where(found, first, 1), 0.0)
 
@@ -226,12 +241,49 @@ def metric_values(ranking: Ranking, spec: str, gain: str = "linear") -> np.ndarr
     return values
 
 
-def per_query_frame(ranking: Ranking, metrics: Sequence[str], gain: str = "linear") -> pd.DataFrame:
-    """Per-query values of ``metrics``, indexed by query_id (one column per metric)."""
+@dataclass(frozen=True)
+class PerQuery:
+    """Per-query metric values as arrays: row i is query ``query_ids[i]``, column j metric
+    ``metrics[j]``; NaN where a metric is not measured on a query."""
+
+    query_ids: np.ndarray
+    metrics: tuple[str, ...]
+    values: np.ndarray
+
+    @classmethod
+    def of(cls, per_query: PerQuery | pd.DataFrame) -> PerQuery:
+        """``per_query`` itself, or a frame indexed by query_id with a column per metric."""
+        if isinstance(per_query, PerQuery):
+            return per_query
+        query_ids = per_query.index.to_numpy(dtype=object)
+        return cls(query_ids, tuple(per_query.columns), per_query.to_numpy(dtype=np.float64))
+
+    def take(self, rows: np.ndarray) -> PerQuery:
+        """Only the queries at ``rows``, in that order."""
+        return PerQuery(self.query_ids[rows], self.metrics, self.values[rows])
+
+    def frame(self) -> pd.DataFrame:
+        """The values as a DataFrame indexed by query_id, one column per metric."""
+        import pandas as pd  # only a caller that asks for a frame pays for pandas
+
+        columns = {spec: self.values[:, column] for column, spec in enumerate(self.metrics)}
+        return pd.DataFrame(columns, index=pd.Index(self.query_ids, name="query_id"))
+
+
+def per_query_values(ranking: Ranking, metrics: Sequence[str], gain: str = "linear") -> PerQuery:
+    """Per-query values of ``metrics`` (each named once, in order of first mention)."""
     if gain not in GAINS:
         raise ValueError(f"gain must be one of {GAINS}, got {gain!r}")
-    values = {spec: metric_values(ranking, spec, gain) for spec in metrics}
-    return pd.DataFrame(values, index=pd.Index(ranking.query_ids, name="query_id"))
+    specs = tuple(dict.fromkeys(metrics))
+    values = np.empty((ranking.query_count, len(specs)))
+    for column, spec in enumerate(specs):
+        values[:, column] = metric_values(ranking, spec, gain)
+    return PerQuery(ranking.query_ids, specs, values)
+
+
+def per_query_frame(ranking: Ranking, metrics: Sequence[str], gain: str = "linear") -> pd.DataFrame:
+    """Per-query values of ``metrics``, indexed by query_id (one column per metric)."""
+    return per_query_values(ranking, metrics, gain).frame()
 
 
 def evaluate(

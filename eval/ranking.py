@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from eval.columns import PairIndex, arrow_strings, lookup, take_distinct
+from eval.columns import PairIndex, arrow_array, as_numpy, lookup, take_distinct
 from eval.readers import Golden, Run
 
 NOT_RANKED = np.iinfo(np.int64).max  # first_relevant_rank of a query with no relevant doc
@@ -207,8 +207,7 @@ def rank(
 
 def first_hit_queries(golden: Golden, query_ids: np.ndarray) -> np.ndarray:
     """Per query id, whether the golden set says it was labelled in first-hit mode."""
-    modes = golden.queries.set_index("query_id")["mode"]
-    return (modes.reindex(query_ids).to_numpy(dtype=object) == FIRST_HIT).astype(bool)
+    return (golden.query_values("mode", query_ids) == FIRST_HIT).astype(bool)
 
 
 @dataclass(frozen=True)
@@ -234,7 +233,7 @@ class _Ranked:
         if limit is not None:
             top = rank <= limit
             query_index, score, rank = query_index[top], score[top], rank[top]
-            doc_ids = doc_ids.filter(pa.array(top))
+            doc_ids = doc_ids.filter(arrow_array(top))
         return cls(query_index, rank, score, doc_ids)
 
     def with_grades(self, judgments: _Judgments, rel_threshold: int) -> _Ranked:
@@ -289,7 +288,7 @@ def _query_runs(run: Run, query_ids: np.ndarray, by_score: bool) -> _QueryRuns:
     begins_run = np.ones(len(query_index), dtype=bool)
     begins_run[1:] = query_index[1:] != query_index[:-1]
     starts = np.flatnonzero(begins_run)
-    scored_position = lookup(pa.array(run.query_ids, pa.large_string()), query_ids)
+    scored_position = lookup(arrow_array(run.query_ids), query_ids)
     run_query = scored_position[query_index[starts]]
     in_order = not by_score or _descending_within(score, starts)
     lengths = np.diff(starts, append=len(score))
@@ -303,9 +302,9 @@ def _query_runs(run: Run, query_ids: np.ndarray, by_score: bool) -> _QueryRuns:
     row_query = np.repeat(run_query, lengths)
     rows = _ranges(starts, lengths)
     sort_keys = [("query", "ascending"), ("score", "descending")][: 2 if by_score else 1]
-    table = pa.table({"query": row_query, "score": score[rows]})
+    table = pa.table({"query": arrow_array(row_query), "score": arrow_array(score[rows])})
     # Arrow's sort is stable: equal scores keep the file's order.
-    by_rank = pc.sort_indices(table, sort_keys=sort_keys).to_numpy()
+    by_rank = as_numpy(pc.sort_indices(table, sort_keys=sort_keys))
     order, row_query = rows[by_rank], row_query[by_rank]
     new_starts = np.flatnonzero(np.diff(row_query, prepend=-1) != 0)
     return _QueryRuns(
@@ -367,7 +366,7 @@ def _ranked_rows(
     doc_ids = take_distinct(doc_ids, rows)
     if not keep_order:
         # Breaking ties moves docs only within equal (query, score): query_index, score stay.
-        doc_ids = doc_ids.take(pa.array(_doc_order_within_ties(query_index, score, doc_ids)))
+        doc_ids = doc_ids.take(arrow_array(_doc_order_within_ties(query_index, score, doc_ids)))
     return query_index, score, doc_ids
 
 
@@ -403,9 +402,9 @@ def _doc_order_within_ties(
     tied = np.flatnonzero(np.bincount(group)[group] > 1) if len(group) else group
     order = np.arange(len(query_index))
     if len(tied):
-        keys = pa.table({"group": group[tied], "doc": doc_ids.take(pa.array(tied))})
+        keys = pa.table({"group": arrow_array(group[tied]), "doc": doc_ids.take(arrow_array(tied))})
         by_doc = pc.sort_indices(keys, sort_keys=[("group", "ascending"), ("doc", "descending")])
-        order[tied] = tied[by_doc.to_numpy()]
+        order[tied] = tied[as_numpy(by_doc)]
     return order
 
 
@@ -432,12 +431,11 @@ class _Judgments:
     @classmethod
     def of(cls, golden: Golden, query_ids: np.ndarray) -> _Judgments:
         """The golden set's judgements of ``query_ids`` (the others are of no use here)."""
-        judgments = golden.judgments
-        query_index = lookup(arrow_strings(judgments["query_id"]), query_ids)
+        query_index = lookup(golden.judgment_column("query_id"), query_ids)
         known = query_index >= 0
         query_index = query_index[known]
-        grade = judgments["grade"].to_numpy(dtype=np.int64)[known]
-        doc_ids = arrow_strings(judgments["doc_id"]).filter(pa.array(known))
+        grade = golden.judgment_column("grade")[known]
+        doc_ids = golden.judgment_column("doc_id").filter(arrow_array(known))
         return cls(
             query_index,
             grade,

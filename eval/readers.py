@@ -10,22 +10,24 @@ values and the golden-set record in :mod:`eval.validation`.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from eval import trec, validation
-from eval.columns import fingerprints
+from eval.columns import arrow_array, arrow_strings, factorize_runs, fingerprints, lookup
 from eval.errors import InputError
 from eval.trec import Layout, Rows
 from eval.validation import GOLDEN_STATUSES, decoded_lines, json_lines
+
+if TYPE_CHECKING:  # pandas only where a caller asks for a frame: a small eval never does
+    import pandas as pd
 
 __all__ = [
     "GOLDEN_STATUSES",
@@ -48,33 +50,92 @@ PLAIN_MAX_BYTES = 1 << 12
 Parser = Literal["auto", "fast", "general", "plain"]
 
 
-@dataclass(frozen=True)
 class Golden:
     """A golden set: one row per query in ``queries``, one row per judged doc in ``judgments``.
 
     ``queries`` columns: query_id, query, slice ("" when none), status ("done", "skipped" or
     "pending"), answerable (bool) and mode ("first_hit", "full", or "" when unknown).
     ``judgments`` columns: query_id, doc_id, grade (int64); unjudged documents are absent.
+
+    Built from those two DataFrames, or (as the readers build it) from their columns as
+    arrays: a mapping of column name to numpy array for the queries, and for the judgments
+    Arrow strings for the ids and a numpy int64 array for the grades. Eval reads the
+    columns (:meth:`query_column`, :meth:`judgment_column`); the DataFrames are built on
+    first use, so that an evaluation never imports pandas. Neither is to be changed after.
     """
 
-    queries: pd.DataFrame
-    judgments: pd.DataFrame
+    def __init__(self, queries: pd.DataFrame | Columns, judgments: pd.DataFrame | Columns):
+        self._given = {"queries": queries, "judgments": judgments}
+
+    @cached_property
+    def queries(self) -> pd.DataFrame:
+        """The queries as a DataFrame (built on first use when given as columns)."""
+        return self._frame("queries")
+
+    @cached_property
+    def judgments(self) -> pd.DataFrame:
+        """The judgements as a DataFrame (built on first use when given as columns)."""
+        return self._frame("judgments")
+
+    def _frame(self, part: str) -> pd.DataFrame:
+        given = self._given[part]
+        if not isinstance(given, Mapping):
+            return given
+        import pandas as pd  # only a caller that asks for a frame pays for pandas
+
+        if part == "queries":
+            return pd.DataFrame(dict(given), columns=list(QUERY_COLUMNS))
+        return pa.table(
+            {name: _arrow_or_numpy(values) for name, values in given.items()}
+        ).to_pandas()
+
+    def query_column(self, name: str) -> np.ndarray:
+        """One column of ``queries`` as a numpy array (str columns as objects)."""
+        return self._column("queries", name)
+
+    def judgment_column(self, name: str) -> np.ndarray | pa.Array | pa.ChunkedArray:
+        """One column of ``judgments``: the ids as Arrow strings, the grades as int64."""
+        values = self._column("judgments", name)
+        return arrow_strings(values) if name != "grade" else values.astype(np.int64, copy=False)
+
+    def _column(self, part: str, name: str) -> np.ndarray | pa.Array | pa.ChunkedArray:
+        given = self._given[part]
+        if isinstance(given, Mapping):
+            return given[name]
+        column = given[name]
+        return column.to_numpy(dtype=object) if column.dtype == object else column.to_numpy()
+
+    def query_values(self, name: str, query_ids: np.ndarray) -> np.ndarray:
+        """The ``name`` column's value for each of ``query_ids`` (ids of this golden set)."""
+        ids = self.query_column("query_id")
+        positions = lookup(arrow_strings(np.asarray(query_ids, dtype=object)), ids)
+        return self.query_column(name)[positions]
+
+    @cached_property
+    def answerable(self) -> np.ndarray:
+        """Per query (in ``queries`` order), whether it is answerable."""
+        return self.query_column("answerable").astype(bool)
 
     @cached_property
     def version(self) -> str:
         """A content hash of the labels: which queries count how, and every judgement.
 
         Row hashes are summed, so the order in which the labels were read does not matter.
-        Computed once, on first use: the frames are not to be changed afterwards.
+        Computed once, on first use: the labels are not to be changed afterwards.
         """
-        queries = self.queries[["query_id", "slice", "status", "answerable"]]
-        digests = [_rows_digest(frame) for frame in (queries, self.judgments)]
+        queries = [self.query_column(name) for name in ("query_id", "slice", "status")]
+        queries.append(self.query_column("answerable"))
+        judgments = [self.judgment_column(name) for name in ("query_id", "doc_id", "grade")]
+        digests = [_rows_digest(columns) for columns in (queries, judgments)]
         return hashlib.sha256(repr(digests).encode()).hexdigest()[:16]
 
     def scored_query_ids(self) -> np.ndarray:
         """Ids of the queries that metrics are averaged over: answerable and done."""
-        scored = (self.queries["status"] == "done") & self.queries["answerable"]
-        return self.queries.loc[scored, "query_id"].to_numpy(dtype=object)
+        scored = (self.query_column("status") == "done") & self.answerable
+        return self.query_column("query_id")[scored].astype(object)
+
+
+Columns = Mapping[str, "np.ndarray | pa.Array | pa.ChunkedArray"]
 
 
 @dataclass(frozen=True)
@@ -95,7 +156,7 @@ class Run:
     @cached_property
     def results(self) -> pd.DataFrame:
         """The rows as a DataFrame of query_id, doc_id and score (built on first use)."""
-        query_id = pa.array(self.query_ids, pa.large_string()).take(pa.array(self.query_index))
+        query_id = arrow_array(self.query_ids).take(arrow_array(self.query_index))
         return pa.table(
             {
                 "query_id": query_id,
@@ -105,22 +166,36 @@ class Run:
         ).to_pandas()
 
 
-def _rows_digest(frame: pd.DataFrame) -> int:
+def _rows_digest(columns: list[np.ndarray | pa.Array | pa.ChunkedArray]) -> int:
     """Sum over rows of a 64-bit hash of the row's values (as text): independent of order."""
-    row = np.zeros(len(frame), dtype=np.uint64)
-    for name in frame.columns:
-        row = (row ^ fingerprints(_as_text(frame[name]))) * np.uint64(0x9E3779B97F4A7C15)
+    row = np.zeros(len(columns[0]), dtype=np.uint64)
+    for column in columns:
+        row = (row ^ fingerprints(_as_text(column))) * np.uint64(0x9E3779B97F4A7C15)
     row ^= row >> np.uint64(29)  # mix the high bits down before summing
     row *= np.uint64(0xBF58476D1CE4E5B9)
     return int(row.sum(dtype=np.uint64))
 
 
-def _as_text(column: pd.Series) -> pa.Array:
+def _as_text(column: np.ndarray | pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
     """The column's values as Arrow strings, spelled as Python's ``str`` spells them."""
-    if pd.api.types.is_integer_dtype(column.dtype):
-        # Arrow writes integers as str() does, and much faster than pandas.
-        return pc.cast(pa.array(column), pa.large_string())
-    return pa.array(column.astype(str)).cast(pa.large_string())
+    if isinstance(column, pa.Array | pa.ChunkedArray):
+        return column
+    if column.dtype == bool:
+        return arrow_array(np.where(column, "True", "False").astype(object))
+    if np.issubdtype(column.dtype, np.integer):
+        # Arrow writes integers as str() does, and much faster than Python.
+        return pc.cast(arrow_array(column), pa.large_string())
+    try:
+        return arrow_array(column)
+    except TypeError:  # not all str: spelled one by one
+        return arrow_array([str(value) for value in column])
+
+
+def _arrow_or_numpy(values: np.ndarray | pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """Ids as large Arrow strings (as pandas reads them back), numbers as they are."""
+    if isinstance(values, pa.Array | pa.ChunkedArray):
+        return values.cast(pa.large_string())
+    return arrow_array(values)
 
 
 # --- golden sets -------------------------------------------------------------------------
@@ -136,7 +211,7 @@ def read_golden(path: str | Path, parser: Parser = "auto") -> Golden:
     first = _first_content_line(path)
     if first.startswith("{"):
         golden = golden_from_records(json_lines(path), source=str(path))
-        if golden.queries.empty:
+        if len(golden.query_column("query_id")) == 0:
             raise InputError(str(path), None, None, "no queries in the file")
         return golden
     beir = first.split("\t")[0].strip().lower() in ("query-id", "query_id", "qid")
@@ -152,7 +227,8 @@ def golden_from_records(records: Iterable[dict], source: str = "<records>") -> G
 
     ``records`` may also yield ``(line_number, record)`` pairs, so that errors name the line.
     """
-    query_rows, judgment_rows = [], []
+    queries: dict[str, list] = {name: [] for name in QUERY_COLUMNS}
+    judged_queries, doc_ids, grades = [], [], []
     seen: set[str] = set()
     for position, item in enumerate(records, start=1):
         line, record = item if isinstance(item, tuple) else (position, item)
@@ -160,44 +236,40 @@ def golden_from_records(records: Iterable[dict], source: str = "<records>") -> G
         if checked.query_id in seen:
             raise InputError(source, line, "query_id", f"duplicate query {checked.query_id!r}")
         seen.add(checked.query_id)
-        query_rows.append(
-            {
-                "query_id": checked.query_id,
-                "query": checked.query,
-                "slice": checked.slice,
-                "status": checked.status,
-                "answerable": checked.answerable,
-                "mode": checked.mode or "",
-            }
-        )
-        for doc_id, grade in checked.judgments.items():
-            judgment_rows.append((checked.query_id, doc_id, grade))
-    queries = pd.DataFrame(query_rows, columns=list(QUERY_COLUMNS))
-    queries["answerable"] = queries["answerable"].astype(bool)
-    judgments = pd.DataFrame(judgment_rows, columns=["query_id", "doc_id", "grade"])
-    return Golden(queries, judgments.astype({"grade": "int64"}))
+        for name in QUERY_COLUMNS:
+            queries[name].append(getattr(checked, name))
+        judged_queries += [checked.query_id] * len(checked.judgments)
+        doc_ids += checked.judgments
+        grades += checked.judgments.values()
+    queries["mode"] = [mode or "" for mode in queries["mode"]]
+    columns = {name: np.array(values, dtype=object) for name, values in queries.items()}
+    columns["answerable"] = np.array(queries["answerable"], dtype=bool)
+    judgments = {
+        "query_id": arrow_array(judged_queries),
+        "doc_id": arrow_array(doc_ids),
+        "grade": np.array(grades, dtype=np.int64),
+    }
+    return Golden(columns, judgments)
 
 
 def _golden_from_rows(rows: Rows, source: str) -> Golden:
     """A golden set from plain judgements: every query is done and answerable, no slice."""
     rows.check_no_repeated_docs(source)
-    judgments = pa.table(
-        {
-            "query_id": rows.query_id_column(),
-            "doc_id": rows.doc_ids.cast(pa.large_string()),
-            "grade": rows.values.astype(np.int64, copy=False),
-        }
-    ).to_pandas()
-    queries = pd.DataFrame(
-        {
-            "query_id": rows.query_ids,
-            "query": "",
-            "slice": "",
-            "status": "done",
-            "answerable": True,
-            "mode": "",
-        }
-    )
+    judgments = {
+        "query_id": rows.query_id_column(),
+        "doc_id": rows.doc_ids.cast(pa.large_string()),
+        "grade": rows.values.astype(np.int64, copy=False),
+    }
+    count = len(rows.query_ids)
+    blank = np.full(count, "", dtype=object)
+    queries = {
+        "query_id": rows.query_ids,
+        "query": blank,
+        "slice": blank,
+        "status": np.full(count, "done", dtype=object),
+        "answerable": np.ones(count, dtype=bool),
+        "mode": blank,
+    }
     return Golden(queries, judgments)
 
 
@@ -263,10 +335,11 @@ def _run_from_rows(
     rows.check_no_repeated_docs(source)
     known, query_index = rows.query_ids, rows.query_index
     if query_ids is not None:
-        given = pd.Index(list(query_ids), dtype=object)
-        unlisted = rows.query_ids[given.get_indexer(rows.query_ids) < 0]
-        known = np.concatenate([given.to_numpy(dtype=object), unlisted])
-        query_index = pd.Index(known).get_indexer(rows.query_ids)[query_index]
+        given = np.array(list(query_ids), dtype=object)
+        row_queries = arrow_array(rows.query_ids)
+        unlisted = rows.query_ids[lookup(row_queries, given) < 0]
+        known = np.concatenate([given, unlisted])
+        query_index = lookup(row_queries, known)[query_index]
     return Run(np.asarray(known, dtype=object), query_index, rows.doc_ids, scores, name)
 
 
@@ -285,9 +358,16 @@ def _read_jsonl_run(path: Path, name: str) -> Run:
         seen.add(query_id)
         query_ids.append(query_id)
         rows.extend(_jsonl_results(query_id, results, where))
-    frame = pd.DataFrame(rows, columns=["query_id", "doc_id", "score", "line"])
-    frame = frame.set_index("line").astype({"query_id": str, "doc_id": str, "score": "float64"})
-    return _run_from_rows(Rows.from_frame(frame, frame["score"]), name, str(path), query_ids)
+    row_queries, doc_ids, scores, lines = list(zip(*rows, strict=True)) or ([], [], [], [])
+    query_index, known = factorize_runs(arrow_array(row_queries))
+    read = Rows(
+        known,
+        query_index,
+        arrow_array(doc_ids),
+        np.array(scores, dtype=np.float64),
+        np.array(lines, dtype=np.int64),
+    )
+    return _run_from_rows(read, name, str(path), query_ids)
 
 
 def _jsonl_results(query_id: str, results: list, where: tuple[str, int]) -> Iterator[tuple]:

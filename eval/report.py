@@ -10,26 +10,30 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
-import pyarrow as pa
 import pyarrow.compute as pc
 
 from eval import gate, stats
-from eval.columns import lookup
+from eval.columns import arrow_array, arrow_strings, lookup
 from eval.metrics import (
     DEFAULT_METRICS,
     LOWER_BOUND_FROM_FIRST_HIT,
     NOT_RANKED,
+    PerQuery,
     Ranking,
     parse_metric,
-    per_query_frame,
+    per_query_values,
     rank_run,
     reciprocal_rank,
 )
 from eval.ranking import comparable_scores, concurrently
 from eval.readers import Golden, Run
+
+if TYPE_CHECKING:  # frames in, frames out for the app's callers; `goldset eval` never loads it
+    import pandas as pd
+
 
 NO_SLICE = "(none)"
 NOT_MEASURED = "not measured (first-hit labels)"
@@ -37,10 +41,10 @@ CHANGE_CUTOFF = 10  # changed queries are read at rank 10, as the gate's mrr@10 
 
 
 def summarise(
-    per_query: pd.DataFrame,
+    per_query: PerQuery | pd.DataFrame,
     bootstrap: int = 1000,
     seed: int = 0,
-    first_hit: pd.Series | None = None,
+    first_hit: pd.Series | np.ndarray | None = None,
 ) -> dict[str, dict[str, object]]:
     """Mean of each metric column with its percentile-bootstrap 95% CI (None if bootstrap is 0).
 
@@ -48,9 +52,12 @@ def summarise(
     the column's mean and CI are over the other queries, and the entry says how many
     (``"queries"``) when that is fewer than all; with none, the mean is None and
     ``"reason"`` says why. ``first_hit`` (query_id → bool) marks the queries labelled in
-    first-hit mode: precision over any of them is a lower bound (``"bound": "lower"``).
+    first-hit mode (or, as an array, each row of ``per_query``): precision over any of them
+    is a lower bound (``"bound": "lower"``).
     """
-    values = per_query.to_numpy(dtype=np.float64)
+    per_query = PerQuery.of(per_query)
+    first_hit = _first_hit_rows(first_hit, per_query)
+    values = per_query.values
     entries: dict[int, dict[str, object]] = {}
     for columns, rows in _measured_groups(values):
         measured = values[:, columns] if rows.all() else values[rows][:, columns]
@@ -67,9 +74,19 @@ def summarise(
             }
             entries[column] = _measured_on(entry, rows)
     return {
-        spec: {**entries[column], **_bound(spec, first_hit, per_query.index, values[:, column])}
-        for column, spec in enumerate(per_query.columns)
+        spec: {**entries[column], **_bound(spec, first_hit, values[:, column])}
+        for column, spec in enumerate(per_query.metrics)
     }
+
+
+def _first_hit_rows(
+    first_hit: pd.Series | np.ndarray | None, per_query: PerQuery
+) -> np.ndarray | None:
+    """Per row of ``per_query``, whether its query was labelled in first-hit mode (None: none
+    was); ``first_hit`` is that array already, or a Series keyed by query_id."""
+    if first_hit is None or isinstance(first_hit, np.ndarray):
+        return first_hit
+    return first_hit.reindex(per_query.query_ids).to_numpy(dtype=bool)
 
 
 def _measured_groups(*matrices: np.ndarray) -> list[tuple[list[int], np.ndarray]]:
@@ -94,13 +111,11 @@ def _measured_on(entry: dict[str, object], rows: np.ndarray) -> dict[str, object
     return {**entry, "queries": count}
 
 
-def _bound(
-    spec: str, first_hit: pd.Series | None, query_ids: pd.Index, values: np.ndarray
-) -> dict[str, str]:
+def _bound(spec: str, first_hit: np.ndarray | None, values: np.ndarray) -> dict[str, str]:
     """``{"bound": "lower"}`` for precision counted over any first-hit query, else nothing."""
     if first_hit is None or parse_metric(spec)[0] not in LOWER_BOUND_FROM_FIRST_HIT:
         return {}
-    counted = first_hit.reindex(query_ids).to_numpy(dtype=bool) & ~np.isnan(values)
+    counted = first_hit & ~np.isnan(values)
     return {"bound": "lower"} if counted.any() else {}
 
 
@@ -110,37 +125,67 @@ def slice_groups(slices: pd.Series, query_ids: pd.Index) -> dict[str, pd.Index]:
 
     Queries without a slice among sliced ones go to the slice ``"(none)"``.
     """
-    if not slices.astype(bool).any():
+    rows = slice_rows(slices, query_ids.to_numpy(dtype=object))
+    return {name: query_ids[positions] for name, positions in rows.items()}
+
+
+def slice_rows(slices: pd.Series | Golden, query_ids: np.ndarray) -> dict[str, np.ndarray]:
+    """Positions in ``query_ids`` of each slice's queries, in order, sorted by slice name;
+    empty when no query has a slice. ``slices`` maps query_id to slice name (a Series), or
+    is the golden set that gives each query's slice.
+
+    Queries without a slice among sliced ones go to the slice ``"(none)"``.
+    """
+    if isinstance(slices, Golden):
+        sliced = (slices.query_column("slice") != "").any()
+        names = slices.query_values("slice", query_ids)
+    else:
+        sliced = slices.astype(bool).any()
+        names = slices.reindex(query_ids).to_numpy(dtype=object)
+    if not sliced or len(names) == 0:
         return {}
-    names = slices.reindex(query_ids).replace("", NO_SLICE).to_numpy()
-    return dict(pd.Series(query_ids, index=query_ids).groupby(names, sort=True).groups)
+    distinct, group = np.unique(np.where(names == "", NO_SLICE, names), return_inverse=True)
+    # A stable sort by group keeps each slice's queries in the order given.
+    rows = np.split(np.argsort(group, kind="stable"), np.cumsum(np.bincount(group))[:-1])
+    return {str(name): positions for name, positions in zip(distinct, rows, strict=True)}
 
 
 def slice_summaries(
-    per_query: pd.DataFrame,
-    slices: pd.Series,
+    per_query: PerQuery | pd.DataFrame,
+    slices: pd.Series | Golden,
     bootstrap: int = 1000,
     seed: int = 0,
-    first_hit: pd.Series | None = None,
+    first_hit: pd.Series | np.ndarray | None = None,
 ) -> dict[str, dict[str, object]]:
-    """``summarise`` for each slice (``slices`` maps query_id to slice name); empty when no
+    """``summarise`` for each slice (``slices`` as in :func:`slice_rows`); empty when no
     query has a slice."""
+    per_query = PerQuery.of(per_query)
+    first_hit = _first_hit_rows(first_hit, per_query)
     return {
         name: {
-            "queries": len(ids),
-            "metrics": summarise(per_query.loc[ids], bootstrap, seed, first_hit),
+            "queries": len(rows),
+            "metrics": summarise(
+                per_query.take(rows),
+                bootstrap,
+                seed,
+                None if first_hit is None else first_hit[rows],
+            ),
         }
-        for name, ids in slice_groups(slices, per_query.index).items()
+        for name, rows in slice_rows(slices, per_query.query_ids).items()
     }
 
 
 def worst_queries(
-    golden: Golden, ranking: Ranking, per_query: pd.DataFrame, count: int = 10, cutoff: int = 10
+    golden: Golden,
+    ranking: Ranking,
+    per_query: PerQuery | pd.DataFrame,
+    count: int = 10,
+    cutoff: int = 10,
 ) -> list[dict[str, object]]:
     """The ``count`` worst queries: misses (no relevant doc in the top ``cutoff``) first, then
     by lowest reciprocal rank, then by query_id.
 
-    ``per_query`` holds the metrics in the ranking's query order (as ``per_query_frame``
+    ``per_query`` holds the metrics in the ranking's query order (as ``per_query_values``
     gives them). ``first_relevant_rank`` is None when no relevant doc was found in the ranks
     evaluated.
     """
@@ -153,22 +198,23 @@ def worst_queries(
         candidates = np.arange(len(badness))
     by_badness = np.lexsort((ranking.query_ids[candidates].astype(str), -badness[candidates]))
     order = candidates[by_badness][:count]
-    queries = golden.queries
-    info = queries[queries["query_id"].isin(ranking.query_ids[order])].set_index("query_id")
-    values = per_query.iloc[order]
-    worst = []
-    for position, (query_id, row) in zip(order, values.iterrows(), strict=True):
-        rank = int(first[position])
-        worst.append(
-            {
-                "query_id": query_id,
-                "query": info.at[query_id, "query"],
-                "slice": info.at[query_id, "slice"],
-                "first_relevant_rank": None if rank == NOT_RANKED else rank,
-                **{spec: _number(value) for spec, value in row.items()},
-            }
-        )
-    return worst
+    per_query = PerQuery.of(per_query)
+    query_ids = ranking.query_ids[order]
+    texts = golden.query_values("query", query_ids)
+    slices = golden.query_values("slice", query_ids)
+    return [
+        {
+            "query_id": query_ids[row],
+            "query": texts[row],
+            "slice": slices[row],
+            "first_relevant_rank": _rank_or_none(first[position]),
+            **{
+                spec: _number(per_query.values[position, column])
+                for column, spec in enumerate(per_query.metrics)
+            },
+        }
+        for row, position in enumerate(order)
+    ]
 
 
 def ties_at_cutoffs(ranking: Ranking, cutoffs: Sequence[int]) -> int:
@@ -184,15 +230,14 @@ def ties_at_cutoffs(ranking: Ranking, cutoffs: Sequence[int]) -> int:
 
 def query_accounting(golden: Golden, run: Run, ranking: Ranking, cutoffs: Sequence[int]) -> dict:
     """Which golden queries were scored, which were not, and what the run holds beyond them."""
-    queries = golden.queries
-    done = queries["status"] == "done"
+    status = golden.query_column("status")
     return {
         "answerable": ranking.query_count,
-        "unanswerable": int((done & ~queries["answerable"]).sum()),
-        "skipped": int((queries["status"] == "skipped").sum()),
-        "pending": int((queries["status"] == "pending").sum()),
+        "unanswerable": len(_unanswerable(golden)),
+        "skipped": int((status == "skipped").sum()),
+        "pending": int((status == "pending").sum()),
         "missing_from_run": _count_absent(ranking.query_ids, run.query_ids),
-        "unlabelled_in_run": _count_absent(run.query_ids, queries["query_id"]),
+        "unlabelled_in_run": _count_absent(run.query_ids, golden.query_column("query_id")),
         "ties_at_cutoff": ties_at_cutoffs(ranking, cutoffs),
     }
 
@@ -203,9 +248,8 @@ def abstention(golden: Golden, run: Run, ranking: Ranking, abstain_below: float 
     A run abstains on a query when it returns no result for it: the query is absent, its
     result list is empty, or (with ``abstain_below``) its best score is below that value.
     """
-    queries = golden.queries
-    unanswerable = queries.loc[(queries["status"] == "done") & ~queries["answerable"], "query_id"]
-    correct = int((~_answered(run, unanswerable.to_numpy(dtype=object), abstain_below)).sum())
+    unanswerable = _unanswerable(golden)
+    correct = int((~_answered(run, unanswerable, abstain_below)).sum())
     wrong = int((ranking.retrieved == 0).sum())
     return {
         "abstain_below": abstain_below,
@@ -218,11 +262,17 @@ def abstention(golden: Golden, run: Run, ranking: Ranking, abstain_below: float 
     }
 
 
+def _unanswerable(golden: Golden) -> np.ndarray:
+    """Ids of the golden set's done queries flagged unanswerable."""
+    done = golden.query_column("status") == "done"
+    return golden.query_column("query_id")[done & ~golden.answerable]
+
+
 def _answered(run: Run, query_ids: np.ndarray, abstain_below: float | None) -> np.ndarray:
     """Per query id, whether the run returned a result for it (at or above the threshold)."""
     if len(query_ids) == 0:
         return np.zeros(0, dtype=bool)
-    row_query = lookup(pa.array(run.query_ids, pa.large_string()), query_ids)[run.query_index]
+    row_query = lookup(arrow_array(run.query_ids), query_ids)[run.query_index]
     kept = row_query >= 0
     if abstain_below is not None:
         kept &= comparable_scores(run.scores) >= comparable_scores(abstain_below)
@@ -231,15 +281,8 @@ def _answered(run: Run, query_ids: np.ndarray, abstain_below: float | None) -> n
 
 def _count_absent(values: Sequence[str], among: Sequence[str]) -> int:
     """How many of ``values`` are not in ``among`` (Arrow's hash lookup)."""
-    found = pc.is_in(_arrow_ids(values), value_set=_arrow_ids(among))
+    found = pc.is_in(arrow_strings(values), value_set=arrow_strings(among))
     return len(values) - pc.sum(found).as_py() if len(values) else 0
-
-
-def _arrow_ids(ids: Sequence[str]) -> pa.Array:
-    """Ids as Arrow strings (without a copy for pandas' Arrow-backed strings)."""
-    if isinstance(ids, pd.Series) and hasattr(ids.array, "__arrow_array__"):
-        return pa.array(ids.array)
-    return pa.array(np.asarray(ids, dtype=object), pa.large_string())
 
 
 def build_report(
@@ -255,11 +298,13 @@ def build_report(
     gain: str = "linear",
     abstain_below: float | None = None,
     worst: int = 10,
+    frame: bool = True,
 ) -> dict:
     """Evaluate ``run`` on ``golden``: the object that ``goldset eval --json`` prints.
 
     Keys: ``queries`` (accounting), ``metrics`` (mean and CI), ``slices``, ``worst``,
-    ``abstention``, ``notes`` and ``per_query`` (a DataFrame, dropped from the JSON).
+    ``abstention``, ``notes`` and ``per_query`` (a DataFrame, dropped from the JSON; with
+    ``frame=False`` a :class:`~eval.metrics.PerQuery` of arrays, which needs no pandas).
     On first-hit labels recall and nDCG are over the full-mode queries only and precision
     is marked a lower bound (see :func:`summarise`); against a golden set that lists only
     relevant docs, judged@k entries say so (``"judged_relevant_only": true``).
@@ -285,11 +330,11 @@ def build_report(
         "golden_version": version,
         "queries": query_accounting(golden, run, ranking, _cutoffs(metrics)),
         "metrics": summarise(per_query, bootstrap, seed, first_hit),
-        "slices": slice_summaries(per_query, _slices(golden), bootstrap, seed, first_hit),
+        "slices": slice_summaries(per_query, golden, bootstrap, seed, first_hit),
         "worst": worst_queries(golden, ranking, per_query, worst),
         "abstention": abstention(golden, run, ranking, abstain_below),
         "notes": _notes(ranking, gain, relevant_only),
-        "per_query": per_query,
+        "per_query": per_query.frame() if frame else per_query,
     }
     if relevant_only:
         for summary in [report["metrics"], *(s["metrics"] for s in report["slices"].values())]:
@@ -335,10 +380,16 @@ def compare_runs(
     first_hit = _first_hit(rankings["baseline"])
     compared_slices = {
         name: {
-            "queries": len(ids),
-            "metrics": paired_summary(before.loc[ids], after.loc[ids], bootstrap, seed, first_hit),
+            "queries": len(rows),
+            "metrics": paired_summary(
+                before.take(rows),
+                after.take(rows),
+                bootstrap,
+                seed,
+                None if first_hit is None else first_hit[rows],
+            ),
         }
-        for name, ids in slice_groups(_slices(golden), before.index).items()
+        for name, rows in slice_rows(golden, before.query_ids).items()
     }
     compared = paired_summary(before, after, bootstrap, seed, first_hit)
     changed = changed_queries(golden, rankings["baseline"], rankings["candidate"])
@@ -371,11 +422,11 @@ def compare_runs(
 
 
 def paired_summary(
-    baseline: pd.DataFrame,
-    candidate: pd.DataFrame,
+    baseline: PerQuery | pd.DataFrame,
+    candidate: PerQuery | pd.DataFrame,
     bootstrap: int = 1000,
     seed: int = 0,
-    first_hit: pd.Series | None = None,
+    first_hit: pd.Series | np.ndarray | None = None,
 ) -> dict[str, dict[str, object]]:
     """Per metric: both means, the delta, its paired bootstrap CI and p-value, and a
     paired randomization p-value (both seeded).
@@ -385,8 +436,9 @@ def paired_summary(
     ``"bound": "lower"`` marks precision over first-hit queries (both means are lower bounds,
     so their delta is no bound).
     """
-    before = baseline.to_numpy(dtype=np.float64)
-    after = candidate.to_numpy(dtype=np.float64)
+    baseline, candidate = PerQuery.of(baseline), PerQuery.of(candidate)
+    first_hit = _first_hit_rows(first_hit, baseline)
+    before, after = baseline.values, candidate.values
     entries: dict[int, dict[str, object]] = {}
     for columns, rows in _measured_groups(before, after):
         old = before[:, columns] if rows.all() else before[rows][:, columns]
@@ -404,8 +456,8 @@ def paired_summary(
             }
             entries[column] = _measured_on(entry, rows)
     return {
-        spec: {**entries[column], **_bound(spec, first_hit, baseline.index, before[:, column])}
-        for column, spec in enumerate(baseline.columns)
+        spec: {**entries[column], **_bound(spec, first_hit, before[:, column])}
+        for column, spec in enumerate(baseline.metrics)
     }
 
 
@@ -432,7 +484,7 @@ def changed_queries(
         "worse": (hit_before & hit_after & (after > before), rr_change),
         "better": (hit_before & hit_after & (after < before), -rr_change),
     }
-    slices = _slices(golden).reindex(baseline.query_ids).to_numpy(dtype=object)
+    slices = golden.query_values("slice", baseline.query_ids)
     query_ids = baseline.query_ids
     changed = {}
     for name, (selected, order_key) in lists.items():
@@ -457,30 +509,27 @@ def lists_only_relevant(golden: Golden, rel_threshold: int = 1) -> bool:
     """Whether the golden set judges no doc non-relevant and has no labelling mode, as a BEIR
     ``qrels.tsv`` (or a TREC qrels of relevant pairs only): then judged@k is the share of the
     top k known relevant, not how much of it was labelled."""
-    grades = golden.judgments["grade"].to_numpy()
+    grades = golden.judgment_column("grade")
     judged_not_relevant = (grades >= 0) & (grades < rel_threshold)
-    return bool(
-        len(grades) and not judged_not_relevant.any() and (golden.queries["mode"] == "").all()
-    )
+    modes = golden.query_column("mode")
+    return bool(len(grades) and not judged_not_relevant.any() and (modes == "").all())
 
 
 def _scored(
     golden: Golden, run: Run, metrics: Sequence[str], gain: str, **options
-) -> tuple[Ranking, pd.DataFrame]:
+) -> tuple[Ranking, PerQuery]:
     """The run ranked for ``metrics`` and their per-query values."""
     ranking = rank_run(golden, run, metrics, **options)
-    return ranking, per_query_frame(ranking, metrics, gain)
+    return ranking, per_query_values(ranking, metrics, gain)
 
 
 def _cutoffs(metrics: Sequence[str]) -> list[int]:
     return sorted({cutoff for _, cutoff in map(parse_metric, metrics) if cutoff})
 
 
-def _first_hit(ranking: Ranking) -> pd.Series | None:
-    """query_id → labelled in first-hit mode; None when no query was."""
-    if not ranking.first_hit.any():
-        return None
-    return pd.Series(ranking.first_hit, index=pd.Index(ranking.query_ids, name="query_id"))
+def _first_hit(ranking: Ranking) -> np.ndarray | None:
+    """Per query of the ranking, labelled in first-hit mode; None when no query was."""
+    return ranking.first_hit if ranking.first_hit.any() else None
 
 
 def _rank_or_none(rank: int) -> int | None:
@@ -502,10 +551,6 @@ def _new_misses_by_slice(new_misses: Sequence[Mapping[str, object]], sliced: boo
 
 def _means(summary: Mapping[str, Mapping[str, object]], role: str) -> dict[str, float]:
     return {spec: entry[role] for spec, entry in summary.items() if entry[role] is not None}
-
-
-def _slices(golden: Golden) -> pd.Series:
-    return golden.queries.set_index("query_id")["slice"]
 
 
 def first_hit_note(ranking: Ranking) -> str | None:

@@ -26,7 +26,6 @@ from functools import partial
 from statistics import NormalDist
 
 import numpy as np
-import pandas as pd
 from numpy.typing import ArrayLike
 
 CHUNK_ELEMENTS = 1 << 16  # counts held in memory per chunk of resamples (512 KiB of int64)
@@ -318,12 +317,9 @@ def _per_query_matrix(values: ArrayLike, name: str) -> tuple[np.ndarray, bool]:
 
 def _paired_deltas(baseline: ArrayLike, candidate: ArrayLike) -> tuple[np.ndarray, bool]:
     """candidate − baseline per query, after checking that the rows pair up."""
-    pandas_types = pd.Series | pd.DataFrame
-    if (
-        isinstance(baseline, pandas_types)
-        and isinstance(candidate, pandas_types)
-        and not baseline.index.equals(candidate.index)
-    ):
+    # pandas inputs (told apart by their index, without importing pandas) must pair up.
+    indexes = [getattr(values, "index", None) for values in (baseline, candidate)]
+    if all(hasattr(index, "equals") for index in indexes) and not indexes[0].equals(indexes[1]):
         raise ValueError("baseline and candidate must list the same queries in the same order")
     before, one_dimensional = _per_query_matrix(baseline, "baseline")
     after, _ = _per_query_matrix(candidate, "candidate")

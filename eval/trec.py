@@ -33,16 +33,26 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
-from eval.columns import arrow_strings, factorize_runs, first_repeat, string_buffers
+from eval.columns import (
+    arrow_array,
+    arrow_strings,
+    as_numpy,
+    factorize_runs,
+    first_repeat,
+    string_buffers,
+)
 from eval.errors import InputError
 from eval.validation import INT64_MAX, INT64_MIN, control_character
+
+if TYPE_CHECKING:  # only Rows.from_frame takes pandas input; the eval path never imports it
+    import pandas as pd
 
 BOM = b"\xef\xbb\xbf"
 LINE_END = re.compile(rb"\r\n|\r|\n")
@@ -121,7 +131,7 @@ class Rows:
 
     def query_id_column(self) -> pa.Array:
         """The query id of each row, as Arrow strings."""
-        return pa.array(self.query_ids, pa.large_string()).take(pa.array(self.query_index))
+        return arrow_array(self.query_ids).take(arrow_array(self.query_index))
 
     def check_no_repeated_docs(self, source: str) -> None:
         """Raise an input error, naming the second line, if a doc is given twice for a query."""
@@ -169,7 +179,7 @@ def read_plain(path: Path, layout: Layout) -> Rows:
     return Rows(
         np.array(list(query_ids), dtype=object),
         np.array(query_index, dtype=np.int64),
-        pa.array(doc_ids, pa.string()),
+        arrow_array(doc_ids, pa.string()),
         np.array(values, dtype=np.int64 if layout.integer else np.float64),
         np.array(numbers, dtype=np.int64),
     )
@@ -214,23 +224,28 @@ def read_general(path: Path, layout: Layout) -> Rows:
         return read_plain(path, layout)
     stripped = pc.ascii_trim_whitespace(lines)
     number = np.arange(1, len(lines) + 1)
-    content = pc.invert(pc.or_(pc.equal(stripped, ""), pc.starts_with(stripped, "#")))
-    content = content.to_numpy(zero_copy_only=False)
+    empty = np.diff(string_buffers(stripped)[0]) == 0
+    content = ~(empty | as_numpy(pc.starts_with(stripped, "#")))
     if layout.header and content.any():
         content[np.argmax(content)] = False
-    stripped, number = stripped.filter(pa.array(content)), number[content]
+    stripped, number = stripped.filter(arrow_array(content)), number[content]
     fields = pc.ascii_split_whitespace(stripped)
-    count = pc.list_value_length(fields).to_numpy(zero_copy_only=False)
+    count = as_numpy(pc.list_value_length(fields))
     needed = len(layout.names)
     if np.any(count != needed if layout.exact else count < needed):
         return read_plain(path, layout)
-    query = pc.list_element(fields, layout.query)
-    doc = pc.list_element(fields, layout.doc)
-    values = _parsed_values(pc.list_element(fields, layout.value), layout)
+    query, doc, value = (_field(fields, at) for at in (layout.query, layout.doc, layout.value))
+    values = _parsed_values(value, layout)
     if values is None or not (_clean_ids(query) and _clean_ids(doc)):
         return read_plain(path, layout)
     query_index, query_ids = factorize_runs(query)
     return Rows(query_ids, query_index, doc, values, number)
+
+
+def _field(fields: pa.ListArray, position: int) -> pa.Array:
+    """The ``position``-th field of every line."""
+    # An index scalar taken from an array: pa.scalar(position) would load pandas.
+    return pc.list_element(fields, arrow_array(np.array([position]))[0])
 
 
 def _arrow_lines(path: Path) -> pa.Array | None:
@@ -260,8 +275,8 @@ def _parsed_values(text: pa.Array, layout: Layout) -> np.ndarray | None:
     try:
         if layout.integer:
             # Arrow's integer cast takes no '+'; the pattern allows one, at most.
-            return pc.cast(pc.utf8_ltrim(text, "+"), pa.int64()).to_numpy(zero_copy_only=False)
-        return pc.cast(text, pa.float64()).to_numpy(zero_copy_only=False)
+            return as_numpy(pc.cast(pc.utf8_ltrim(text, "+"), pa.int64()))
+        return as_numpy(pc.cast(text, pa.float64()))
     except pa.ArrowInvalid:  # an integer past int64
         return None
 
@@ -309,8 +324,8 @@ def read_fast(path: Path, layout: Layout, first_line: str) -> Rows | None:
         return None
     # Each parsed block has its own dictionary: one shared dictionary gives global indices.
     chunks = table[layout.names[layout.query]].unify_dictionaries().chunks
-    query_ids = chunks[0].dictionary if chunks else pa.array([], pa.string())
-    values = table[layout.value_name].to_numpy()
+    query_ids = chunks[0].dictionary if chunks else arrow_array([], pa.string())
+    values = as_numpy(table[layout.value_name])
     # A comment line with the right number of fields parses, its query id starting with '#'.
     if pc.any(pc.starts_with(query_ids, "#")).as_py():
         return None
@@ -318,9 +333,9 @@ def read_fast(path: Path, layout: Layout, first_line: str) -> Rows | None:
         return None
     if not layout.integer and np.isnan(values).any():
         return None
-    query_index = [chunk.indices.to_numpy(zero_copy_only=False) for chunk in chunks]
+    query_index = [as_numpy(chunk.indices) for chunk in chunks]
     return Rows(
-        query_ids.to_numpy(zero_copy_only=False).astype(object),
+        as_numpy(query_ids),
         np.concatenate(query_index) if chunks else np.zeros(0, dtype=np.int32),
         table[doc_name],
         values,

@@ -25,6 +25,8 @@ SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**14, 8, 1
 SALT_BYTES, KEY_BYTES = 16, 32
 USER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
 
+ROLES = ("annotator", "reviewer", "admin")  # what a user may be, least to most
+
 
 def validate_user_name(name: str) -> str:
     """Return ``name`` if it is a valid user name, else raise ValueError saying why."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import sys
 from collections.abc import Callable
@@ -12,6 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
+
+from labeler.auth import ROLES  # a tuple, in a module of the standard library only
 
 # Every other import is made by the command that needs it: `goldset --help` loads click only,
 # and `goldset eval` never loads Streamlit or sqlite-utils (tests/test_import_set.py).
@@ -104,14 +105,16 @@ def _load_golden(golden: str | None, db: str | None) -> Golden:
 
 def _load_run(path: str | None, db: str | None) -> Run:
     """A run file, or (with --db and no file) the candidate lists stored in the project."""
-    from eval.readers import read_run, run_from_frame
+    from eval.readers import read_run
 
     if path:
         return read_run(path)
     if not db:
         raise click.UsageError("give a run file (or --db to evaluate the stored candidates)")
+    from labeler.live.project import project_run
+
     with _open_store(db) as store:
-        return run_from_frame(store.candidate_run_frame(), name="candidates", source=db)
+        return project_run(store, depth=None)
 
 
 def _read_concurrently(*readers: Callable[[], object]) -> list:
@@ -239,39 +242,31 @@ def eval_command(
         bootstrap=bootstrap,
         seed=seed,
         worst=worst,
+        frame=False,  # the per-query values as arrays: no pandas on a CI gate's path
         **_scoring(options),
     )
-    per_query_frame = result.pop("per_query")
+    values = result.pop("per_query")
     if labels == "both":
         result["judged@10"] = _judged_by(human_set, golden_set, run, _scoring(options))
     if per_query:
-        # A figure not measured on a query (recall, nDCG on first-hit labels) is NaN: null.
-        rows = per_query_frame.reset_index().astype(object)
         with open(per_query, "w", encoding="utf-8") as handle:
-            for row in rows.where(rows.notna(), None).to_dict(orient="records"):
-                handle.write(json.dumps(row) + "\n")
+            for query_id, row in zip(values.query_ids, values.values.tolist(), strict=True):
+                # A figure not measured on a query (recall, nDCG on first-hit labels) is NaN: null.
+                figures = {
+                    spec: None if v != v else v for spec, v in zip(values.metrics, row, strict=True)
+                }
+                handle.write(json.dumps({"query_id": query_id, **figures}) + "\n")
     if record:
-        from labeler.pooling import file_sha256
+        from labeler.live import history
 
-        run_hash = file_sha256(run_path) if run_path else _frame_sha256(run.results)
+        try:
+            parsed_tags = history.parse_tags(tags)
+        except ValueError as error:
+            raise click.BadParameter(str(error), param_hint="--tag") from None
+        run_hash = history.run_sha256(run_path or run.results)
         with _open_store(db, write=True) as store:
-            result["record_id"] = store.record_eval(result, run_hash, _parse_tags(tags))
+            result["record_id"] = history.record_report(store, result, run_hash, parsed_tags)
     click.echo(json.dumps(result, indent=2) if as_json else _eval_text(result))
-
-
-def _parse_tags(tags: tuple[str, ...]) -> dict[str, str]:
-    parsed = {}
-    for tag in tags:
-        key, separator, value = tag.partition("=")
-        if not separator or not key:
-            raise click.BadParameter(f"{tag!r} is not KEY=VALUE", param_hint="--tag")
-        parsed[key] = value
-    return parsed
-
-
-def _frame_sha256(frame: pd.DataFrame) -> str:
-    """The SHA-256 of a run held in the project (no file to hash)."""
-    return hashlib.sha256(frame.to_csv(index=False).encode()).hexdigest()
 
 
 @cli.command()
@@ -349,31 +344,31 @@ def _eval_text(result: dict) -> str:
 
 
 def _worst_table(worst: list[dict]) -> str:
-    import pandas as pd
-
-    frame = pd.DataFrame(worst).set_index("query_id")
-    # From the records: in the frame, None among integers would already be NaN and 3 be 3.0.
-    frame["first_relevant_rank"] = [
-        "none" if entry["first_relevant_rank"] is None else str(entry["first_relevant_rank"])
+    cells = [
+        {
+            "query": entry["query"][:40],
+            "slice": entry["slice"],
+            "first_relevant_rank": _rank(entry["first_relevant_rank"]),
+            **{
+                spec: _fixed(entry[spec])
+                for spec in ("mrr@10", "hit@1", "miss@10")
+                if spec in entry
+            },
+        }
         for entry in worst
     ]
-    frame["query"] = frame["query"].str.slice(0, 40)
-    text = [column for column in ("query", "slice") if frame[column].astype(bool).any()]
-    numbers = [column for column in ("mrr@10", "hit@1", "miss@10") if column in frame]
-    frame = frame[[*text, "first_relevant_rank", *numbers]]
-    return frame.to_string(float_format=_fixed)
+    shown = [name for name in cells[0] if name not in ("query", "slice")]
+    text = [name for name in ("query", "slice") if any(row[name] for row in cells)]
+    rows = {entry["query_id"]: row for entry, row in zip(worst, cells, strict=True)}
+    return _text_table(rows, [*text, *shown], index_name="query_id")
 
 
 def _compare_text(result: dict, gate: bool) -> str:
-    import pandas as pd
-
     lines = [
         f"{result['candidate']} vs {result['baseline']} on golden set {result['golden_version']}"
     ]
-    frame = pd.DataFrame(
-        {spec: _compared_row(entry) for spec, entry in result["metrics"].items()}
-    ).T
-    lines.append(frame.to_string())
+    rows = {spec: _compared_row(entry) for spec, entry in result["metrics"].items()}
+    lines.append(_text_table(rows, list(next(iter(rows.values())))))
     for name, entry in result["slices"].items():
         deltas = ", ".join(
             f"{spec} {m['reason'] if m.get('reason') else _signed(m['delta'])}"
@@ -449,16 +444,31 @@ def _figure(entry: dict, text: str) -> str:
     return text
 
 
-def _table(rows: dict[str, dict], cell) -> str:
-    import pandas as pd
+def _table(columns: dict[str, dict], cell) -> str:
+    """One row per metric, one column per group (all, or each slice)."""
+    specs = list(next(iter(columns.values())))
+    rows = {
+        spec: {name: cell(metrics[spec]) for name, metrics in columns.items()} for spec in specs
+    }
+    return _text_table(rows, list(columns))
 
-    frame = pd.DataFrame(
-        {
-            name: {spec: cell(entry) for spec, entry in metrics.items()}
-            for name, metrics in rows.items()
-        }
-    )
-    return frame.to_string()
+
+def _text_table(rows: dict[str, dict[str, str]], columns: list[str], index_name: str = "") -> str:
+    """Cells of text laid out as pandas' ``DataFrame.to_string`` lays out text (labels on the
+    left; each column right-aligned, its cells after one space of their own and one between
+    columns), without loading pandas for a report."""
+    label_width = max(len(index_name), *map(len, rows))
+    widths = [max(len(name), 1 + max(len(row[name]) for row in rows.values())) for name in columns]
+
+    def line(label: str, cells: list[str]) -> str:
+        aligned = (f" {cell:>{width}}" for cell, width in zip(cells, widths, strict=True))
+        return f"{label:<{label_width}}" + "".join(aligned)
+
+    lines = [line("", columns)]
+    if index_name:
+        lines.append(line(index_name, [""] * len(columns)))
+    lines += [line(label, [row[name] for name in columns]) for label, row in rows.items()]
+    return "\n".join(lines)
 
 
 def _with_ci(entry: dict) -> str:
@@ -587,6 +597,13 @@ def _measured_cost(db, queries, docs_per_query, seconds, rate, as_json) -> None:
 # --- the project database: import, pool, export, status ------------------------------------
 
 
+def _count_option(flag: str, minimum: int, default: int, text: str) -> Callable:
+    """An integer option of at least ``minimum``, its default shown in ``--help``."""
+    return click.option(
+        flag, type=click.IntRange(min=minimum), default=default, show_default=True, help=text
+    )
+
+
 def _db_option(command):
     """``--db PATH``, defaulting to the default project (``labeler.store.DEFAULT_DB``)."""
     return click.option(
@@ -601,15 +618,19 @@ def _open_store(db: str | None, *, write: bool = False, create: bool = False):
     """The one way every command opens its project (``--db``, or the default demo project).
 
     A read command gets a read-only connection; only the commands that create a project
-    (``create=True``: import, pool — and the app, on the default demo project alone) create
-    one; a path that is not an intact goldset project is refused with one line, exit 2 (an
-    input error), before anything is written.
+    (``create=True``: import, pool) create one at ``--db``, while the default demo project is
+    created by whichever command uses it first; a path that is not an intact goldset project
+    is refused with one line, exit 2 (an input error), before anything is written.
     """
     from labeler.store import DEFAULT_DB, ProjectError, Store
 
     try:
         if db is None or Path(db).resolve() == DEFAULT_DB:
-            return Store.open_default() if create else Store.open_project(DEFAULT_DB, write=write)
+            # The default project is the demo set, made on first use by whichever command
+            # comes first (`goldset status` on a fresh install included).
+            if create or not DEFAULT_DB.exists():
+                Store.open_default().close()
+            return Store.open_project(DEFAULT_DB, write=write)
         return Store.open_project(db, write=write, create=create)
     except ProjectError as error:
         failure = click.ClickException(str(error))
@@ -856,7 +877,7 @@ def user():
     """Manage the people who log in to the app."""
 
 
-ROLE_CHOICE = click.Choice(["annotator", "reviewer", "admin"])
+ROLE_CHOICE = click.Choice(ROLES)
 
 
 def _password_option(command):
@@ -1004,13 +1025,7 @@ def _warn_without_admin(store) -> None:
     show_default=True,
     help="Share of the queries judged by several annotators, blind to each other.",
 )
-@click.option(
-    "--judges",
-    type=click.IntRange(min=2),
-    default=2,
-    show_default=True,
-    help="Annotators per overlapping query.",
-)
+@_count_option("--judges", 2, 2, "Annotators per overlapping query.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the overlap sample.")
 @_db_option
 @_fail_on_bad_input
@@ -1050,13 +1065,7 @@ def assign(annotators, slices, overlap, judges, seed, db):
 @cli.command("agreement")
 @_db_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-@click.option(
-    "--bootstrap",
-    type=click.IntRange(min=0),
-    default=1000,
-    show_default=True,
-    help="Bootstrap resamples (of queries) for the 95% CIs.",
-)
+@_count_option("--bootstrap", 0, 1000, "Bootstrap resamples (of queries) for the 95% CIs.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Resampling seed.")
 def agreement_command(db, as_json, bootstrap, seed):
     """Agreement between annotators on the doubly judged queries.

@@ -19,9 +19,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TextIO
 
+from eval.validation import GOLDEN_MODES
 from labeler.pooling import run_settled
 
-MODES = ("first_hit", "full")
+MODES = GOLDEN_MODES  # the labelling modes, as the golden-set schema names them
 VERDICTS = ("unanswerable", "miss")
 UNDOABLE_ACTIONS = ("judge", "attach", "unanswerable", "miss", "skip")
 ACTIONS = (*UNDOABLE_ACTIONS, "undo", "note")

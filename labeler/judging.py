@@ -7,14 +7,13 @@ write; nothing loads a whole table.
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 
 from labeler import team
-from labeler.store import StaleTarget, Store
+from labeler.store import StaleTarget, Store, is_busy
 
 # Active time per judgement is the time since the previous action, capped: reading a candidate
 # takes seconds to a minute, so a longer gap means the annotator stepped away (a call, a break)
@@ -22,7 +21,6 @@ from labeler.store import StaleTarget, Store
 # a long but real read counted up to the cap.
 IDLE_CAP_SECONDS = 120.0
 
-MODES = ("first_hit", "full")
 NAVIGATION_KEYS = "umszxnpjkh/"
 KEY_HELP = {
     "u": "unanswerable (at any candidate)",
@@ -357,8 +355,8 @@ class LabelSession:
             self.message, self.refused_account = f"Not done: {error}", True
         except ValueError as error:  # StaleTarget is a ValueError
             self.message = f"Not done: {error}"
-        except sqlite3.OperationalError as error:
-            if "locked" not in str(error) and "busy" not in str(error):
+        except Exception as error:
+            if not is_busy(error):
                 raise
             raise StillBusy(str(error)) from error
 

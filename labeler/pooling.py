@@ -128,13 +128,8 @@ def next_to_judge(
 def read_corpus(path: str | Path) -> Iterator[CorpusDoc]:
     """Yield the documents of a BEIR ``corpus.jsonl`` (``_id``, ``title``, ``text``; extra keys
     are kept as metadata). A repeated ``_id`` is an error."""
-    seen: dict[str, int] = {}
-    for line, record in _records(path):
+    for line, doc_id, record in _records_by_id(path):
         where = (str(path), line)
-        doc_id = identifier(record.get("_id"), "_id", where)
-        if doc_id in seen:
-            raise InputError(str(path), line, "_id", f"{doc_id!r} repeats line {seen[doc_id]}")
-        seen[doc_id] = line
         title = optional_text(record.get("title"), "title", where)
         text = optional_text(record.get("text"), "text", where)
         extra = {key: value for key, value in record.items() if key not in ("_id", "title", "text")}
@@ -145,13 +140,8 @@ def read_queries(path: str | Path) -> list[PoolQuery]:
     """Read a BEIR ``queries.jsonl`` (``_id``, ``text``, optional ``slice``; extra keys are
     kept as metadata). A repeated ``_id`` is an error."""
     queries: list[PoolQuery] = []
-    seen: dict[str, int] = {}
-    for line, record in _records(path):
+    for line, query_id, record in _records_by_id(path):
         where = (str(path), line)
-        query_id = identifier(record.get("_id"), "_id", where)
-        if query_id in seen:
-            raise InputError(str(path), line, "_id", f"{query_id!r} repeats line {seen[query_id]}")
-        seen[query_id] = line
         text = optional_text(record.get("text"), "text", where)
         if not text:
             raise InputError(str(path), line, "text", "required, a non-empty string")
@@ -199,6 +189,19 @@ def file_sha256(path: str | Path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def _records_by_id(path: str | Path) -> Iterator[tuple[int, str, dict]]:
+    """(line, ``_id``, record) of a BEIR JSONL file; a repeated ``_id`` is an error."""
+    seen: dict[str, int] = {}
+    for line, record in _records(path):
+        record_id = identifier(record.get("_id"), "_id", (str(path), line))
+        if record_id in seen:
+            raise InputError(
+                str(path), line, "_id", f"{record_id!r} repeats line {seen[record_id]}"
+            )
+        seen[record_id] = line
+        yield line, record_id, record
 
 
 def _records(path: str | Path) -> Iterator[tuple[int, dict]]:

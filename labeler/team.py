@@ -17,7 +17,8 @@ from weakref import WeakKeyDictionary
 
 import numpy as np
 
-from eval import agreement
+from eval import agreement, metrics
+from eval.ranking import NOT_RANKED
 from labeler import golden
 from labeler.auth import LOCAL_ANNOTATOR, check_login, new_token, token_hash
 from labeler.golden import QueryState
@@ -525,11 +526,17 @@ def _figure(
 # --- adjudication ---------------------------------------------------------------------------------
 
 
-def reciprocal_rank(state: QueryState, cutoff: int = MRR_CUTOFF) -> float:
-    """An annotator's RR@cutoff of the labelled list: 1 / first relevant rank within the
-    cutoff, else 0 (a miss, or an unanswerable query — which then leaves the mean)."""
-    rank = state.first_relevant_rank
-    return 1.0 / rank if state.answerable and rank and rank <= cutoff else 0.0
+def reciprocal_ranks(states: Iterable[QueryState], cutoff: int = MRR_CUTOFF) -> np.ndarray:
+    """Each annotator's RR@cutoff of the labelled list (eval's reciprocal rank of their first
+    relevant rank within the cutoff): 0 for a miss, or an unanswerable query — which then
+    leaves the mean."""
+    first = [
+        state.first_relevant_rank
+        if state.answerable and state.first_relevant_rank and state.first_relevant_rank <= cutoff
+        else NOT_RANKED
+        for state in states
+    ]
+    return metrics.reciprocal_of(np.array(first, dtype=np.int64))
 
 
 def disagreement_kinds(states: Mapping[str, QueryState]) -> list[str]:
@@ -566,8 +573,8 @@ def adjudication_queue(store: Store, *, include_decided: bool = False) -> list[d
         decision = decisions.get(query["query_id"])
         if not kinds or (decision is not None and not include_decided):
             continue
-        reciprocal_ranks = [reciprocal_rank(state) for state in states.values()]
-        gap = max(reciprocal_ranks) - min(reciprocal_ranks)
+        ranks = reciprocal_ranks(states.values())
+        gap = float(ranks.max() - ranks.min())
         queue.append(
             {
                 "query_id": query["query_id"],
@@ -614,7 +621,8 @@ def adopt(store: Store, query_id: str, reviewer: str, annotator: str, note: str 
     state = store.query_state(query_id, annotator)
     if state["status"] != "done":
         raise ValueError(f"{annotator!r} has not completed query {query_id!r}")
-    return store.adjudicate(
+    return decide(
+        store,
         query_id,
         reviewer,
         store.labels(query_id, annotator),
@@ -622,3 +630,13 @@ def adopt(store: Store, query_id: str, reviewer: str, annotator: str, note: str 
         adopted=annotator,
         note=note,
     )
+
+
+def decide(store: Store, query_id: str, reviewer: str, *decision: object, **options: object) -> int:
+    """Record a reviewer's decision on a query, :meth:`labeler.store.Store.adjudicate` with
+    its arguments (judgments, answerable; ``adopted``, ``note``), once the team's rule allows
+    it: only a registered reviewer or admin decides. Returns the decision id."""
+    user = store.annotator(reviewer)
+    if user is None or not has_role(user["role"], "reviewer"):
+        raise ValueError(f"{reviewer!r} is not a reviewer or admin: only they adjudicate")
+    return store.adjudicate(query_id, reviewer, *decision, **options)

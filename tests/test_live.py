@@ -277,11 +277,11 @@ def test_figures_within_the_operating_rules_raise_no_alert(demo):
 def test_mrr_and_hit1_moving_apart_between_recorded_runs_alerts(demo):
     golden = live.golden_set(demo)
     report = build_report(golden, live.project_run(demo), bootstrap=0)
-    demo.record_eval(report, "sha-1", {"model": "a"})
+    live.record_report(demo, report, "sha-1", {"model": "a"})
     moved = {**report, "metrics": {**report["metrics"]}}
     moved["metrics"]["mrr@10"] = {"mean": report["metrics"]["mrr@10"]["mean"] + 0.03}
     moved["metrics"]["hit@1"] = {"mean": report["metrics"]["hit@1"]["mean"] - 0.05}
-    demo.record_eval(moved, "sha-2", {"model": "b"})
+    live.record_report(demo, moved, "sha-2", {"model": "b"})
     snap = live.snapshot(golden, live.project_run(demo), history=demo.eval_history())
     apart = [alert.message for alert in snap.alerts if alert.rule == "moving_apart"]
     assert apart and "+0.030" in apart[0] and "-0.050" in apart[0]

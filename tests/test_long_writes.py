@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from labeler import store as store_module
 from labeler.store import Store
+from labeler.store import imports as store_imports  # the import's pacing lives there
 
 CANDIDATES = 20
 
@@ -38,8 +38,8 @@ def write_tasks(path, first: int, count: int) -> str:
 def project(tmp_path, monkeypatch):
     """A project of 50 queries to label, and a 600-query tasks file to import into it.
     Transactions are kept tiny so that even this import takes many of them."""
-    monkeypatch.setattr(store_module, "STAGE_SECONDS", 0.005)
-    monkeypatch.setattr(store_module, "STAGE_PAUSE", 0.002)
+    monkeypatch.setattr(store_imports, "STAGE_SECONDS", 0.005)
+    monkeypatch.setattr(store_imports, "STAGE_PAUSE", 0.002)
     path = tmp_path / "project.db"
     with Store(path) as store:
         store.import_tasks(write_tasks(tmp_path / "labelled.jsonl", 0, 50))
@@ -130,9 +130,9 @@ def test_a_failing_import_leaves_nothing_behind(project, monkeypatch):
 
 KILLED_IMPORT = """
 import sys
-from labeler import store as store_module
-store_module.STAGE_SECONDS, store_module.STAGE_PAUSE = 0.005, 0.05
-store_module.Store(sys.argv[1]).import_tasks(sys.argv[2])
+from labeler.store import Store, imports
+imports.STAGE_SECONDS, imports.STAGE_PAUSE = 0.005, 0.05
+Store(sys.argv[1]).import_tasks(sys.argv[2])
 """
 
 

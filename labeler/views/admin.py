@@ -9,7 +9,6 @@ files) reaches the page only through ``st.dataframe``, widget options or
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -216,14 +215,14 @@ def data_section(store: Store, admin: str) -> None:
     )
 
 
-def _saved(uploaded, folder: Path) -> Path:
-    """An uploaded file written under its own name (errors then name the user's file)."""
-    return live.uploaded_file(str(folder), uploaded.name, uploaded.getvalue())
+def _upload(uploaded) -> tuple[str, bytes] | None:
+    """A Streamlit upload as (file name, bytes), None when none was given."""
+    return None if uploaded is None else (uploaded.name, uploaded.getvalue())
 
 
 def _import(store: Store, uploaded) -> str:
-    with tempfile.TemporaryDirectory() as folder:
-        counts = store.import_tasks(_saved(uploaded, Path(folder)))
+    with live.saved_uploads(_upload(uploaded)) as [path]:
+        counts = store.import_tasks(path)
     return (
         f"Imported {counts['queries_added']} queries ({counts['candidates_added']} candidates); "
         f"{counts['queries_unchanged']} were already there."
@@ -231,14 +230,8 @@ def _import(store: Store, uploaded) -> str:
 
 
 def _pool(store: Store, corpus, queries, runs, depth: int) -> str:
-    with tempfile.TemporaryDirectory() as folder:
-        saved = [_saved(run, Path(folder)) for run in runs]
-        counts = store.pool(
-            _saved(corpus, Path(folder)) if corpus else None,
-            _saved(queries, Path(folder)) if queries else None,
-            saved,
-            depth,
-        )
+    with live.saved_uploads(_upload(corpus), _upload(queries), *map(_upload, runs)) as saved:
+        counts = store.pool(saved[0], saved[1], saved[2:], depth)
     return (
         f"Pooled {', '.join(counts['runs'])} at depth {depth}: {counts['candidates_added']} new "
         f"candidates over {counts['queries_touched']} queries."
@@ -248,10 +241,7 @@ def _pool(store: Store, corpus, queries, runs, depth: int) -> str:
 def _export(store: Store, admin: str, name: str, write: Callable[[Path], int]) -> bytes:
     """The export's bytes, written when the button is clicked (on a thread of its own)."""
     team.authorize(store, admin, "admin")
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / name
-        write(path)
-        return path.read_bytes()
+    return live.exported(write, name)
 
 
 # --- the labelling protocol -----------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """Compare runs: evaluate runs against the current golden set, compare two of them, add a
-run's unjudged top k as work ("label the holes"), and keep results in the run history.
+run's unjudged top k as work ("label the holes"), and keep results in the run live.
 
 - Runs are uploaded (TREC or JSONL) or held in the project (its candidate lists, its pooled
   runs). Each is evaluated with judged@10 beside every figure: unjudged documents count as
@@ -16,8 +16,6 @@ slices, messages naming them) is shown only as text.
 """
 
 from __future__ import annotations
-
-import hashlib
 
 import altair as alt
 import pandas as pd
@@ -101,12 +99,8 @@ def comparison(state: live.ProjectState, _pair: tuple[Run, Run], keys: tuple) ->
 
 def run_key(run: Run, uploads: dict[str, tuple]) -> tuple:
     """What identifies a run for the caches: an upload's content, or the project run's name."""
-    return (run.name, upload_sha256(uploads[run.name]) if run.name in uploads else None)
-
-
-def upload_sha256(upload: tuple[str, bytes]) -> str:
-    """The SHA-256 of an uploaded file's bytes (as ``goldset eval --record`` hashes a file)."""
-    return hashlib.sha256(upload[1]).hexdigest()
+    upload = uploads.get(run.name)
+    return (run.name, live.run_sha256(upload[1]) if upload else None)
 
 
 def evaluate_section(state: live.ProjectState, runs: list[Run], uploads: dict) -> tuple[dict, str]:
@@ -274,7 +268,7 @@ def record_section(
         try:
             team.authorize(store, user["name"], "admin")
             tags = live.parse_tags(text)
-            sha = upload_sha256(upload) if upload else live.project_run_sha256(store, run.name)
+            sha = live.run_sha256(upload[1]) if upload else live.project_run_sha256(store, run.name)
             record = live.record_run(store, context.golden_at(state), run, sha, tags)
         except (PermissionError, ValueError) as error:
             context.show_error("Not recorded:", error)

@@ -203,8 +203,8 @@ def _decision_form(store: Store, reviewer: dict, item: dict, docs: list[dict]) -
             return
         decided = {doc_id: grade for doc_id, grade in grades.items() if grade != NOT_JUDGED}
         _record(
-            lambda: store.adjudicate(
-                query_id, reviewer["name"], decided, not unanswerable, note=note
+            lambda: team.decide(
+                store, query_id, reviewer["name"], decided, not unanswerable, note=note
             ),
             f"{query_id}: decided.",
         )

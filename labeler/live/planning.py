@@ -1,0 +1,252 @@
+"""Cost planning: how many more queries a CI needs, measured labelling cost, what each
+plan (mode, depth, runs pooled) would cost."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from eval import cost, stats
+from eval.readers import Golden, Run
+from labeler.live.downloads import read_uploaded_run
+from labeler.live.figures import first_relevant
+from labeler.live.formats import finite
+from labeler.live.project import CUTOFF
+from labeler.store import Store
+
+TARGET_HALF_WIDTH = 0.05  # the MRR@10 CI half-width that "how many more queries" aims at
+DEFAULT_RATE = 60.0  # dollars per annotator hour, the field's figure, until the user sets one
+
+
+@dataclass(frozen=True)
+class QueriesNeeded:
+    """How many more queries the MRR@10 CI needs to reach ± ``target`` (see
+    :func:`eval.stats.queries_needed`), and what labelling them costs."""
+
+    target: float
+    answerable: int  # answerable done queries now
+    half_width: float | None  # of the current MRR@10 CI
+    needed: int | None  # answerable queries needed in all; None below 2 labelled
+    more: int | None  # answerable queries still to add
+    to_label: int | None  # queries to label for them (some turn out unanswerable)
+    left: int  # queries of the project not done yet
+    cost: cost.Cost | None  # of labelling ``to_label`` queries at the measured pace
+
+
+def queries_needed(
+    per_query: pd.DataFrame,
+    report: Mapping,
+    measured: CostSummary | None,
+    left: int,
+    target: float = TARGET_HALF_WIDTH,
+) -> QueriesNeeded:
+    """From the current per-query MRR@10 variance: answerable queries needed for a CI
+    half-width of ``target``, how many more, how many queries to label for them (at the
+    current answerable share) and their cost at the measured pace."""
+    values = per_query[f"mrr@{CUTOFF}"].to_numpy()
+    ci = report["metrics"][f"mrr@{CUTOFF}"]["ci95"]
+    half_width = (ci[1] - ci[0]) / 2 if ci and None not in ci else None
+    answerable = len(values)
+    if answerable < 2:
+        return QueriesNeeded(target, answerable, half_width, None, None, None, left, None)
+    needed = stats.queries_needed(values, half_width=target)
+    more = max(0, needed - answerable)
+    share = answerable / (answerable + report["queries"]["unanswerable"])
+    to_label = math.ceil(more / share)
+    price = None
+    if measured is not None and finite(measured.cost.judgements_per_query):
+        price = cost.labelling_cost(
+            to_label,
+            measured.cost.judgements_per_query,
+            measured.cost.seconds_per_judgement,
+            measured.rate,
+            measured.annotators_per_query,
+        )
+    return QueriesNeeded(target, answerable, half_width, needed, more, to_label, left, price)
+
+
+@dataclass(frozen=True)
+class CostSummary:
+    """Measured cost so far (:func:`eval.cost.measured_cost`) with what it was computed from."""
+
+    cost: cost.MeasuredCost
+    rate: float
+    queries_remaining: int  # not done yet (pending, in progress or skipped)
+    annotators_per_query: float  # measured overlap: completed passes per done query
+    per_annotator: pd.DataFrame  # annotator, judgements, seconds_per_judgement, ...
+    current_labels: int = 0  # labels held now, one per annotator and doc (undone ones gone)
+    judgements_made: int = 0  # judgement events, undone ones included (their time was spent)
+
+    def as_dict(self) -> dict:
+        """The JSON of ``goldset cost --db``: spent, remaining and total (each with seconds,
+        hours and dollars), the measured seconds_per_judgement and judgements_per_query, the
+        rate, queries_remaining, annotators_per_query and the per-annotator figures."""
+        return {
+            **self.cost.as_dict(),
+            "rate": self.rate,
+            "queries_remaining": self.queries_remaining,
+            "current_labels": self.current_labels,
+            "judgements_made": self.judgements_made,
+            "annotators_per_query": self.annotators_per_query,
+            "annotators": json.loads(
+                self.per_annotator.to_json(orient="records", double_precision=15)
+            ),
+        }
+
+
+def cost_summary(store: Store, rate: float = DEFAULT_RATE) -> CostSummary:
+    """Hours and dollars spent, remaining and in total from the measured figures: the median
+    active seconds per judgement, the mean judged depth of a completed pass, the queries not
+    done yet and the measured overlap; also the same per annotator."""
+    seconds, depths = store.judgement_seconds(), store.completed_depths()
+    progress = store.progress()
+    done = sum(counts["done"] for counts in progress.values())
+    remaining = sum(counts["total"] for counts in progress.values()) - done
+    overlap = max(1.0, len(depths) / done) if done else 1.0
+    measured = cost.measured_cost(
+        seconds["seconds"], depths["judged_depth"], remaining, rate, overlap
+    )
+    per_annotator = _per_annotator(seconds, depths, rate)
+    labels = store.status()["judgements"]
+    return CostSummary(measured, rate, remaining, overlap, per_annotator, labels, len(seconds))
+
+
+def work_text(summary: CostSummary) -> str:
+    """The project's work figures in one line, worded the same on the dashboard, the
+    planner, ``goldset status`` and ``goldset cost --db``: current labels, judgements made
+    (undone ones included), annotators, median seconds per judgement, mean judged depth per
+    completed query and the queries left."""
+    people = len(summary.per_annotator)
+    seconds, depth = summary.cost.seconds_per_judgement, summary.cost.judgements_per_query
+    parts = [
+        f"{summary.current_labels:,} current labels",
+        f"{summary.judgements_made:,} judgements made (undone ones included) by {people:,} "
+        f"annotator{'' if people == 1 else 's'}",
+    ]
+    if finite(seconds):
+        parts.append(f"median {seconds:.1f} s per judgement")
+    if finite(depth):
+        parts.append(f"mean judged depth {depth:.2f} per done query")
+    return " · ".join([*parts, f"{summary.queries_remaining:,} queries left"])
+
+
+def _per_annotator(seconds: pd.DataFrame, depths: pd.DataFrame, rate: float) -> pd.DataFrame:
+    seconds_by = dict(list(seconds.groupby("annotator")["seconds"]))
+    depths_by = dict(list(depths.groupby("annotator")["judged_depth"]))
+    empty = pd.Series([], dtype=float)
+    rows = []
+    for name in sorted(seconds_by.keys() | depths_by.keys()):
+        theirs, passes = seconds_by.get(name, empty), depths_by.get(name, empty)
+        figures = cost.measured_cost(theirs, passes, 0, rate)
+        rows.append(
+            {
+                "annotator": name,
+                "judgements": len(theirs),
+                "queries_done": len(passes),
+                "seconds_per_judgement": figures.seconds_per_judgement,
+                "judgements_per_query": figures.judgements_per_query,
+                "hours": figures.spent.hours,
+                "dollars": figures.spent.dollars,
+            }
+        )
+    return pd.DataFrame(rows, columns=_ANNOTATOR_COLUMNS)
+
+
+def plans(
+    queries: int,
+    k: int,
+    first_relevant: Sequence[float],
+    seconds_per_judgement: float,
+    rate: float,
+    *,
+    annotators_per_query: float = 1.0,
+    answerable_share: float = 1.0,
+    pool_depth: float | None = None,
+    measured_depth: float | None = None,
+) -> pd.DataFrame:
+    """A plan before labelling (:func:`eval.cost.compare_plans`): first-hit mode against full
+    depth k and, given the pool's real size per query, the full pool. DataFrame(plan,
+    docs_per_query, hours, dollars).
+
+    Once queries are done, ``measured_depth`` (the mean judged depth of a done query, the
+    same figure as the measured cost) prices first-hit mode instead of the depth expected
+    from ``first_relevant``: with a pool of several runs an annotator judges until every
+    run's first hit is known, deeper than one run's first relevant rank."""
+    options = {
+        "annotators_per_query": annotators_per_query,
+        "answerable_share": answerable_share,
+    }
+    compared = cost.compare_plans(
+        queries, k, first_relevant, seconds_per_judgement, rate, **options
+    )
+    first_hit = (f"first hit, top {k}", compared.first_hit_depth, compared.first_hit)
+    if finite(measured_depth):
+        price = cost.labelling_cost(
+            queries, measured_depth, seconds_per_judgement, rate, annotators_per_query
+        )
+        first_hit = (f"first hit, top {k} (measured depth)", measured_depth, price)
+    rows = [first_hit, (f"full, top {k}", compared.full_depth, compared.full)]
+    if pool_depth is not None:
+        pooled = cost.compare_plans(
+            queries,
+            k,
+            first_relevant,
+            seconds_per_judgement,
+            rate,
+            **options,
+            full_depth=pool_depth,
+        )
+        rows.append((f"full pool of the runs, top {k} each", pooled.full_depth, pooled.full))
+    return pd.DataFrame(
+        [(name, depth, price.hours, price.dollars) for name, depth, price in rows],
+        columns=["plan", "docs_per_query", "hours", "dollars"],
+    )
+
+
+def measured_first_relevant(golden: Golden, run: Run) -> np.ndarray:
+    """The run's first relevant rank on each answerable done query (NaN when none is in the
+    top 10), as eval ranks the run: what first-hit labelling has cost per query."""
+    return first_relevant(golden, run).to_numpy()
+
+
+def answerable_share(golden: Golden) -> float | None:
+    """The share of done queries that are answerable; None before any query is done."""
+    done = golden.queries[golden.queries["status"] == "done"]
+    return float(done["answerable"].mean()) if len(done) else None
+
+
+def runs_to_pool(
+    store: Store, pooled: Sequence[str], uploads: Sequence[tuple[str, bytes]] = ()
+) -> dict[str, pd.DataFrame]:
+    """Results by run name, to size a pool: the project's pooled runs named in ``pooled``
+    (their pooled top docs) and uploaded run files given as (file name, bytes)."""
+    frames = {name: store.candidate_run_frame(name) for name in pooled}
+    for file_name, data in uploads:
+        run = read_uploaded_run(file_name, data)
+        frames[run.name] = run.results
+    return frames
+
+
+def pool_sizes(runs: Mapping[str, pd.DataFrame], depths: Sequence[int]) -> pd.DataFrame:
+    """Docs per query to judge when pooling the runs' top ``depth``, from their real overlap
+    (:func:`eval.cost.pool_depth_per_query`), beside depth × systems:
+    DataFrame(depth, systems, depth_x_systems, pooled_per_query, overlap_saving)."""
+    rows = []
+    for depth in depths:
+        pooled = cost.pool_depth_per_query(list(runs.values()), depth)
+        naive = depth * len(runs)
+        rows.append((depth, len(runs), naive, pooled, 1 - pooled / naive))
+    return pd.DataFrame(
+        rows, columns=["depth", "systems", "depth_x_systems", "pooled_per_query", "overlap_saving"]
+    )
+
+
+_ANNOTATOR_COLUMNS = (
+    "annotator", "judgements", "queries_done", "seconds_per_judgement", "judgements_per_query",
+    "hours", "dollars",
+)  # fmt: skip

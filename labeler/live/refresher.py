@@ -1,0 +1,111 @@
+"""Keeping the dashboard fresh: figures recomputed in the background, paced by their cost."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+
+import pandas as pd
+
+from eval.readers import Run
+from labeler.live.dashboard import Snapshot, coverage, snapshot, throughput
+from labeler.live.planning import DEFAULT_RATE, TARGET_HALF_WIDTH, CostSummary, cost_summary
+from labeler.live.project import ProjectState, golden_set, project_run
+from labeler.store import Store
+
+REFRESH_SECONDS = 5  # the dashboard reruns this often, showing the newest figures
+PACE = 4.0  # after a computation of t seconds, figures wait PACE x t before the next one
+QUICK = 0.5  # seconds: computations quicker than this are made while the page waits
+
+
+@dataclass(frozen=True)
+class Dashboard:
+    """What the dashboard shows at one state of the project."""
+
+    snapshot: Snapshot
+    coverage: pd.DataFrame
+    throughput: pd.DataFrame
+    status: dict
+    cost: CostSummary
+
+
+class Refresher:
+    """The newest figures of a project, computed again only when the project changed.
+
+    ``compute(state)`` makes the figures of a :class:`ProjectState`. :meth:`get` returns the
+    figures already made while the state is unchanged, and also while a changed state comes
+    less than ``pace`` × t seconds after the end of the last computation (of t seconds): slow
+    figures take at most a share of a core, however often they are asked for. Otherwise it
+    computes them again: right away when the last computation took under ``quick`` seconds
+    (the caller gets the new figures), else in a background thread while the previous
+    figures are served, so that a page showing them never waits for a slow computation.
+    One computation at a time; safe to share between threads.
+    """
+
+    def __init__(self, compute, *, pace: float = PACE, quick: float = QUICK, clock=time.monotonic):
+        self._compute, self._pace, self._quick, self._clock = compute, pace, quick, clock
+        self._latest: tuple | None = None  # (state, figures, seconds taken, next due time)
+        self._computing = threading.Lock()
+        self._error: BaseException | None = None
+
+    def get(self, state: ProjectState):
+        """The figures for ``state``, or the previous ones (see the class docstring)."""
+        error, self._error = self._error, None
+        if error is not None:  # the last background computation failed: say so once
+            raise error
+        latest = self._latest
+        if latest is not None and (latest[0] == state or self._clock() < latest[3]):
+            return latest[1]
+        if latest is not None and latest[2] >= self._quick:
+            if self._computing.acquire(blocking=False):
+                threading.Thread(target=self._in_background, args=(state,), daemon=True).start()
+            return latest[1]
+        with self._computing:
+            if self._latest is latest:  # nobody computed them meanwhile
+                self._update(state)
+        return self._latest[1]
+
+    def _update(self, state: ProjectState) -> None:
+        started = self._clock()
+        figures = self._compute(state)
+        finished = self._clock()
+        took = finished - started
+        self._latest = (state, figures, took, finished + self._pace * took)
+
+    def _in_background(self, state: ProjectState) -> None:
+        try:
+            self._update(state)
+        except Exception as error:  # kept for the next get(), which raises it
+            self._error = error
+        finally:
+            self._computing.release()
+
+
+def dashboard_refresher(
+    path: str,
+    run: str | None,
+    target: float = TARGET_HALF_WIDTH,
+    rate: float = DEFAULT_RATE,
+    pace: float = PACE,
+) -> Refresher:
+    """A :class:`Refresher` of the :class:`Dashboard` of ``run`` in the project at ``path``.
+
+    It keeps the run's top k while the candidates do not change (only imports and pooling
+    change them), so a new label costs the golden set, eval's report and the counts only.
+    """
+    held: dict[ProjectState, Run] = {}
+
+    def compute(state: ProjectState) -> Dashboard:
+        with Store(path) as store:
+            candidates = state.candidates()
+            if candidates not in held:
+                held.clear()
+                held[candidates] = project_run(store, run)
+            measured = cost_summary(store, rate)
+            figures = snapshot(
+                golden_set(store), held[candidates], measured, store.eval_history(), target=target
+            )
+            return Dashboard(figures, coverage(store), throughput(store), store.status(), measured)
+
+    return Refresher(compute, pace=pace)

@@ -1,0 +1,110 @@
+"""The project database: the one module that owns the schema, the connections and every SQL
+statement. The app, the CLI and the team features all go through :class:`Store`.
+
+Design, in short:
+
+- SQLite through sqlite-utils, on our own ``sqlite3`` connection (``check_same_thread=False``
+  because Streamlit reruns a session on new threads; ``isolation_level=None`` so that we, not
+  the driver, say where transactions begin). One :class:`Store` per thread or browser session.
+- WAL journal, a busy timeout, and every write transaction opened with ``BEGIN IMMEDIATE``:
+  a deferred ``BEGIN`` that reads before writing cannot wait for the lock and fails with
+  "database is locked" under concurrent writers (measured in NOTES.md); ``IMMEDIATE`` takes
+  the write lock up front, so writers queue on the busy timeout instead of failing.
+- The judgement log (``events``) is append-only: triggers refuse UPDATE and DELETE. Undo is a
+  new event. ``labels``, ``query_state``, ``progress`` and ``queries.status`` are projections
+  of the log, rewritten in the same transaction as each event for the (query, annotator) it
+  touches — so every key press costs a handful of index lookups, never a table scan — and
+  :meth:`Store.rebuild_projections` can recompute them all from the log.
+
+The package, bottom up (each module imports only those below it; tests/test_architecture.py
+checks it, and docs/architecture.md draws it): ``schema`` (migrations) and ``paths``;
+``connection`` (opening, transactions, key-press tagging); ``settings`` (the protocol);
+``corpus`` (queries, documents, search) and ``log`` (the append-only event log); ``states``
+(per-query state and reviewers' decisions); ``projections`` (the tables the log maintains);
+above them ``imports`` (with ``replay``, pure) and ``pool``, ``labelling`` (queue and actions),
+``accounts`` (users, sign-in, sessions), ``team`` (assignments, adjudication), ``frames``
+(bulk frames for eval and the dashboard, run history) and ``export``. :class:`Store` is the
+one facade composed of them: callers import only it and the constants re-exported here.
+"""
+
+from __future__ import annotations
+
+from labeler.auth import ROLES
+from labeler.store.accounts import Accounts
+from labeler.store.connection import CHUNK, SYNCHRONOUS, ProjectError, is_busy
+from labeler.store.corpus import UNPUBLISHED_HIDDEN
+from labeler.store.export import Export
+from labeler.store.frames import Frames
+from labeler.store.imports import STAGE_PAUSE, STAGE_ROWS, STAGE_SECONDS
+from labeler.store.labelling import ANY_GRADE, Labelling
+from labeler.store.log import IMPORT_RUN, StaleTarget
+from labeler.store.machine import MachineJudges
+from labeler.store.paths import (
+    DATA_DIR,
+    DEFAULT_DB,
+    DEMO_TASKS,
+    FROM_CLONE,
+    PACKAGE_DATA,
+    SOURCE_DATA,
+    user_data_dir,
+)
+from labeler.store.pool import Pool
+from labeler.store.replay import ROUND_TRIP_KEYS, GoldenPlan, Replay
+from labeler.store.schema import migrations
+from labeler.store.settings import DEFAULT_SETTINGS
+from labeler.store.team import Team
+
+__all__ = [
+    "ANY_GRADE",
+    "CHUNK",
+    "DATA_DIR",
+    "DEFAULT_DB",
+    "DEFAULT_SETTINGS",
+    "DEMO_TASKS",
+    "FROM_CLONE",
+    "GoldenPlan",
+    "IMPORT_RUN",
+    "PACKAGE_DATA",
+    "ProjectError",
+    "ROLES",
+    "ROUND_TRIP_KEYS",
+    "Replay",
+    "SOURCE_DATA",
+    "STAGE_PAUSE",
+    "STAGE_ROWS",
+    "STAGE_SECONDS",
+    "SYNCHRONOUS",
+    "StaleTarget",
+    "Store",
+    "UNPUBLISHED_HIDDEN",
+    "is_busy",
+    "migrations",
+    "user_data_dir",
+]
+
+
+class Store(Export, Frames, Team, Accounts, Labelling, Pool, MachineJudges):
+    """A goldset project database.
+
+    >>> store = Store("project.db")                           # doctest: +SKIP
+    >>> store.import_tasks("tasks.jsonl")                     # doctest: +SKIP
+    >>> query_id = store.next_query("ana")                    # doctest: +SKIP
+    >>> doc = store.next_candidate(query_id, "ana")           # doctest: +SKIP
+    >>> store.judge(query_id, doc["doc_id"], 1, "ana", seconds=4.2)   # doctest: +SKIP
+
+    ``synchronous="NORMAL"`` (the default) with WAL makes every acknowledged write survive the
+    process being killed at any instant: a commit is in the WAL file (in the OS page cache)
+    before ``judge`` returns, and SQLite replays the WAL on the next open. Only an OS crash or
+    power loss can lose the last commits; ``synchronous="FULL"`` fsyncs the WAL on every
+    commit and closes that gap too, at the cost of one fsync per judgement.
+    """
+
+    @classmethod
+    def open_default(cls) -> Store:
+        """The default project (:data:`DEFAULT_DB`), created from the demo set on first use
+        (and checked, when it exists, as :meth:`open_project` checks any project)."""
+        DEFAULT_DB.parent.mkdir(parents=True, exist_ok=True)
+        store = cls.open_project(DEFAULT_DB, write=True, create=True)
+        if not store.has_queries():
+            store.import_tasks(DEMO_TASKS)
+        return store

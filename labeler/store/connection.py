@@ -1,0 +1,261 @@
+"""Opening the database, transactions, snapshots and key-press tagging."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Self
+
+import sqlite_utils
+from sqlite_utils import Migrations
+
+from labeler import golden
+from labeler.store.schema import create_schema, migrations
+
+SYNCHRONOUS = ("NORMAL", "FULL")
+
+
+CHUNK = 500  # ids per "IN (...)" query, well under SQLite's variable limit
+
+
+class ProjectError(ValueError):
+    """A database path that is not a usable goldset project (missing, a directory, a foreign
+    or corrupt file, read-only for a write). The message is one line, for the user."""
+
+
+# The key press being applied on this thread (see Store.key_press): (page id, sequence number).
+_KEY_PRESS: ContextVar[tuple[str, int] | None] = ContextVar("goldset_key_press", default=None)
+
+
+def is_busy(error: BaseException) -> bool:
+    """Whether ``error`` is a write that found the database locked past the busy timeout
+    (nothing was written): callers tell the user to try again instead of failing."""
+    text = str(error)
+    return isinstance(error, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
+
+
+# Projects that passed quick_check in this process: it reads the whole file (2.2 s at 100,000
+# queries x 20 candidates), so the app's sessions and repeated opens pay it once.
+_CHECKED: set[tuple[str, int]] = set()
+
+
+def _inspect_project(path: Path) -> list:
+    """Check, through a read-only connection, that ``path`` is an intact goldset project;
+    return its pending migrations. Raises :class:`ProjectError` otherwise."""
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error as error:
+        raise ProjectError(f"cannot open {path}: {error}") from None
+    try:
+        try:
+            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+        except sqlite3.DatabaseError:
+            problem = "is not a goldset project (not an SQLite database)"
+            raise ProjectError(f"{path} {problem}") from None
+        applied = set()
+        if Migrations.migrations_table in tables:
+            applied = {
+                row[0]
+                for row in conn.execute(
+                    f"SELECT name FROM {Migrations.migrations_table} WHERE migration_set = ?",
+                    (migrations.name,),
+                )
+            }
+        if create_schema.__name__ not in applied or "queries" not in tables:
+            raise ProjectError(
+                f"{path} is not a goldset project (an SQLite file without goldset's tables)"
+            )
+        identity = (str(path.resolve()), path.stat().st_ino)
+        try:
+            problems = (
+                ["ok"]
+                if identity in _CHECKED
+                else [row[0] for row in conn.execute("PRAGMA quick_check(1)")]
+            )
+        except sqlite3.DatabaseError as error:
+            problems = [str(error)]
+        if problems == ["ok"]:
+            _CHECKED.add(identity)
+        else:
+            problem = " ".join(problems[0].split())  # one line
+            raise ProjectError(
+                f"{path} is corrupt (PRAGMA quick_check: {problem}); restore it from a backup"
+            )
+        return migrations.pending(sqlite_utils.Database(conn))
+    finally:
+        conn.close()
+
+
+def _writable(path: Path) -> bool:
+    """True when the file may be written: its permission bits allow it (checked even for root,
+    who may write anything: a file made read-only is meant to stay so) and so does the OS."""
+    return bool(path.stat().st_mode & 0o222) and os.access(path, os.W_OK)
+
+
+def _chunks(items: Sequence[str]) -> Iterator[list[str]]:
+    for start in range(0, len(items), CHUNK):
+        yield list(items[start : start + CHUNK])
+
+
+def _marks(items: Sequence) -> str:
+    return ", ".join("?" * len(items))
+
+
+class Connection:
+    """Opening the database, transactions, snapshots and key-press tagging."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        synchronous: str = "NORMAL",
+        timeout: float = 30.0,
+        read_only: bool = False,
+    ):
+        """Open (creating and migrating if needed) the project database at ``path``.
+
+        ``read_only=True`` opens it with SQLite's ``mode=ro``: nothing is written to the file,
+        not even the switch to WAL or a migration (see :meth:`open_project`, which decides).
+        """
+        if synchronous not in SYNCHRONOUS:
+            raise ValueError(f"synchronous must be one of {SYNCHRONOUS}, got {synchronous!r}")
+        self.path = Path(path)
+        target = f"{self.path.resolve().as_uri()}?mode=ro" if read_only else self.path
+        self.conn = sqlite3.connect(
+            target, check_same_thread=False, isolation_level=None, timeout=timeout, uri=read_only
+        )
+        self.db = sqlite_utils.Database(self.conn)
+        self._lock = threading.RLock()
+        if read_only:
+            return
+        self.db.enable_wal()
+        self.conn.execute(f"PRAGMA synchronous={synchronous}")
+        self.conn.execute("PRAGMA foreign_keys=ON")
+        if migrations.pending(self.db):
+            with self._writing():  # re-checked under the write lock: one process migrates
+                migrations.apply(self.db)
+
+    @classmethod
+    def open_project(cls, path: str | Path, *, write: bool, create: bool = False) -> Self:
+        """Open the goldset project at ``path`` for a command, or raise :class:`ProjectError`
+        (a one-line message for the user) — and then the file has not been touched.
+
+        A missing path is created only with ``create=True`` (the commands that create a
+        project: import, pool). An existing file must be a goldset project (goldset's own
+        migration record, checked through a read-only connection before anything is written),
+        pass ``PRAGMA quick_check`` (a scribbled page is caught here, not halfway through a
+        command) and, for ``write=True``, be writable. Read commands (``write=False``) get a
+        read-only connection, so they never change the file's bytes. The app calls this with
+        ``write=True`` for the project named by ``GOLDSET_DB``.
+        """
+        path = Path(path)
+        if path.is_dir():
+            raise ProjectError(f"{path} is a directory, not a goldset project")
+        if not path.exists() or (create and path.stat().st_size == 0):
+            if not create:
+                raise ProjectError(f"no goldset project at {path}; `goldset import` creates one")
+            if not path.parent.is_dir():
+                raise ProjectError(f"cannot create a project at {path}: no folder {path.parent}")
+            return cls._opened(path)
+        pending = _inspect_project(path)
+        if write or pending:
+            if not _writable(path):
+                why = "must upgrade it to this goldset version" if pending else "would change it"
+                raise ProjectError(f"{path} is read-only, and this command {why}")
+            return cls._opened(path)
+        return cls._opened(path, read_only=True)
+
+    @classmethod
+    def _opened(cls, path: Path, *, read_only: bool = False) -> Self:
+        try:
+            return cls(path, read_only=read_only)
+        except sqlite3.Error as error:
+            raise ProjectError(f"cannot open the project {path}: {error}") from None
+
+    def close(self) -> None:
+        """Close the connection (the WAL is checkpointed when the last connection closes)."""
+        self.conn.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _writing(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction, ``BEGIN IMMEDIATE`` (see the module docstring)."""
+        with self._lock:
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.conn
+                if (press := _KEY_PRESS.get()) is not None:
+                    self._record_key_press(*press)
+                self.conn.execute("COMMIT")
+            except BaseException:
+                if self.conn.in_transaction:
+                    self.conn.execute("ROLLBACK")
+                raise
+
+    @contextmanager
+    def key_press(self, page: str, seq: int) -> Iterator[None]:
+        """Tag every write made inside with one key press of a browser page.
+
+        Each write transaction inside also records ``(page, seq)``, in the same commit, so
+        the log itself says which presses it holds. A server that restarts while a browser
+        still holds presses it was never told were applied asks
+        :meth:`applied_key_press` instead of applying them a second time.
+        """
+        token = _KEY_PRESS.set((page, seq))
+        try:
+            yield
+        finally:
+            _KEY_PRESS.reset(token)
+
+    def applied_key_press(self, page: str) -> int:
+        """The sequence number of the page's last key press that wrote to the log (0: none)."""
+        return self._value("SELECT seq FROM key_presses WHERE page = ?", (page,)) or 0
+
+    def _record_key_press(self, page: str, seq: int) -> None:
+        self.conn.execute(
+            "INSERT INTO key_presses (page, seq, applied_at) VALUES (?, ?, ?) "
+            "ON CONFLICT (page) DO UPDATE SET seq = max(seq, excluded.seq), "
+            "applied_at = excluded.applied_at",
+            (page, seq, golden.now()),
+        )
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Read inside one transaction: every read made inside sees the same state of the
+        database, whatever other annotators commit meanwhile."""
+        with self._reading():
+            yield
+
+    @contextmanager
+    def _reading(self) -> Iterator[sqlite3.Connection]:
+        """A read transaction: several SELECTs see one consistent snapshot."""
+        with self._lock:
+            if self.conn.in_transaction:
+                yield self.conn
+                return
+            self.conn.execute("BEGIN")
+            try:
+                yield self.conn
+            finally:
+                self.conn.execute("COMMIT")
+
+    def _rows(self, sql: str, params: Sequence | Mapping = ()) -> list[dict]:
+        with self._lock:
+            cursor = self.conn.execute(sql, params)
+            names = [column[0] for column in cursor.description]
+            return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+    def _value(self, sql: str, params: Sequence | Mapping = ()) -> object:
+        with self._lock:
+            row = self.conn.execute(sql, params).fetchone()
+        return row[0] if row else None

@@ -1,0 +1,185 @@
+"""Per-query state: the grades and the labelling state of one query, computed from the log."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from labeler import golden
+from labeler.golden import Decision, QueryState
+from labeler.store.connection import _chunks, _marks
+from labeler.store.corpus import Corpus
+from labeler.store.log import IMPORT_RUN, Log
+
+
+class States(Corpus, Log):
+    """Per-query state: the grades and the labelling state of one query, computed from the log."""
+
+    def candidates(self, query_id: str, annotator: str | None = None) -> list[dict]:
+        """The query's candidates in display order, each a dict: doc_id, title, text, position,
+        score, provenance ({run: rank}; an imported list is the run ``"import"``) and grade
+        (the annotator's current grade, None when unjudged; with no annotator, the golden
+        grade: the latest given by anyone)."""
+        with self._reading():
+            rows = self._rows(
+                "SELECT c.doc_id, d.title, d.text, c.position, c.score, c.imported_rank "
+                "FROM candidates c JOIN documents d ON d.doc_id = c.doc_id "
+                "WHERE c.query_id = ? ORDER BY c.position",
+                (query_id,),
+            )
+            provenance: dict[str, dict[str, int]] = {}
+            for doc_id, run, rank in self.conn.execute(
+                "SELECT doc_id, run, rank FROM pool_ranks WHERE query_id = ?", (query_id,)
+            ):
+                provenance.setdefault(doc_id, {})[run] = rank
+            grades = self._grades(query_id, annotator)
+        for row in rows:
+            imported_rank = row.pop("imported_rank")
+            runs = provenance.get(row["doc_id"], {})
+            row["provenance"] = {IMPORT_RUN: imported_rank, **runs} if imported_rank else runs
+            row["grade"] = grades.get(row["doc_id"])
+        return rows
+
+    def _grades(self, query_id: str, annotator: str | None) -> dict[str, int]:
+        if annotator is not None:
+            return dict(
+                self.conn.execute(
+                    "SELECT doc_id, grade FROM labels WHERE query_id = ? AND annotator = ?",
+                    (query_id, annotator),
+                ).fetchall()
+            )
+        decision = self._decisions([query_id]).get(query_id)
+        if decision is not None:  # a reviewer's decision is the golden label
+            return dict(decision.judgments)
+        # Rows in event order: a later label overwrites an earlier one.
+        return dict(
+            self.conn.execute(
+                "SELECT doc_id, grade FROM labels WHERE query_id = ? ORDER BY event_id", (query_id,)
+            ).fetchall()
+        )
+
+    def labels(self, query_id: str, annotator: str | None = None) -> dict[str, int]:
+        """Current grades of the query's judged docs (candidates and attached ones) by the
+        annotator, or the golden grades when ``annotator`` is None."""
+        with self._reading():
+            return self._grades(query_id, annotator)
+
+    def _mode_of(self, query_id: str, annotator: str) -> str:
+        mode = self.conn.execute(
+            "SELECT mode FROM query_state WHERE query_id = ? AND annotator = ?",
+            (query_id, annotator),
+        ).fetchone()
+        return mode[0] if mode else self.settings()["mode"]
+
+    def query_state(self, query_id: str, annotator: str | None = None) -> dict:
+        """Where a query stands, for one annotator or (None) for the golden set.
+
+        Keys: status (pending | in_progress | skipped | done), complete (bool), answerable,
+        needs_verdict (every candidate that matters judged non-relevant: the annotator must
+        choose unanswerable or miss), first_relevant_rank (display position, None if none),
+        judged_depth (judged candidates), mode, note.
+        """
+        with self._reading():
+            self.query(query_id)
+            context = self._context(query_id)
+            if annotator is None:
+                states = self._states([query_id]).get(query_id, {})
+                decision = self._decisions([query_id]).get(query_id)
+                record = golden.golden_record(self.query(query_id), states, context, decision)
+                status, answerable = golden.merged_status(states.values(), decision)
+                state = QueryState(
+                    status=status,
+                    answerable=answerable,
+                    needs_verdict=any(s.needs_verdict for s in states.values()),
+                    mode=record["mode"],
+                    first_relevant_rank=record["first_relevant_rank"],
+                    judged_depth=record["judged_depth"],
+                    note=record["notes"],
+                )
+            else:
+                state = golden.derive_state(self._events(query_id, annotator), context)
+        return {
+            "query_id": query_id,
+            "status": state.status,
+            "complete": state.complete,
+            "answerable": state.answerable,
+            "needs_verdict": state.needs_verdict,
+            "first_relevant_rank": state.first_relevant_rank,
+            "judged_depth": state.judged_depth,
+            "mode": state.mode,
+            "note": state.note,
+        }
+
+    def decision(self, query_id: str) -> Decision | None:
+        """The decision that counts on a query (the latest), or None when none was made."""
+        with self._reading():
+            return self._decisions([query_id]).get(query_id)
+
+    def decisions(self) -> dict[str, Decision]:
+        """The decision that counts on every adjudicated query: query_id -> Decision."""
+        with self._reading():
+            ids = [
+                row[0] for row in self.conn.execute("SELECT DISTINCT query_id FROM adjudications")
+            ]
+            found: dict[str, Decision] = {}
+            for chunk in _chunks(ids):
+                found.update(self._decisions(chunk))
+        return found
+
+    def _decisions(self, query_ids: Sequence[str]) -> dict[str, Decision]:
+        rows = self._rows(
+            "SELECT id, query_id, reviewer, judgments, answerable, adopted, note, created_at "
+            f"FROM adjudications a WHERE query_id IN ({_marks(query_ids)}) AND id = "
+            "(SELECT max(id) FROM adjudications b WHERE b.query_id = a.query_id)",
+            query_ids,
+        )
+        return {
+            row["query_id"]: Decision(
+                **{
+                    **row,
+                    "judgments": json.loads(row["judgments"]),
+                    "answerable": bool(row["answerable"]),
+                }
+            )
+            for row in rows
+        }
+
+    def _positions(self, query_ids: Sequence[str]) -> dict[str, dict[str, int]]:
+        positions: dict[str, dict[str, int]] = {}
+        for query_id, doc_id, position in self.conn.execute(
+            "SELECT query_id, doc_id, position FROM candidates "
+            f"WHERE query_id IN ({_marks(query_ids)})",
+            query_ids,
+        ):
+            positions.setdefault(query_id, {})[doc_id] = position
+        return positions
+
+    def _states(self, query_ids: Sequence[str]) -> dict[str, dict[str, QueryState]]:
+        """Stored per-annotator states (with their labels) of these queries."""
+        marks = _marks(query_ids)
+        labels: dict[tuple[str, str], list[tuple[str, int, int]]] = {}
+        for query_id, annotator, doc_id, grade, event_id in self.conn.execute(
+            "SELECT query_id, annotator, doc_id, grade, event_id FROM labels "
+            f"WHERE query_id IN ({marks}) ORDER BY event_id",
+            query_ids,
+        ):
+            labels.setdefault((query_id, annotator), []).append((doc_id, grade, event_id))
+        states: dict[str, dict[str, QueryState]] = {}
+        for row in self._rows(
+            "SELECT query_id, annotator, status, answerable, needs_verdict, mode, "
+            "first_relevant_rank, judged_depth, seconds, last_event_id, updated_at, note "
+            f"FROM query_state WHERE query_id IN ({marks})",
+            query_ids,
+        ):
+            query_id, annotator = row.pop("query_id"), row.pop("annotator")
+            mine = labels.get((query_id, annotator), [])
+            states.setdefault(query_id, {})[annotator] = QueryState(
+                **{
+                    **row,
+                    "answerable": bool(row["answerable"]),
+                    "needs_verdict": bool(row["needs_verdict"]),
+                },
+                grades={doc_id: grade for doc_id, grade, _ in mine},
+                label_events={doc_id: event_id for doc_id, _, event_id in mine},
+            )
+        return states
