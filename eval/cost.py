@@ -257,3 +257,89 @@ def _check_annotators(annotators_per_query: float) -> None:
 
 def _json_number(value: float) -> float | None:
     return None if math.isnan(value) else value
+
+
+# --- machine judges -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MachineCost:
+    """What a machine judge cost for ``pairs`` labels, and the human time it stood in for.
+
+    ``dollars`` is tokens × the prices per million tokens; ``wall_seconds`` the time the
+    calls took, divided by the requests in flight at once. ``saved`` prices the holes it
+    filled (labels of pairs no human labelled) at the human seconds per judgement.
+    """
+
+    pairs: int
+    holes_filled: int
+    prompt_tokens: int
+    completion_tokens: int
+    dollars: float
+    wall_seconds: float
+    saved: Cost
+
+    def as_dict(self) -> dict[str, object]:
+        """The JSON shape (unknown figures become None)."""
+        return {
+            "pairs": self.pairs,
+            "holes_filled": self.holes_filled,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "dollars": _json_number(self.dollars),
+            "wall_seconds": _json_number(self.wall_seconds),
+            "human_saved": self.saved.as_dict(),
+            "net_dollars_saved": _json_number(self.saved.dollars - self.dollars),
+        }
+
+
+def machine_judging_cost(
+    pairs: int,
+    prompt_tokens: int,
+    completion_tokens: int,
+    call_seconds: float,
+    *,
+    input_price: float,
+    output_price: float,
+    concurrency: int = 1,
+    human_seconds_per_judgement: float = math.nan,
+    hourly_rate: float = 0.0,
+    holes_filled: int | None = None,
+) -> MachineCost:
+    """The cost of ``pairs`` machine labels from the judge's recorded calls.
+
+    ``prompt_tokens``, ``completion_tokens`` and ``call_seconds`` are summed over every call
+    (retries and failures included: they were paid for); prices are dollars per million
+    tokens, as providers quote them. ``saved`` is ``holes_filled ×
+    human_seconds_per_judgement`` at ``hourly_rate``: what those labels would have cost from
+    a person (NaN when the human speed is not known yet). ``holes_filled`` defaults to
+    ``pairs``: every label fills a hole.
+
+    >>> cost = machine_judging_cost(1000, 400_000, 20_000, 900.0, input_price=0.15,
+    ...                             output_price=0.60, concurrency=4,
+    ...                             human_seconds_per_judgement=20, hourly_rate=60)
+    >>> round(cost.dollars, 4), cost.wall_seconds, round(cost.saved.hours, 2)
+    (0.072, 225.0, 5.56)
+    """
+    _check_non_negative(
+        pairs=pairs,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        call_seconds=call_seconds,
+        input_price=input_price,
+        output_price=output_price,
+        hourly_rate=hourly_rate,
+    )
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be at least 1, got {concurrency!r}")
+    filled = pairs if holes_filled is None else holes_filled
+    dollars = (prompt_tokens * input_price + completion_tokens * output_price) / 1e6
+    return MachineCost(
+        pairs=pairs,
+        holes_filled=filled,
+        prompt_tokens=int(prompt_tokens),
+        completion_tokens=int(completion_tokens),
+        dollars=dollars,
+        wall_seconds=call_seconds / concurrency,
+        saved=Cost.of_seconds(filled * human_seconds_per_judgement, hourly_rate),
+    )

@@ -53,6 +53,7 @@ def main() -> None:
         ]
     if has_role(user["role"], "admin"):
         pages += [st.Page("views/admin.py", title="Admin", icon=":material/admin_panel_settings:")]
+        pages += [st.Page("views/judges.py", title="Machine judges", icon=":material/smart_toy:")]
     page = st.navigation(pages)
     # The layout is set here, once a run, for the page about to run: wide for the pages of
     # tables side by side. A second call inside a page lost to an entrypoint's on reruns.

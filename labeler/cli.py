@@ -17,6 +17,8 @@ from labeler.auth import ROLES  # a tuple, in a module of the standard library o
 # Every other import is made by the command that needs it: `goldset --help` loads click only,
 # and `goldset eval` never loads Streamlit or sqlite-utils (tests/test_import_set.py).
 if TYPE_CHECKING:
+    import pandas as pd
+
     from eval.cost import Cost
     from eval.readers import Golden, Run
 
@@ -167,6 +169,23 @@ def _fail_on_bad_input(function):
     return wrapper
 
 
+LABELS = ("human", "machine", "both")
+
+
+def _labels_options(command):
+    """``--labels human|machine|both`` and ``--judge NAME``: whose labels count."""
+    command = click.option(
+        "--judge", "judge_name", help="Machine judge NAME for --labels [default: the only one]."
+    )(command)
+    return click.option(
+        "--labels",
+        type=click.Choice(LABELS),
+        default="human",
+        show_default=True,
+        help="Whose labels: the humans', a machine judge's, or both (humans first).",
+    )(command)
+
+
 @cli.command("eval")
 @click.option("--run", "run_path", type=click.Path(exists=True, dir_okay=False), help="Run file.")
 @_scoring_options
@@ -174,6 +193,7 @@ def _fail_on_bad_input(function):
 @click.option("--worst", type=click.IntRange(min=0), default=10, show_default=True)
 @click.option("--record", is_flag=True, help="Keep the results in the project's run history.")
 @click.option("--tag", "tags", multiple=True, help="KEY=VALUE kept with --record (repeatable).")
+@_labels_options
 @_fail_on_bad_input
 def eval_command(
     run_path,
@@ -187,6 +207,8 @@ def eval_command(
     worst,
     record,
     tags,
+    labels,
+    judge_name,
     **options,
 ):
     """Evaluate a run against a golden set.
@@ -196,11 +218,14 @@ def eval_command(
         goldset eval --golden golden.jsonl --run bm25.trec
         goldset eval --golden qrels.tsv --run bm25.trec -m mrr@10 -m ndcg@10 --json
         goldset eval --db project.db --run dense.trec --record --tag model=e5 --tag chunk=512
+        goldset eval --db project.db --run new.trec --labels both --judge gemma-3-270m
 
     The run is a TREC run or JSONL; with --db and no --run, the candidate lists stored in
     the project are evaluated. Means are over answerable, done queries; a query missing
     from the run scores 0. --record keeps the figures, the tags, the run file's hash and the
     golden set's version in the project (--db), so that later runs can be compared with it.
+    --labels machine|both (with --db) scores with a machine judge's labels instead of, or
+    filling the holes beside, the humans'; both reports judged@10 by humans and by the machine.
     """
     from eval import report as reports
 
@@ -209,6 +234,7 @@ def eval_command(
     run, golden_set = _read_concurrently(
         lambda: _load_run(run_path, db), lambda: _load_golden(golden, db)
     )
+    human_set, golden_set = golden_set, _labelled(golden_set, db, labels, judge_name)
     result = reports.build_report(
         golden_set,
         run,
@@ -220,6 +246,8 @@ def eval_command(
         **_scoring(options),
     )
     values = result.pop("per_query")
+    if labels == "both":
+        result["judged@10"] = _judged_by(human_set, golden_set, run, _scoring(options))
     if per_query:
         with open(per_query, "w", encoding="utf-8") as handle:
             for query_id, row in zip(values.query_ids, values.values.tolist(), strict=True):
@@ -731,7 +759,9 @@ def pool(corpus, queries, runs, depth, db):
     show_default=True,
 )
 @click.option("--out", type=click.Path(dir_okay=False, writable=True), required=True)
-def export(db, export_format, out):
+@_labels_options
+@_fail_on_bad_input
+def export(db, export_format, out, labels, judge_name):
     """Export the golden set: golden-set JSONL (every query) or TREC qrels.
 
     \b
@@ -740,8 +770,23 @@ def export(db, export_format, out):
 
     The JSONL holds every query, skipped and unanswerable ones included; unjudged
     documents are absent, never 0. The qrels list the judged docs of the scored
-    (done, answerable) queries.
+    (done, answerable) queries. --labels both adds each query's machine labels under
+    "machine_judgments" (and the judge under "machine_judge"); --labels machine writes
+    those alone, with "judgments" left empty. Machine labels are never in "judgments".
     """
+    if labels != "human":
+        if export_format != "jsonl":
+            raise click.UsageError("qrels cannot mark machine labels: use --format jsonl")
+        from labeler.golden import write_jsonl
+
+        with _open_store(db) as store:
+            identity, machine = _machine_labels(store, judge_name)
+            records = _with_machine_judgments(
+                store.iter_golden_records(), identity, machine, labels
+            )
+            count = write_jsonl(records, out)
+        click.echo(f"wrote {count} queries to {out}")
+        return
     with _open_store(db) as store:
         count = store.write_jsonl(out) if export_format == "jsonl" else store.write_qrels(out)
     unit = "queries" if export_format == "jsonl" else "judgements"
@@ -1100,6 +1145,411 @@ def _queue_text(queue: list[dict]) -> str:
             f"  ({ranks})"
         )
     return "\n".join(lines)
+
+
+# --- machine judges -----------------------------------------------------------------------------
+
+
+@cli.command()
+@click.option("--db", type=click.Path(exists=True, dir_okay=False), required=True)
+@click.option(
+    "--base-url", required=True, help="OpenAI-compatible API, e.g. http://127.0.0.1:8080/v1"
+)
+@click.option("--model", required=True, help="Model name sent with every request.")
+@click.option("--name", help="Judge name, stored as machine:NAME [default: the model].")
+@click.option(
+    "--api-key-env",
+    default="GOLDSET_JUDGE_API_KEY",
+    show_default=True,
+    help="Environment variable holding the API key (unset: no key, for a local server).",
+)
+@click.option(
+    "--prompt",
+    "prompt_path",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Prompt template [default: labeler/judge_prompt.md].",
+)
+@click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0.1),
+    default=60.0,
+    show_default=True,
+    help="Seconds per request.",
+)
+@click.option(
+    "--retries",
+    type=click.IntRange(min=0),
+    default=4,
+    show_default=True,
+    help="Retries on 429/5xx/timeouts, with exponential backoff.",
+)
+@click.option(
+    "--response-format",
+    type=click.Choice(["json", "json-schema", "json-object-schema", "none"]),
+    default="json",
+    show_default=True,
+    help="How to ask for JSON: json_object; OpenAI's json_schema; json_object with a schema "
+    "(llama-cpp-python's server); nothing.",
+)
+@click.option("--run", "run_name", help="Only this pooled run's top DEPTH.")
+@click.option(
+    "--holes",
+    "holes_run",
+    type=click.Path(exists=True, dir_okay=False),
+    help="A new run file: fill its top DEPTH that no human has labelled.",
+)
+@click.option("--depth", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option("--limit", type=click.IntRange(min=0), help="Judge at most N pairs this time.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@_fail_on_bad_input
+def judge(
+    db,
+    base_url,
+    model,
+    name,
+    api_key_env,
+    prompt_path,
+    concurrency,
+    timeout,
+    retries,
+    response_format,
+    run_name,
+    holes_run,
+    depth,
+    limit,
+    as_json,
+):
+    """Label pooled (query, document) pairs with a machine judge.
+
+    \b
+    Example:
+        python -m llama_cpp.server --model gemma.gguf --port 8080 &
+        goldset judge --db project.db --base-url http://127.0.0.1:8080/v1 \\
+            --model gemma-3-270m --response-format json-object-schema --limit 200
+        GOLDSET_JUDGE_API_KEY=sk-... goldset judge --db project.db \\
+            --base-url https://api.example.com/v1 --model big-model --holes new.trec
+
+    Any OpenAI-compatible chat-completions server (hosted, vLLM, Ollama, llama.cpp).
+    Labels are kept apart, as machine:NAME: they enter no golden set, agreement or metric
+    unless asked (goldset eval --labels machine|both). Resumable: pairs this judge has
+    labelled are skipped. Every call's model, prompt hash, tokens and seconds are kept.
+    """
+    from labeler import judges
+    from labeler.pooling import read_pooled_run
+
+    if run_name and holes_run:
+        raise click.UsageError("give --run NAME or --holes RUN_FILE, not both")
+    identity = judges.judge_identity(name or model)
+    endpoint = judges.Endpoint.from_env(
+        base_url,
+        model,
+        api_key_env,
+        timeout=timeout,
+        retries=retries,
+        response_format=response_format,
+    )
+    pairs = None
+    if holes_run:
+        rankings = read_pooled_run(holes_run, depth).rankings
+        pairs = [(query_id, doc_id) for query_id, docs in rankings.items() for doc_id, _ in docs]
+    with _open_store(db, write=True) as store:
+        prompt = judges.Prompt.from_template(prompt_path, store.settings()["max_grade"])
+        rows = store.machine_pairs(
+            identity,
+            run=run_name,
+            depth=depth,
+            pairs=pairs,
+            holes_only=bool(holes_run),
+            limit=limit,
+        )
+        summary = judges.judge_project(store, endpoint, prompt, identity, rows, concurrency)
+    if as_json:
+        click.echo(json.dumps(summary.as_dict(), indent=2))
+    else:
+        click.echo(_judging_text(summary))
+    if summary.stopped:
+        sys.exit(1)
+
+
+def _judging_text(summary) -> str:
+    failed = ", ".join(f"{outcome} {count}" for outcome, count in sorted(summary.failed.items()))
+    lines = [
+        f"{summary.judge}: {summary.labelled} of {summary.pairs} pairs labelled"
+        + (f"; failed: {failed}" if failed else ""),
+        f"{summary.calls} calls, {summary.prompt_tokens:,} prompt + "
+        f"{summary.completion_tokens:,} completion tokens, {summary.seconds:.1f} s",
+    ]
+    if summary.stopped:
+        lines.append(f"stopped ({summary.stopped}): run the same command again to resume")
+    return "\n".join(lines)
+
+
+def _labelled(golden_set: Golden, db: str | None, labels: str, judge_name: str | None) -> Golden:
+    """The golden set under ``labels`` (machine labels come from the project ``db``)."""
+    if labels == "human":
+        return golden_set
+    if not db:
+        raise click.UsageError("--labels machine|both reads a machine judge's labels: give --db")
+    from eval.calibration import with_labels
+
+    with _open_store(db) as store:
+        _, machine = _machine_labels(store, judge_name)
+    return with_labels(golden_set, machine, labels)
+
+
+def _judged_by(human: Golden, both: Golden, run: Run, scoring: dict) -> dict:
+    """judged@10 of the run by humans, and the share of its top 10 only the machine labelled."""
+    from eval.metrics import evaluate
+
+    options = {name: scoring[name] for name in ("rel_threshold", "depth", "keep_order")}
+    by_human, by_either = (
+        evaluate(golden_set, run, ["judged@10"], **options)["judged@10"].mean()
+        for golden_set in (human, both)
+    )
+    return {"human": by_human, "machine": by_either - by_human}
+
+
+def _with_machine_judgments(records, identity: str, machine: pd.DataFrame, labels: str):
+    """Golden records marked with the machine's labels of each query (``machine_judgments``)."""
+    grades = {
+        query_id: dict(zip(group["doc_id"], group["grade"].astype(int).tolist(), strict=True))
+        for query_id, group in machine.groupby("query_id", sort=False)
+    }
+    for record in records:
+        marked = dict(record)
+        if labels == "machine":
+            marked["judgments"] = {}
+        marked["machine_judge"] = identity
+        marked["machine_judgments"] = grades.get(record["query_id"], {})
+        yield marked
+
+
+def _machine_labels(store, judge_name: str | None) -> tuple[str, pd.DataFrame]:
+    """The judge's identity and labels; with no name, the project's only machine judge."""
+    from labeler.judges import judge_identity
+
+    if judge_name is None:
+        known = [row["judge"] for row in store.machine_judges()]
+        if len(known) != 1:
+            raise click.UsageError(
+                f"name the judge with --judge (the project has {', '.join(known) or 'none'})"
+            )
+        identity = known[0]
+    else:
+        identity = judge_identity(judge_name)
+    labels = store.machine_judgments_frame(identity)
+    if labels.empty:
+        raise click.UsageError(f"{identity} has labelled nothing in this project")
+    return identity, labels
+
+
+@cli.command()
+@click.option("--db", type=click.Path(exists=True, dir_okay=False), required=True)
+@click.option("--judge", "judge_name", help="Judge NAME (machine:NAME) [default: the only one].")
+@click.option(
+    "--run",
+    "runs",
+    type=click.Path(exists=True, dir_okay=False),
+    multiple=True,
+    help="A run whose MRR@10, hit@1, miss@10 to compare under both labels (repeatable).",
+)
+@click.option(
+    "--baseline",
+    type=click.Path(exists=True, dir_okay=False),
+    help="With --candidate: does the release gate decide the same under both?",
+)
+@click.option("--candidate", type=click.Path(exists=True, dir_okay=False))
+@click.option("--min-kappa", type=float, default=0.6, show_default=True)
+@click.option(
+    "--max-mrr-delta",
+    type=float,
+    default=0.05,
+    show_default=True,
+    help="The paired CI of ΔMRR@10 must lie within ± this.",
+)
+@click.option(
+    "--send-disagreements-to",
+    "second_annotator",
+    help="Assign the queries where the machine and the first human disagree to this "
+    "annotator (a second opinion).",
+)
+@click.option(
+    "--price-in",
+    type=click.FloatRange(min=0),
+    default=0.0,
+    show_default=True,
+    help="Dollars per million prompt tokens (0: a local server).",
+)
+@click.option(
+    "--price-out",
+    type=click.FloatRange(min=0),
+    default=0.0,
+    show_default=True,
+    help="Dollars per million completion tokens.",
+)
+@click.option(
+    "--rate",
+    type=click.FloatRange(min=0),
+    default=0.0,
+    show_default=True,
+    help="Annotators' hourly rate, in dollars: prices the human hours saved.",
+)
+@click.option("--bootstrap", type=click.IntRange(min=0), default=1000, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@_fail_on_bad_input
+def calibrate(
+    db,
+    judge_name,
+    runs,
+    baseline,
+    candidate,
+    min_kappa,
+    max_mrr_delta,
+    second_annotator,
+    price_in,
+    price_out,
+    rate,
+    bootstrap,
+    seed,
+    as_json,
+):
+    """Measure a machine judge against the humans, on the pairs both labelled.
+
+    \b
+    Example:
+        goldset calibrate --db project.db --judge gemma-3-270m \\
+            --baseline bm25.trec --candidate dense.trec
+        goldset calibrate --db project.db --send-disagreements-to rita
+
+    Per slice: Cohen's kappa on relevance (bootstrap CI over queries), the machine's
+    true-positive and true-negative rates (Wilson 95% intervals), the confusion matrix;
+    each run's MRR@10, hit@1 and miss@10 under machine vs human labels (paired bootstrap
+    CI), whether the release gate decides the same, and a verdict: usable for
+    hole-filling where kappa >= --min-kappa and every ΔMRR@10 CI is within
+    ±--max-mrr-delta. --baseline and --candidate are compared too. The cost: the judge's
+    tokens at --price-in/--price-out and its call time, beside the human hours its labels
+    of unlabelled pairs (filled holes) saved at the median human seconds per judgement.
+    """
+    from eval.calibration import calibration_report
+    from eval.readers import golden_from_records, read_run
+
+    if bool(baseline) != bool(candidate):
+        raise click.UsageError("give both --baseline and --candidate, or neither")
+    with _open_store(db, write=bool(second_annotator)) as store:
+        identity, machine = _machine_labels(store, judge_name)
+        golden_set = golden_from_records(store.golden_records(), source=db)
+        settings = store.settings()
+        cost = _machine_cost(store, identity, golden_set, machine, price_in, price_out, rate)
+        if second_annotator:
+            from eval.calibration import disagreeing_queries
+
+            queries = disagreeing_queries(
+                store.first_human_frame(), machine, settings["rel_threshold"]
+            )
+            sent = store.assign(second_annotator, queries)
+    paths = list(dict.fromkeys([*runs, *filter(None, (baseline, candidate))]))
+    readers = [lambda path=path: read_run(path) for path in paths]
+    loaded = dict(zip(paths, _read_concurrently(*readers) if readers else [], strict=True))
+    report = calibration_report(
+        golden_set,
+        machine,
+        list(loaded.values()),
+        judge=identity,
+        rel_threshold=settings["rel_threshold"],
+        max_grade=settings["max_grade"],
+        gate_runs=(loaded[baseline], loaded[candidate]) if baseline else None,
+        thresholds={"min_kappa": min_kappa, "max_mrr_delta": max_mrr_delta},
+        n_resamples=bootstrap,
+        seed=seed,
+    )
+    report["cost"] = cost
+    if second_annotator:
+        report["sent_to_second_annotator"] = {"annotator": second_annotator, "queries": sent}
+    click.echo(json.dumps(report, indent=2) if as_json else _calibration_text(report))
+
+
+def _machine_cost(store, identity, golden_set, machine, price_in, price_out, rate) -> dict:
+    """The judge's cost so far, and the human time its filled holes saved (see calibrate)."""
+    from eval.calibration import with_labels
+    from eval.cost import machine_judging_cost
+
+    figures = next(row for row in store.machine_judges() if row["judge"] == identity)
+    human_seconds = store.judgement_seconds()["seconds"]
+    filled = len(with_labels(golden_set, machine, "both").judgments) - len(golden_set.judgments)
+    return machine_judging_cost(
+        figures["labels"],
+        figures["prompt_tokens"],
+        figures["completion_tokens"],
+        figures["seconds"],
+        input_price=price_in,
+        output_price=price_out,
+        human_seconds_per_judgement=float(human_seconds.median()) if len(human_seconds) else 0.0,
+        hourly_rate=rate,
+        holes_filled=filled,
+    ).as_dict()
+
+
+def _calibration_text(report: dict) -> str:
+    import pandas as pd
+
+    lines = [
+        f"{report['judge']}: {report['pairs']} pairs labelled by both, "
+        f"over {report['queries']} queries (relevant: grade >= {report['rel_threshold']})"
+    ]
+    rows = {}
+    for name, figures in report["agreement"].items():
+        kappa = figures["kappa"]
+        rows[name] = {
+            "pairs": str(figures["pairs"]),
+            "kappa": _interval(kappa["value"], kappa["ci95"]),
+            "TPR": _interval(figures["tpr"]["value"], figures["tpr"]["ci95"]),
+            "TNR": _interval(figures["tnr"]["value"], figures["tnr"]["ci95"]),
+            "confusion [[TN FP] [FN TP]]": str(figures["confusion"]["relevance"]),
+        }
+    lines += ["", pd.DataFrame.from_dict(rows, orient="index").to_string()]
+    for run, by_slice in report["impact"].items():
+        impact_rows = {}
+        for name, entry in by_slice.items():
+            for spec, figure in entry["metrics"].items():
+                impact_rows[f"{name} {spec}"] = {
+                    "human": _fixed(figure["human"]),
+                    "machine": _fixed(figure["machine"]),
+                    "Δ (95% CI)": _interval(figure["delta"], figure["ci95"], signed=True),
+                    "machine judged@10": _fixed(entry["machine_judged@10"]),
+                }
+        lines += ["", f"{run} ({by_slice['(all)']['queries']} queries)"]
+        lines.append(pd.DataFrame.from_dict(impact_rows, orient="index").to_string())
+    if "gate" in report:
+        gate = report["gate"]
+        decided = {labels: "pass" if gate[labels]["passed"] else "FAIL" for labels in LABELS[:2]}
+        same = "same" if gate["same_decision"] else "DIFFERENT"
+        lines += [
+            "",
+            f"release gate {gate['baseline']} -> {gate['candidate']}: human {decided['human']}, "
+            f"machine {decided['machine']} ({same} decision)",
+        ]
+    lines += ["", *(f"verdict: {text}" for text in report["verdicts"].values())]
+    cost = report["cost"]
+    saved = cost["human_saved"]
+    lines.append(
+        f"cost: {cost['pairs']} machine labels, {cost['prompt_tokens']:,} + "
+        f"{cost['completion_tokens']:,} tokens = ${cost['dollars']:.4f}, "
+        f"{cost['wall_seconds']:.0f} s of calls; {cost['holes_filled']} holes filled "
+        f"= {saved['hours'] or 0:.2f} human hours (${saved['dollars'] or 0:.2f}) saved"
+    )
+    if "sent_to_second_annotator" in report:
+        sent = report["sent_to_second_annotator"]
+        lines.append(f"{sent['queries']} disagreeing queries sent to {sent['annotator']}")
+    return "\n".join(lines)
+
+
+def _interval(value: float | None, ci: list | None, signed: bool = False) -> str:
+    shown = (_signed if signed else _fixed)(value)
+    if not ci or None in ci:
+        return shown
+    return f"{shown} [{ci[0]:.3f}, {ci[1]:.3f}]"
 
 
 if __name__ == "__main__":  # python -m labeler.cli, as the benchmarks and -X importtime run it

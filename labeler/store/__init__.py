@@ -38,6 +38,7 @@ from labeler.store.frames import Frames
 from labeler.store.imports import STAGE_PAUSE, STAGE_ROWS, STAGE_SECONDS
 from labeler.store.labelling import ANY_GRADE, Labelling
 from labeler.store.log import IMPORT_RUN, StaleTarget
+from labeler.store.machine import MachineJudges
 from labeler.store.paths import (
     DATA_DIR,
     DEFAULT_DB,
@@ -82,7 +83,7 @@ __all__ = [
 ]
 
 
-class Store(Export, Frames, Team, Accounts, Labelling, Pool):
+class Store(Export, Frames, Team, Accounts, Labelling, Pool, MachineJudges):
     """A goldset project database.
 
     >>> store = Store("project.db")                           # doctest: +SKIP

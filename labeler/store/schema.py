@@ -262,3 +262,40 @@ def create_protocol_log(db: sqlite_utils.Database) -> None:
         );
         """
     )
+
+
+@migrations()
+def create_machine_judges(db: sqlite_utils.Database) -> None:
+    """Version 8: machine judges, kept apart from the human log. Every HTTP attempt a judge
+    made (``judge_calls``), and the label of each pair it graded (``machine_judgments``)."""
+    db.executescript(
+        """
+        CREATE TABLE judge_calls (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            judge TEXT NOT NULL,                       -- 'machine:<name>'
+            model TEXT NOT NULL,
+            prompt_sha256 TEXT NOT NULL,               -- the system message it was asked with
+            query_id TEXT NOT NULL REFERENCES queries(query_id),
+            doc_id TEXT NOT NULL,
+            attempt INTEGER NOT NULL,                  -- 1, 2, ... for one pair in one run
+            outcome TEXT NOT NULL,                     -- ok, malformed, out_of_scale, timeout...
+            grade INTEGER,
+            reason TEXT NOT NULL DEFAULT '',
+            detail TEXT NOT NULL DEFAULT '',           -- what went wrong, when it did
+            prompt_tokens INTEGER,                     -- from the response's usage
+            completion_tokens INTEGER,
+            seconds REAL NOT NULL,
+            created_at TEXT NOT NULL
+        );
+        CREATE INDEX judge_calls_judge ON judge_calls(judge, id);
+        CREATE TABLE machine_judgments (
+            judge TEXT NOT NULL,
+            query_id TEXT NOT NULL REFERENCES queries(query_id),
+            doc_id TEXT NOT NULL,
+            grade INTEGER NOT NULL,
+            reason TEXT NOT NULL,
+            call_id INTEGER NOT NULL REFERENCES judge_calls(id),
+            PRIMARY KEY (judge, query_id, doc_id)
+        ) WITHOUT ROWID;
+        """
+    )

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from eval import cost
 from labeler import live
 from labeler.store import Store
 from labeler.views import context
@@ -213,6 +214,58 @@ def plan_section(store: Store, state: live.ProjectState, summary: live.CostSumma
         )
 
 
+def machine_section(store: Store, summary: live.CostSummary) -> None:
+    """Machine judging beside human hours: what each judge would cost to fill holes (pairs
+    no human labelled), from its measured tokens and call seconds per label at the prices
+    entered, and the human hours (at the measured seconds per judgement) that it saves."""
+    st.subheader("Machine judging")
+    judges = store.machine_judges()
+    if not judges:
+        st.caption("No machine judge has labelled anything yet (goldset judge).")
+        return
+    left, middle, right = st.columns(3)
+    price_in = left.number_input("$ per million prompt tokens", 0.0, 10_000.0, 0.0, 0.05)
+    price_out = middle.number_input("$ per million completion tokens", 0.0, 10_000.0, 0.0, 0.05)
+    holes = right.number_input("Holes to fill", 0, 100_000_000, 1000, 100)
+    rows = []
+    for judge in judges:
+        per_label = max(judge["labels"], 1)  # failed calls were paid for too: spread them
+        priced = cost.machine_judging_cost(
+            holes,
+            round(judge["prompt_tokens"] * holes / per_label),
+            round(judge["completion_tokens"] * holes / per_label),
+            judge["seconds"] * holes / per_label,
+            input_price=price_in,
+            output_price=price_out,
+            human_seconds_per_judgement=summary.cost.seconds_per_judgement,
+            hourly_rate=summary.rate,
+        )
+        rows.append(
+            {
+                "judge": judge["judge"],
+                "labels so far": judge["labels"],
+                "machine dollars": priced.dollars,
+                "machine hours (one request at a time)": priced.wall_seconds / 3600,
+                "human hours saved": priced.saved.hours,
+                "human dollars saved": priced.saved.dollars,
+            }
+        )
+    st.dataframe(
+        pd.DataFrame(rows),
+        hide_index=True,
+        column_config={
+            name: st.column_config.NumberColumn(name, format=spec)
+            for name, spec in (
+                ("machine dollars", "$%.4f"),
+                ("machine hours (one request at a time)", "%.2f"),
+                ("human hours saved", "%.2f"),
+                ("human dollars saved", "$%.2f"),
+            )
+        },
+    )
+    st.caption("Only a judge that goldset calibrate finds usable on a slice should fill its holes.")
+
+
 def main() -> None:
     """Render the cost planner page (reviewers and admins)."""
     context.open_page("reviewer", "Cost planner")
@@ -223,6 +276,7 @@ def main() -> None:
     summary = measured(store, state, rate)
     measured_section(summary)
     plan_section(store, state, summary)
+    machine_section(store, summary)
 
 
 main()

@@ -1,0 +1,171 @@
+"""Machine judges' labels and calls, kept apart from the human log (see labeler.judges)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+
+import pandas as pd
+
+from labeler import golden
+from labeler.store.connection import Connection
+
+JUDGE_CALL_COLUMNS = (
+    *("judge", "model", "prompt_sha256", "query_id", "doc_id", "attempt", "outcome", "grade"),
+    *("reason", "detail", "prompt_tokens", "completion_tokens", "seconds"),
+)
+
+
+class MachineJudges(Connection):
+    """Machine labels under a judge identity ``machine:<name>``, and every call it made."""
+
+    # --- machine judges ---------------------------------------------------------------------------
+    # Machine labels live in their own tables, under a judge identity "machine:<name>". Nothing
+    # above reads them: the golden set, agreement, the dashboard and every metric stay human.
+    # Eval, export and calibration ask for them by judge name (see labeler.judges).
+
+    def record_judge_calls(self, rows: Sequence[Mapping[str, object]]) -> bool:
+        """Append one pair's calls (rows of :func:`labeler.judges.call_rows`, one judge, one
+        pair), and, when the last call is ``ok``, the pair's machine label, in one transaction.
+
+        A pair keeps the first label its judge gave it (a rerun skips labelled pairs, so a
+        second one comes only from two runs racing). Returns whether a label was stored.
+        """
+        if not rows:
+            return False
+        columns = JUDGE_CALL_COLUMNS
+        created_at = golden.now()
+        with self._writing() as conn:
+            call_id = None
+            for row in rows:
+                cursor = conn.execute(
+                    f"INSERT INTO judge_calls ({', '.join(columns)}, created_at) "
+                    f"VALUES ({', '.join('?' * len(columns))}, ?)",
+                    [row[column] for column in columns] + [created_at],
+                )
+                call_id = cursor.lastrowid
+            last = rows[-1]
+            if last["outcome"] != "ok":
+                return False
+            cursor = conn.execute(
+                "INSERT INTO machine_judgments (judge, query_id, doc_id, grade, reason, call_id) "
+                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                (
+                    last["judge"],
+                    last["query_id"],
+                    last["doc_id"],
+                    last["grade"],
+                    last["reason"],
+                    call_id,
+                ),
+            )
+            return bool(cursor.rowcount)
+
+    def machine_pairs(
+        self,
+        judge: str,
+        *,
+        run: str | None = None,
+        depth: int = 10,
+        pairs: Sequence[tuple[str, str]] | None = None,
+        holes_only: bool = False,
+        limit: int | None = None,
+    ) -> list[dict]:
+        """The pairs ``judge`` has not labelled yet, with what it reads: dicts of query_id,
+        doc_id, query, title, text, in queue order then rank.
+
+        Which pairs: ``pairs`` (query_id, doc_id) in their order (a new run's top k; pairs
+        whose query or document the project lacks are left out), else pooled run ``run``'s
+        top ``depth``, else every candidate of the project. ``holes_only`` leaves out pairs a
+        human has labelled (or a reviewer decided): what is left are the holes to fill.
+        """
+        if pairs is not None:
+            wanted = (
+                "SELECT json_extract(value, '$[0]') AS query_id, "
+                "json_extract(value, '$[1]') AS doc_id, CAST(key AS INTEGER) AS rank "
+                "FROM json_each(:pairs)"
+            )
+        elif run is not None:
+            if not self._value("SELECT 1 FROM runs WHERE name = ?", (run,)):
+                raise ValueError(f"no pooled run named {run!r}")
+            wanted = (
+                "SELECT query_id, doc_id, rank FROM pool_ranks WHERE run = :run AND rank <= :depth"
+            )
+        else:
+            wanted = "SELECT query_id, doc_id, position AS rank FROM candidates"
+        holes = (
+            "AND NOT EXISTS (SELECT 1 FROM labels l WHERE l.query_id = w.query_id "
+            "AND l.doc_id = w.doc_id) AND NOT EXISTS (SELECT 1 FROM adjudications a, "
+            "json_each(a.judgments) j WHERE a.query_id = w.query_id AND j.key = w.doc_id) "
+            if holes_only
+            else ""
+        )
+        return self._rows(
+            f"WITH wanted AS ({wanted}) "
+            "SELECT w.query_id, w.doc_id, q.query, d.title, d.text FROM wanted w "
+            "JOIN queries q ON q.query_id = w.query_id JOIN documents d ON d.doc_id = w.doc_id "
+            "WHERE NOT EXISTS (SELECT 1 FROM machine_judgments m WHERE m.judge = :judge "
+            f"AND m.query_id = w.query_id AND m.doc_id = w.doc_id) {holes}"
+            "ORDER BY q.position, w.rank LIMIT :limit",
+            {
+                "judge": judge,
+                "run": run,
+                "depth": depth,
+                "pairs": json.dumps([list(pair) for pair in pairs or ()]),
+                "limit": -1 if limit is None else limit,
+            },
+        )
+
+    def machine_judges(self) -> list[dict]:
+        """Every machine judge with its figures: judge, labels, calls, failed calls, tokens,
+        seconds (summed over calls) and the models it used."""
+        return self._rows(
+            "SELECT c.judge, coalesce(m.labels, 0) AS labels, count(*) AS calls, "
+            "sum(c.outcome != 'ok') AS failed_calls, "
+            "coalesce(sum(c.prompt_tokens), 0) AS prompt_tokens, "
+            "coalesce(sum(c.completion_tokens), 0) AS completion_tokens, "
+            "sum(c.seconds) AS seconds, group_concat(DISTINCT c.model) AS models "
+            "FROM judge_calls c LEFT JOIN (SELECT judge, count(*) AS labels "
+            "FROM machine_judgments GROUP BY judge) m ON m.judge = c.judge "
+            "GROUP BY c.judge ORDER BY c.judge"
+        )
+
+    def machine_judgments_frame(self, judge: str) -> pd.DataFrame:
+        """The judge's labels, as :class:`eval.readers.Golden` judgments:
+        DataFrame(query_id, doc_id, grade)."""
+        with self._reading():
+            frame = pd.read_sql_query(
+                "SELECT query_id, doc_id, grade FROM machine_judgments WHERE judge = ?",
+                self.conn,
+                params=(judge,),
+            )
+        return frame.astype({"query_id": str, "doc_id": str, "grade": "int64"})
+
+    def judge_calls_frame(self, judge: str) -> pd.DataFrame:
+        """Every call the judge made, oldest first: DataFrame(query_id, doc_id, attempt,
+        outcome, model, prompt_sha256, prompt_tokens, completion_tokens, seconds, created_at)."""
+        with self._reading():
+            return pd.read_sql_query(
+                "SELECT query_id, doc_id, attempt, outcome, model, prompt_sha256, "
+                "prompt_tokens, completion_tokens, seconds, created_at FROM judge_calls "
+                "WHERE judge = ? ORDER BY id",
+                self.conn,
+                params=(judge,),
+            )
+
+    def first_human_frame(self) -> pd.DataFrame:
+        """Each query's first human annotator's current labels (the annotator who acted on
+        the query first), with how many annotators have labelled the query:
+        DataFrame(query_id, doc_id, grade, annotator, annotators)."""
+        with self._reading():
+            return pd.read_sql_query(
+                "WITH firsts AS (SELECT query_id, annotator, min(id) AS first_event, "
+                "count(*) OVER (PARTITION BY query_id) AS annotators FROM events "
+                "GROUP BY query_id, annotator), "
+                "ranked AS (SELECT *, row_number() OVER (PARTITION BY query_id "
+                "ORDER BY first_event) AS n FROM firsts) "
+                "SELECT l.query_id, l.doc_id, l.grade, l.annotator, r.annotators "
+                "FROM ranked r JOIN labels l ON l.query_id = r.query_id "
+                "AND l.annotator = r.annotator WHERE r.n = 1",
+                self.conn,
+            ).astype({"query_id": str, "doc_id": str, "grade": "int64"})

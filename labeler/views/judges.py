@@ -1,0 +1,127 @@
+"""The machine judges page (admins): each judge's labels, calls and tokens; a form that runs
+a judge on a bounded number of pairs; and its calibration against the humans.
+
+What ``goldset judge`` and ``goldset calibrate`` do, for the pairs of the project (the CLI
+adds runs' metric impact and the release gate). The API key is never typed here: the form
+names the environment variable of the server process that holds it. Data text (slice
+names, a server's error) reaches the page only through ``st.dataframe`` and ``st.text``.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from eval.calibration import calibration_report
+from eval.readers import golden_from_records
+from labeler import judges, team
+from labeler.store import Store
+from labeler.views import context
+
+MOST_PAIRS = 500  # one run from the page waits for its pairs: keep it bounded
+
+
+def judges_section(store: Store) -> list[str]:
+    """The judges' figures; returns their names."""
+    rows = store.machine_judges()
+    if not rows:
+        st.info("No machine judge has labelled anything yet.")
+    else:
+        st.dataframe(pd.DataFrame(rows), hide_index=True)
+    return [row["judge"] for row in rows]
+
+
+def run_form(store: Store, admin: str) -> None:
+    """Run a judge on the pairs it has not labelled yet, at most ``limit`` of them."""
+    with st.form("run_judge"):
+        st.markdown("**Run a judge** (any OpenAI-compatible chat-completions server)")
+        base_url = st.text_input("Base URL", "http://127.0.0.1:8080/v1")
+        model = st.text_input("Model")
+        name = st.text_input("Judge name (default: the model)")
+        key_env = st.text_input("Environment variable of the API key", judges.DEFAULT_API_KEY_ENV)
+        response_format = st.selectbox("Ask for JSON as", judges.RESPONSE_FORMATS)
+        limit = st.number_input("Pairs", min_value=1, max_value=MOST_PAIRS, value=20)
+        retries = st.number_input("Retries on 429/5xx/timeouts", min_value=0, value=4)
+        if st.form_submit_button("Judge"):
+            try:
+                team.authorize(store, admin, "admin")
+                endpoint = judges.Endpoint.from_env(
+                    base_url, model, key_env, response_format=response_format, retries=retries
+                )
+                context.report(_run(store, endpoint, name or model, limit))
+            except (ValueError, PermissionError) as error:
+                context.report(f"Not done: {error}")
+            st.rerun()
+
+
+def _run(store: Store, endpoint: judges.Endpoint, name: str, limit: int) -> str:
+    if not endpoint.base_url or not endpoint.model:
+        raise ValueError("a judge needs a base URL and a model")
+    identity = judges.judge_identity(name)
+    prompt = judges.Prompt.from_template(None, store.settings()["max_grade"])
+    rows = store.machine_pairs(identity, limit=int(limit))
+    with st.spinner(f"judging {len(rows)} pairs"):
+        summary = judges.judge_project(store, endpoint, prompt, identity, rows)
+    failed = ", ".join(f"{outcome} {count}" for outcome, count in sorted(summary.failed.items()))
+    stopped = f"; stopped ({summary.stopped}): run again to resume" if summary.stopped else ""
+    return (
+        f"{identity}: {summary.labelled} of {summary.pairs} pairs labelled"
+        f"{f'; failed: {failed}' if failed else ''}{stopped}"
+    )
+
+
+def calibration_section(store: Store, names: list[str]) -> None:
+    """Agreement with the humans per slice, and the verdicts, for the chosen judge."""
+    if not names:
+        return
+    st.subheader("Calibration against the humans")
+    judge = st.selectbox("Judge", names)
+    machine = store.machine_judgments_frame(judge)
+    settings = store.settings()
+    report = calibration_report(
+        golden_from_records(store.golden_records()),
+        machine,
+        judge=judge,
+        rel_threshold=settings["rel_threshold"],
+        max_grade=settings["max_grade"],
+        n_resamples=200,
+    )
+    if not report["pairs"]:
+        st.info("No pair is labelled by both this judge and a human yet.")
+        return
+    st.dataframe(pd.DataFrame(_agreement_rows(report)), hide_index=True)
+    for verdict in report["verdicts"].values():
+        st.text(verdict)
+    st.caption(
+        "Kappa: bootstrap 95% CI over queries; TPR and TNR: Wilson 95% intervals. "
+        "goldset calibrate adds each run's MRR@10, hit@1 and miss@10 under both label sets."
+    )
+
+
+def _agreement_rows(report: dict) -> list[dict]:
+    rows = []
+    for name, figures in report["agreement"].items():
+        rows.append(
+            {
+                "slice": name,
+                "pairs": figures["pairs"],
+                "kappa": figures["kappa"]["value"],
+                "kappa 95% CI": _bounds(figures["kappa"]["ci95"]),
+                "TPR": figures["tpr"]["value"],
+                "TPR 95% CI": _bounds(figures["tpr"]["ci95"]),
+                "TNR": figures["tnr"]["value"],
+                "TNR 95% CI": _bounds(figures["tnr"]["ci95"]),
+            }
+        )
+    return rows
+
+
+def _bounds(ci: list) -> str:
+    return "n/a" if None in ci else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
+
+
+user = context.open_page("admin", "Machine judges")
+project = context.store()
+known = judges_section(project)
+run_form(project, user["name"])
+calibration_section(project, known)

@@ -1,0 +1,102 @@
+"""The machine judges page (AppTest): an admin runs a judge from the form against a fake
+OpenAI-compatible server, sees its figures, and its calibration against the human labels."""
+
+from __future__ import annotations
+
+import pytest
+from test_live import open_page, opened_by_the_app, table_with
+
+from labeler.store import Store
+from tests.helpers.fake_judge import FakeJudge, Reply
+
+PAGE = "../labeler/views/judges.py"
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """Six queries of two candidates, every pair labelled by a human in full mode: the
+    first candidate relevant, the second not, 3 s each. No users: the local admin."""
+    with Store(tmp_path / "project.db") as store:
+        store.configure(mode="full", max_grade=1)
+        store.import_records(
+            {
+                "query_id": f"q{q}",
+                "query": f"question {q}",
+                "slice": "<b>head</b>" if q < 3 else "tail",
+                "candidates": [{"doc_id": f"d{q}-{d}", "text": f"text {d}"} for d in range(2)],
+            }
+            for q in range(6)
+        )
+        for q in range(6):
+            for d in range(2):
+                store.judge(f"q{q}", f"d{q}-{d}", int(d == 0), "ana", seconds=3.0, mode="full")
+    with opened_by_the_app(tmp_path / "project.db", monkeypatch) as path:
+        yield path
+
+
+def agreeing(body: dict, count: int) -> Reply:
+    """A judge that calls "text 0" relevant, as the human did."""
+    relevant = '"text": "text 0"' in body["messages"][1]["content"]
+    return Reply(f'{{"grade": {int(relevant)}, "reason": "compared"}}')
+
+
+def run_judge_from_the_form(base_url: str, pairs: int, retries: int = 4):
+    at = open_page(PAGE)
+    at.text_input[0].input(base_url)
+    at.text_input[1].input("fake-model")
+    at.text_input[2].input("fake")
+    at.number_input[0].set_value(pairs)
+    at.number_input[1].set_value(retries)
+    at.button[0].click()  # the form's submit button
+    return at.run()
+
+
+def test_an_admin_runs_a_judge_and_sees_its_figures_and_its_agreement_with_the_humans(project):
+    with FakeJudge(agreeing) as fake:
+        at = run_judge_from_the_form(fake.base_url, 12)
+    assert not at.exception
+    assert len(fake.requests) == 12
+    judges_table = table_with(at, "judge")
+    assert judges_table["judge"].tolist() == ["machine:fake"]
+    assert judges_table["labels"].tolist() == [12] and judges_table["prompt_tokens"].tolist() == [
+        600
+    ]
+    agreement = table_with(at, "kappa").set_index("slice")
+    assert agreement.loc["(all)", "pairs"] == 12 and agreement.loc["(all)", "kappa"] == 1.0
+    assert set(agreement.index) == {"(all)", "<b>head</b>", "tail"}  # slice names as data
+    texts = [element.value for element in at.text]
+    assert "too few pairs to tell on slice <b>head</b> (6 < 30)" in texts
+
+
+def test_a_limit_keeps_the_run_bounded_and_a_second_run_resumes(project):
+    with FakeJudge(agreeing) as fake:
+        run_judge_from_the_form(fake.base_url, 5)
+        at = run_judge_from_the_form(fake.base_url, 20)
+    assert len(fake.requests) == 12  # 5, then the 7 left
+    assert table_with(at, "judge")["labels"].tolist() == [12]
+
+
+def test_an_unreachable_server_is_reported_not_raised(project):
+    fake = FakeJudge()
+    fake.stop()
+    at = run_judge_from_the_form(fake.base_url, 3, retries=0)
+    assert not at.exception
+    outcome = " ".join(html.proto.body for html in at.get("html"))
+    assert "0 of 3 pairs labelled" in outcome and "run again to resume" in outcome
+
+
+def test_the_planner_prices_filling_holes_beside_the_human_hours_saved(project):
+    with FakeJudge(agreeing) as fake:
+        run_judge_from_the_form(fake.base_url, 12)
+    at = open_page("../labeler/views/planner.py")
+    prices = [n for n in at.number_input if "million" in n.label]
+    prices[0].set_value(1.0)
+    prices[1].set_value(4.0)
+    holes = next(n for n in at.number_input if n.label == "Holes to fill")
+    holes.set_value(1200)
+    at.run()
+    row = table_with(at, "machine dollars").iloc[0]
+    # 12 labels took 600 prompt and 108 completion tokens (the fake's usage): 100 times that.
+    assert row["machine dollars"] == pytest.approx((60_000 * 1.0 + 10_800 * 4.0) / 1e6)
+    # Every human judgement took 3 s: 1,200 of them are an hour.
+    assert row["human hours saved"] == pytest.approx(1.0) and row["labels so far"] == 12

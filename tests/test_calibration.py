@@ -1,0 +1,296 @@
+"""Calibrating a machine judge against the humans, and keeping its labels apart.
+
+A small project labelled in full mode by a human ("ana"); machine labels are stored as a
+judge would store them (one call per pair), from a rule the test chooses: agree everywhere,
+call everything relevant, or agree on the head slice and invert on the tail.
+"""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from eval import calibration
+from eval.agreement import cohen_kappa
+from eval.readers import Golden, golden_from_records, run_from_frame
+from labeler import judges
+from labeler.cli import cli
+from labeler.store import Store
+
+QUERIES, DOCS = 40, 5
+JUDGE = "machine:rule"
+
+
+def human_grade(query: int, doc: int) -> int:
+    """The human's grade: a different relevant doc per query, sometimes two."""
+    return int(doc == query % DOCS or (query % 3 == 0 and doc == (query + 2) % DOCS))
+
+
+def slice_of(query: int) -> str:
+    return "head" if query < QUERIES // 2 else "tail"
+
+
+def project(path) -> Store:
+    store = Store(path)
+    store.configure(mode="full", max_grade=1)
+    store.import_records(
+        {
+            "query_id": f"q{q}",
+            "query": f"question {q}",
+            "slice": slice_of(q),
+            "candidates": [{"doc_id": f"d{q}-{d}", "text": f"text {d}"} for d in range(DOCS)],
+        }
+        for q in range(QUERIES)
+    )
+    for q in range(QUERIES):
+        for d in range(DOCS):
+            store.judge(f"q{q}", f"d{q}-{d}", human_grade(q, d), "ana", seconds=3.0, mode="full")
+    return store
+
+
+def add_machine_labels(store: Store, rule, queries=range(QUERIES)) -> None:
+    context = {"judge": JUDGE, "model": "rule", "prompt_sha256": "0" * 64}
+    for q in queries:
+        for d in range(DOCS):
+            pair = judges.Pair(f"q{q}", f"d{q}-{d}", "", "", "")
+            call = judges.Call("ok", 0.5, 40, 8, grade=rule(q, d), reason="rule")
+            store.record_judge_calls(judges.call_rows(pair, [call], context))
+
+
+def run_frame(order) -> pd.DataFrame:
+    """A run that ranks each query's docs in ``order(q)`` (a list of doc numbers)."""
+    rows = [
+        (f"q{q}", f"d{q}-{d}", float(DOCS - rank))
+        for q in range(QUERIES)
+        for rank, d in enumerate(order(q))
+    ]
+    return pd.DataFrame(rows, columns=["query_id", "doc_id", "score"])
+
+
+def good_order(q):
+    return [q % DOCS, *(d for d in range(DOCS) if d != q % DOCS)]
+
+
+def plain_order(q):
+    return list(range(DOCS))
+
+
+@pytest.fixture
+def store(tmp_path):
+    with project(tmp_path / "project.db") as store:
+        yield store
+
+
+def golden_of(store: Store) -> Golden:
+    return golden_from_records(store.golden_records())
+
+
+def report_for(store, runs=("good", "plain"), **options):
+    orders = {"good": good_order, "plain": plain_order}
+    loaded = [run_from_frame(run_frame(orders[name]), name=name) for name in runs]
+    return calibration.calibration_report(
+        golden_of(store),
+        store.machine_judgments_frame(JUDGE),
+        loaded,
+        judge=JUDGE,
+        gate_runs=(loaded[1], loaded[0]) if len(loaded) == 2 else None,
+        n_resamples=200,
+        **options,
+    )
+
+
+def test_a_judge_that_agrees_everywhere_is_usable_on_every_slice(store):
+    add_machine_labels(store, human_grade)
+    report = report_for(store)
+    overall = report["agreement"]["(all)"]
+    assert overall["pairs"] == QUERIES * DOCS and overall["kappa"]["value"] == 1.0
+    assert overall["tpr"]["value"] == 1.0 and overall["tnr"]["value"] == 1.0
+    for figures in report["impact"]["good"].values():
+        assert all(entry["delta"] == 0.0 for entry in figures["metrics"].values())
+    assert report["gate"]["same_decision"]
+    assert all(text.startswith("usable") for text in report["verdicts"].values())
+
+
+def test_kappa_tpr_and_tnr_are_those_of_the_relevance_table(store):
+    def noisy(q, d):  # wrong on every 7th pair
+        return 1 - human_grade(q, d) if (q * DOCS + d) % 7 == 0 else human_grade(q, d)
+
+    add_machine_labels(store, noisy)
+    overall = report_for(store)["agreement"]["(all)"]
+    human = np.array([human_grade(q, d) for q in range(QUERIES) for d in range(DOCS)])
+    machine = np.array([noisy(q, d) for q in range(QUERIES) for d in range(DOCS)])
+    assert overall["kappa"]["value"] == pytest.approx(cohen_kappa(human, machine))
+    (tn, fp), (fn, tp) = overall["confusion"]["relevance"]
+    assert (tp, fn) == (int((human & machine).sum()), int((human & (1 - machine)).sum()))
+    assert overall["tpr"]["value"] == pytest.approx(tp / (tp + fn))
+    assert overall["tnr"]["value"] == pytest.approx(tn / (tn + fp))
+    low, high = overall["tpr"]["ci95"]
+    assert low < overall["tpr"]["value"] < high
+    assert overall["kappa"]["ci95"][0] <= overall["kappa"]["value"] <= overall["kappa"]["ci95"][1]
+
+
+def test_a_judge_that_calls_everything_relevant_has_no_true_negatives_and_is_not_usable(store):
+    add_machine_labels(store, lambda q, d: 1)
+    report = report_for(store)
+    overall = report["agreement"]["(all)"]
+    assert overall["tpr"]["value"] == 1.0 and overall["tnr"]["value"] == 0.0
+    assert overall["kappa"]["value"] == pytest.approx(0.0)
+    # Every query is a hit at rank 1 under the machine: MRR@10 rises for the plain run.
+    plain = report["impact"]["plain"]["(all)"]["metrics"]["mrr@10"]
+    assert plain["machine"] == 1.0 and plain["delta"] > 0.05
+    assert report["verdicts"]["(all)"].startswith("not usable for hole-filling overall: kappa")
+
+
+def test_the_verdict_is_given_per_slice(store):
+    def head_only(q, d):
+        return human_grade(q, d) if slice_of(q) == "head" else 1 - human_grade(q, d)
+
+    add_machine_labels(store, head_only)
+    verdicts = report_for(store)["verdicts"]
+    assert verdicts["head"] == "usable for hole-filling on slice head"
+    assert verdicts["tail"].startswith("not usable for hole-filling on slice tail")
+
+
+def test_too_few_pairs_give_no_verdict(store):
+    add_machine_labels(store, human_grade, queries=range(2))
+    report = report_for(store)
+    assert report["queries"] == 2 and report["agreement"]["(all)"]["pairs"] == 2 * DOCS
+    assert report["verdicts"]["(all)"].startswith("too few pairs to tell")
+
+
+def test_the_gate_can_decide_differently_under_machine_labels(store):
+    # The machine calls only doc 0 relevant: under its labels the plain run (doc 0 first)
+    # beats the good one, and the gate from plain to good fails.
+    add_machine_labels(store, lambda q, d: int(d == 0))
+    gate = report_for(store)["gate"]
+    assert gate["human"]["passed"] and not gate["machine"]["passed"]
+    assert not gate["same_decision"]
+
+
+def test_wilson_interval_matches_the_textbook_values():
+    # Newcombe (1998), Statistics in Medicine 17:857, table I: 81/263 -> 0.2553 to 0.3662.
+    low, high = calibration.wilson_interval(81, 263)
+    assert (round(low, 4), round(high, 4)) == (0.2553, 0.3662)
+    # Same table: 0/10 -> 0 to 0.2775, and by symmetry 10/10 -> 0.7225 to 1.
+    assert [round(bound, 4) for bound in calibration.wilson_interval(0, 10)] == [0.0, 0.2775]
+    assert [round(bound, 4) for bound in calibration.wilson_interval(10, 10)] == [0.7225, 1.0]
+
+
+def test_both_labels_keep_the_humans_and_fill_only_the_holes():
+    queries = pd.DataFrame(
+        {
+            "query_id": ["a"],
+            "query": [""],
+            "slice": [""],
+            "status": ["done"],
+            "answerable": [True],
+            "mode": ["first_hit"],
+        }
+    )
+    human = Golden(queries, pd.DataFrame({"query_id": ["a"], "doc_id": ["x"], "grade": [1]}))
+    machine = pd.DataFrame(
+        {"query_id": ["a", "a", "zz"], "doc_id": ["x", "y", "y"], "grade": [0, 2, 1]}
+    )
+    both = calibration.with_labels(human, machine, "both").judgments
+    assert sorted(map(tuple, both[["doc_id", "grade"]].to_numpy().tolist())) == [("x", 1), ("y", 2)]
+    only = calibration.with_labels(human, machine, "machine").judgments
+    assert sorted(only["doc_id"]) == ["x", "y"] and set(only["query_id"]) == {"a"}
+
+
+def test_disagreements_go_to_a_second_annotator_most_disagreeing_first(store):
+    def wrong_on_some(q, d):  # q3: two wrong pairs, q5: one; the rest agree
+        wrong = {(3, 0), (3, 1), (5, 4)}
+        return 1 - human_grade(q, d) if (q, d) in wrong else human_grade(q, d)
+
+    add_machine_labels(store, wrong_on_some)
+    result = CliRunner().invoke(
+        cli,
+        [
+            "calibrate",
+            "--db",
+            str(store.path),
+            "--send-disagreements-to",
+            "rita",
+            "--json",
+            "--bootstrap",
+            "0",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["sent_to_second_annotator"] == {
+        "annotator": "rita",
+        "queries": 2,
+    }
+    assert store.assignments("rita") == ["q3", "q5"]
+    assert store.next_query("rita") == "q3"
+
+
+def test_machine_labels_leave_the_human_golden_set_and_its_figures_byte_identical(store, tmp_path):
+    run_path = tmp_path / "good.trec"
+    frame = run_frame(good_order)
+    run_path.write_text(
+        "".join(f"{q} Q0 {d} 0 {s} good\n" for q, d, s in frame.itertuples(index=False))
+    )
+
+    def outputs(tag: str) -> dict[str, bytes]:
+        runner = CliRunner()
+        paths = {name: tmp_path / f"{tag}.{name}" for name in ("jsonl", "qrels")}
+        for name, path in paths.items():
+            args = ["export", "--db", str(store.path), "--format", name, "--out", str(path)]
+            assert runner.invoke(cli, args).exit_code == 0
+        evaluated = runner.invoke(
+            cli, ["eval", "--db", str(store.path), "--run", str(run_path), "--json"]
+        )
+        agreed = runner.invoke(cli, ["agreement", "--db", str(store.path), "--json"])
+        return {
+            **{name: path.read_bytes() for name, path in paths.items()},
+            "eval": evaluated.output.encode(),
+            "agreement": agreed.output.encode(),
+            "frames": repr(store.golden_frames()).encode(),
+            "status": json.dumps({k: v for k, v in store.status().items() if k != "path"}).encode(),
+        }
+
+    before = outputs("before")
+    add_machine_labels(store, lambda q, d: 1)
+    assert len(store.machine_judgments_frame(JUDGE)) == QUERIES * DOCS
+    assert outputs("after") == before
+
+
+def test_eval_with_both_labels_reports_judged_at_10_by_humans_and_by_the_machine(tmp_path):
+    with Store(tmp_path / "half.db") as store:
+        store.import_records(
+            {
+                "query_id": f"q{q}",
+                "query": "x",
+                "candidates": [{"doc_id": f"d{d}"} for d in range(4)],
+            }
+            for q in range(2)
+        )
+        # First-hit: the human stops at the first relevant doc (rank 2 of the 4 returned).
+        for q in range(2):
+            store.judge(f"q{q}", "d0", 0, "ana")
+            store.judge(f"q{q}", "d1", 1, "ana")
+        context = {"judge": JUDGE, "model": "rule", "prompt_sha256": "0" * 64}
+        for q in range(2):
+            for d in (2, 3):
+                pair = judges.Pair(f"q{q}", f"d{d}", "", "", "")
+                store.record_judge_calls(
+                    judges.call_rows(pair, [judges.Call("ok", 0.1, grade=1, reason="r")], context)
+                )
+        run = tmp_path / "run.trec"
+        run.write_text(
+            "".join(f"q{q} Q0 d{d} {d} {10 - d} r\n" for q in range(2) for d in range(4))
+        )
+        result = CliRunner().invoke(
+            cli, ["eval", "--db", str(store.path), "--run", str(run), "--labels", "both", "--json"]
+        )
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.output)["judged@10"] == {"human": 0.5, "machine": 0.5}
+        out = tmp_path / "both.jsonl"
+        args = ["export", "--db", str(store.path), "--labels", "both", "--out", str(out)]
+        assert CliRunner().invoke(cli, args).exit_code == 0
+        first = json.loads(out.read_text().splitlines()[0])
+        assert first["judgments"] == {"d0": 0, "d1": 1}
+        assert first["machine_judgments"] == {"d2": 1, "d3": 1} and first["machine_judge"] == JUDGE
