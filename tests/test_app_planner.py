@@ -133,3 +133,13 @@ def test_first_hit_plan_uses_the_measured_judged_depth_once_queries_are_done(pro
         * measured["annotators_per_query"]
         / 3600
     )
+
+
+def test_a_project_whose_judgements_took_no_time_plans_with_the_assumed_seconds(pooled):
+    db, _ = pooled
+    with Store(db) as store:  # judgements recorded with 0 active seconds (e.g. replayed)
+        for doc in store.candidates("q0")[:3]:
+            store.judge("q0", doc["doc_id"], 0, "local", seconds=0.0)
+    at = open_planner()  # asserts no exception: the measured 0 s is outside the input's range
+    seconds = next(n for n in at.number_input if n.label == "Seconds per judgement")
+    assert seconds.value > 0

@@ -90,23 +90,28 @@ def measured_section(summary: live.CostSummary) -> None:
     )
 
 
+def bounded_input(column, label: str, low, high, value, step=None):
+    """A number input whose default, measured on the project, is clamped into its range: a
+    measured figure outside it (0 s per judgement, no annotator yet) must not break the page."""
+    return column.number_input(label, low, high, min(max(value, low), high), step)
+
+
 def plan_inputs(store: Store, summary: live.CostSummary, ranks: np.ndarray, share: float | None):
     """The plan's inputs, defaulting to what was measured (or the field's figures)."""
     measured_seconds = summary.cost.seconds_per_judgement
+    if not live.finite(measured_seconds) or measured_seconds <= 0:
+        measured_seconds = ASSUMED_SECONDS  # nothing timed yet (or only instant imports)
     left, right = st.columns(2)
-    queries = left.number_input("Queries to label", 1, 10_000_000, store.status()["queries"] or 400)
+    queries = bounded_input(
+        left, "Queries to label", 1, 10_000_000, store.status()["queries"] or 400
+    )
     k = right.number_input("Depth k", 1, 1000, live.CUTOFF)
-    seconds = left.number_input(
-        "Seconds per judgement",
-        0.1,
-        3600.0,
-        float(measured_seconds) if live.finite(measured_seconds) else ASSUMED_SECONDS,
+    seconds = bounded_input(left, "Seconds per judgement", 0.1, 3600.0, float(measured_seconds))
+    annotators = bounded_input(
+        right, "Annotators per query", 1.0, 10.0, float(summary.annotators_per_query), 0.1
     )
-    annotators = right.number_input(
-        "Annotators per query", 1.0, 10.0, float(summary.annotators_per_query), 0.1
-    )
-    answerable = left.number_input(
-        "Answerable share", 0.0, 1.0, share if share is not None else 0.85, 0.05
+    answerable = bounded_input(
+        left, "Answerable share", 0.0, 1.0, share if share is not None else 0.85, 0.05
     )
     if len(ranks):
         right.caption(f"First relevant ranks: measured on {len(ranks):,} labelled queries.")
