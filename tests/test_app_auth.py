@@ -3,6 +3,7 @@ the session cookie's endpoint, the first web user, and error pages."""
 
 import asyncio
 import re
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -149,7 +150,10 @@ def post_ticket(ticket: str, origin: str | None = "http://127.0.0.1:8501"):
     async def receive() -> dict:
         return {"type": "http.request", "body": ticket.encode(), "more_body": False}
 
-    return asyncio.run(claim(Request(scope, receive)))
+    # On a thread of its own: the browser tests' Playwright (sync API) may have left an event
+    # loop running on this one, and asyncio.run refuses to start inside a running loop.
+    with ThreadPoolExecutor(1) as thread:
+        return thread.submit(asyncio.run, claim(Request(scope, receive))).result()
 
 
 @pytest.fixture
