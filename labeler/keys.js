@@ -115,7 +115,16 @@ function targetOf(m, key) {
 
 function replay(applied) {
   model = copyModel(base);
-  for (const [s, key] of pending) if (s > applied) model = reduce(model, key);
+  for (const [s, key, , target] of pending) {
+    if (s <= applied) continue;
+    // A press aimed at another query than the one the server now shows (the queue changed
+    // under the query fetched ahead): the server applies it there, so only the server can
+    // tell what follows. Predict nothing until it answers (later presses go unaimed).
+    if (model && target && target.query != null && target.query !== model.query) {
+      model = { ...model, query: null };
+    }
+    model = reduce(model, key);
+  }
 }
 
 function setText(element, text) {
