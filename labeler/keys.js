@@ -1,7 +1,7 @@
 // goldset key listener (a Streamlit v2 component, no build step).
 //
 // Every accepted key press is appended to an ordered log of [seq, key, ms, target] and
-// the whole unacknowledged log is sent as component state. Python applies only the
+// the unacknowledged log is sent as component state. Python applies only the
 // entries newer than the last one it applied, then acknowledges that seq through
 // `data.applied` — only once the press is committed — and this module drops what was
 // acknowledged. A press typed while the server is busy therefore rides along with the
@@ -9,7 +9,12 @@
 // database was busy, `data.retry` changes and the unacknowledged log is sent again.
 //
 // `target` names what was on screen: the query and, for a grade, the card and its grade
-// then. The server applies the press only there (a stale tab is told, and refreshed).
+// then. The server applies the press only there (a stale tab is told, and refreshed). A
+// press typed while the panel is greyed (only the server can tell what follows the presses
+// before it) is held in the browser, unsent, until the server's answer shows the panel
+// again; it is then aimed at what that answer shows, painted at once and sent. It is never
+// sent unaimed, which would let the server apply it to whatever query it has open (another
+// annotator's work can change the queue under the query fetched ahead).
 //
 // No wait between keys: `data.panel` is the server's model of the judging panel (the
 // query, each card's grade, the current card). The listener replays its unacknowledged
@@ -24,7 +29,7 @@
 // is a no-op). A reload starts a new page id, which tells Python to start over.
 
 const pageId = `${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
-const pending = [];
+const pending = []; // [seq, key, ms, target, aimed]: held presses (aimed false) are unsent
 let seq = 0;
 let accepted = "";
 let focusTargets = {};
@@ -113,18 +118,41 @@ function targetOf(m, key) {
   return { query: m.query };
 }
 
+// Whether a press typed now can be aimed: the panel is foreseen, or shows no query at all
+// (nothing left to label: the press is sent with no target). A model whose query is null
+// is unknown: the server has not yet shown what the presses before this one lead to.
+function canAim(m) {
+  return m === null || m.query != null;
+}
+
+// Rebuild the model from the server's panel and the presses it has not applied yet; a held
+// press is aimed here, at the panel the server now shows. Returns whether any press was.
 function replay(applied) {
   model = copyModel(base);
-  for (const [s, key, , target] of pending) {
+  let aimedNow = false;
+  for (const entry of pending) {
+    const [s, key, , target, aimed] = entry;
     if (s <= applied) continue;
-    // A press aimed at another query than the one the server now shows (the queue changed
-    // under the query fetched ahead): the server applies it there, so only the server can
-    // tell what follows. Predict nothing until it answers (later presses go unaimed).
-    if (model && target && target.query != null && target.query !== model.query) {
+    if (!aimed) {
+      if (!canAim(model)) break; // still unknown: this press and the later ones stay held
+      entry[3] = targetOf(model, key);
+      entry[4] = true;
+      aimedNow = true;
+    } else if (model && target && target.query != null && target.query !== model.query) {
+      // Aimed at another query than the one the server now shows (the queue changed under
+      // the query fetched ahead): the server applies it there, so only the server can tell
+      // what follows. Predict nothing until it answers; later presses are held.
       model = { ...model, query: null };
     }
     model = reduce(model, key);
   }
+  return aimedNow;
+}
+
+// The presses that may go to the server: every one up to the first held one.
+function sendable() {
+  const held = pending.findIndex((entry) => !entry[4]);
+  return (held < 0 ? pending : pending.slice(0, held)).map((entry) => entry.slice(0, 4));
 }
 
 function setText(element, text) {
@@ -237,12 +265,13 @@ function onKeyDown(event) {
   if (!accepted.includes(key)) return;
   event.preventDefault();
   seq += 1;
-  pending.push([seq, key, Math.round(performance.now()), targetOf(model, key)]);
+  const aimed = canAim(model);
+  pending.push([seq, key, Math.round(performance.now()), aimed ? targetOf(model, key) : null, aimed]);
   model = reduce(model, key);
   paint();
   keepFollowedInView();
   showSaving();
-  if (send) send();
+  if (send && aimed) send();
 }
 
 // Focus a text field once it is on the page (it may render after this component).
@@ -264,11 +293,12 @@ export default function ({ data, parentElement, setStateValue }) {
   const applied = data && data.page === pageId ? data.applied : 0;
   while (pending.length && pending[0][0] <= applied) pending.shift();
   base = (data && data.panel) || null;
-  replay(applied);
+  const aimedNow = replay(applied);
   send = () => {
     attempt += 1;
-    setStateValue("log", { page: pageId, entries: pending.slice(), attempt });
+    setStateValue("log", { page: pageId, entries: sendable(), attempt });
   };
+  if (aimedNow) setTimeout(() => send && send(), 0); // held presses now aimed: send them
   document.addEventListener("keydown", onKeyDown);
   badge = parentElement.querySelector(".goldset-keys");
   if (badge) badge.dataset.ready = "1";
