@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -109,6 +110,10 @@ def _marks(items: Sequence) -> str:
 class Connection:
     """Opening the database, transactions, snapshots and key-press tagging."""
 
+    # Told, after each write transaction commits, how long it held the write lock (seconds)
+    # and how many rows it changed: how tests and bench/lock_contention.py see the longest.
+    transaction_observer: Callable[[float, int], None] | None = None
+
     def __init__(
         self,
         path: str | Path,
@@ -192,6 +197,7 @@ class Connection:
         """One write transaction, ``BEGIN IMMEDIATE`` (see the module docstring)."""
         with self._lock:
             self.conn.execute("BEGIN IMMEDIATE")
+            began, changes = time.perf_counter(), self.conn.total_changes
             try:
                 yield self.conn
                 if (press := _KEY_PRESS.get()) is not None:
@@ -201,6 +207,36 @@ class Connection:
                 if self.conn.in_transaction:
                     self.conn.execute("ROLLBACK")
                 raise
+            if self.transaction_observer is not None:
+                self.transaction_observer(
+                    time.perf_counter() - began, self.conn.total_changes - changes
+                )
+
+    @contextmanager
+    def _scratch(self) -> Iterator[sqlite3.Connection]:
+        """A transaction that writes only this connection's TEMP tables. It takes no lock on
+        the project (TEMP tables are private to the connection), so an import prepares its
+        rows there while annotators keep writing, then copies them in one short transaction."""
+        with self._lock:
+            self.conn.execute("BEGIN")
+            try:
+                yield self.conn
+                self.conn.execute("COMMIT")
+            except BaseException:
+                if self.conn.in_transaction:
+                    self.conn.execute("ROLLBACK")
+                raise
+
+    @contextmanager
+    def _foreign_keys_off(self) -> Iterator[None]:
+        """Foreign keys unchecked on this connection only, for an import's bulk writes: its
+        rows are checked beforehand, and some are written before the rows they refer to
+        (invisible until then; see :meth:`Imports.import_tasks`). Outside any transaction."""
+        self.conn.execute("PRAGMA foreign_keys=OFF")
+        try:
+            yield
+        finally:
+            self.conn.execute("PRAGMA foreign_keys=ON")
 
     @contextmanager
     def key_press(self, page: str, seq: int) -> Iterator[None]:

@@ -35,6 +35,29 @@ STAGE_PAUSE = 0.1  # ...then let waiting writers in (see Store._in_short_transac
 _NO_TEXT = {"title": None, "text": None, "metadata": None}  # a doc named, not described
 
 
+STAGED = "goldset_staged_"  # prefix of an import's TEMP tables (see Imports._stage_rows)
+
+
+# The columns an import stages (see Imports._stage_rows), as the replay gives their values.
+_QUERY_COLUMNS = (
+    *("query_id", "position", "query", "slice", "metadata", "content_hash", "source"),
+    *("status", "answerable", "created_at"),
+)
+_EVENT_COLUMNS = (
+    *("id", "query_id", "doc_id", "annotator", "action", "grade", "mode", "seconds", "note"),
+    "created_at",
+)
+_LABEL_COLUMNS = ("query_id", "annotator", "doc_id", "grade", "event_id")
+_STATE_COLUMNS = (
+    *("query_id", "annotator", "slice", "status", "answerable", "needs_verdict", "mode"),
+    *("first_relevant_rank", "judged_depth", "seconds", "last_event_id", "updated_at", "note"),
+)
+_DECISION_COLUMNS = (
+    *("query_id", "reviewer", "judgments", "answerable", "adopted", "note", "created_at"),
+)
+_POOL_COLUMNS = ("query_id", "run", "rank", "doc_id", "score")
+
+
 @contextmanager
 def _collector_paused() -> Iterator[None]:
     """Pause Python's cyclic garbage collector for a bulk import.
@@ -109,20 +132,24 @@ class Imports(Projections):
                     else _imported_rows(task)
                 )
             ]
-            with self._batch(source) as batch:
+            with self._batch(source) as batch, self._staging():
                 self._stage_documents(new_documents, batch)
                 self._stage_candidates(candidates, batch)
-                with self._writing():
-                    self._add_queries(
-                        [
-                            (t.query_id, t.query, t.slice, _stored_metadata(t), t.content_hash)
-                            for t in new
-                        ],
-                        source,
-                    )
+                counts = self._stage_queries(
+                    [
+                        (t.query_id, t.query, t.slice, _stored_metadata(t), t.content_hash)
+                        for t in new
+                    ],
+                    source,
+                    {query_id: (status, known) for status, known, query_id in replay.statuses},
+                )
+                self._stage_replay(replay)
+                with self._foreign_keys_off(), self._writing():
+                    self._publish_queries()
                     for doc_id, (title, text) in fill_ins.items():
                         self._rewrite_document(doc_id, title, text)
-                    self._replay_golden(replay, batch)
+                    self._publish_replay(replay, batch)
+                    self._add_counts(_merged_counts(counts, replay.counts))
                     self._publish(batch)
         return {
             "queries_added": len(new),
@@ -201,11 +228,8 @@ class Imports(Projections):
                 [(*row, batch) for row in chunk],
             )
 
-        self.conn.execute("PRAGMA foreign_keys=OFF")
-        try:
+        with self._foreign_keys_off():
             self._in_short_transactions(rows, insert)
-        finally:
-            self.conn.execute("PRAGMA foreign_keys=ON")
 
     def _in_short_transactions(
         self, rows: Sequence[tuple], write: Callable[[sqlite3.Connection, Sequence[tuple]], None]
@@ -251,6 +275,18 @@ class Imports(Projections):
                 )
                 conn.executemany("DELETE FROM documents WHERE rowid = ?", [(r[0],) for r in rows])
                 deleted = len(rows)
+        # A pool stages ranks of its new queries (see Pool._stage_fresh_pools): a rank whose
+        # query is missing is one of them, the queries being published last.
+        orphans = self.conn.execute(
+            "SELECT query_id, run, rank FROM pool_ranks p "
+            "WHERE NOT EXISTS (SELECT 1 FROM queries q WHERE q.query_id = p.query_id)"
+        ).fetchall()
+        for start in range(0, len(orphans), STAGE_ROWS):
+            with self._writing() as conn:
+                conn.executemany(
+                    "DELETE FROM pool_ranks WHERE query_id = ? AND run = ? AND rank = ?",
+                    orphans[start : start + STAGE_ROWS],
+                )
         with self._writing() as conn:
             conn.execute("DELETE FROM import_batches WHERE id = ?", (batch,))
 
@@ -266,32 +302,103 @@ class Imports(Projections):
             )
         return hashes
 
-    def _add_queries(self, rows: Sequence[tuple[str, str, str, dict, str]], source: str) -> None:
-        """Insert new queries at the end of the queue, all pending."""
-        start = self.conn.execute("SELECT coalesce(max(position), 0) FROM queries").fetchone()[0]
+    @contextmanager
+    def _staging(self) -> Iterator[None]:
+        """Room for an import's TEMP tables (see :meth:`_stage_rows`), dropped at the end."""
+        try:
+            yield
+        finally:
+            with self._scratch() as conn:
+                for (name,) in conn.execute(
+                    "SELECT name FROM temp.sqlite_master WHERE type = 'table' AND name LIKE ?",
+                    (STAGED + "%",),
+                ).fetchall():
+                    conn.execute(f"DROP TABLE temp.{name}")
+
+    def _stage_rows(self, table: str, columns: Sequence[str], rows: Iterable[Sequence]) -> None:
+        """Copy ``rows`` (values of ``columns`` of ``table``) into a TEMP table of this
+        connection, without the write lock (see :meth:`Connection._scratch`);
+        :meth:`_publish_staged` then copies them into ``table`` with one statement."""
+        names = ", ".join(columns)
+        with self._scratch() as conn:
+            conn.execute(f"DROP TABLE IF EXISTS temp.{STAGED}{table}")
+            conn.execute(
+                f"CREATE TEMP TABLE {STAGED}{table} AS SELECT {names} FROM main.{table} WHERE 0"
+            )
+            conn.executemany(
+                f"INSERT INTO temp.{STAGED}{table} ({names}) VALUES ({_marks(columns)})", rows
+            )
+
+    def _publish_staged(
+        self,
+        table: str,
+        columns: Sequence[str],
+        values: Mapping[str, str] | None = None,
+        params: Mapping[str, object] | None = None,
+    ) -> None:
+        """Inside the publishing transaction: insert the rows staged for ``table``, each
+        column's value as staged or the SQL expression ``values`` gives for it (over the
+        staged columns and ``params``: an id shifted past the log's last, say)."""
+        values = values or {}
+        targets = [*columns, *(name for name in values if name not in columns)]
+        self.conn.execute(
+            f"INSERT INTO main.{table} ({', '.join(targets)}) "
+            f"SELECT {', '.join(values.get(name, name) for name in targets)} "
+            f"FROM temp.{STAGED}{table}",
+            params or {},
+        )
+
+    def _stage_queries(
+        self,
+        rows: Sequence[tuple[str, str, str, dict, str]],
+        source: str,
+        statuses: Mapping[str, tuple[str, int]] | None = None,
+    ) -> dict[tuple[str, str, str], int]:
+        """Stage new queries (query_id, query, slice, metadata, content_hash), to go at the
+        end of the queue, pending unless ``statuses`` gives their (status, answerable);
+        returns the pending counts they add to ``progress`` (per slice)."""
+        statuses = statuses or {}
         created_at = golden.now()
-        self.conn.executemany(
-            "INSERT INTO queries (query_id, position, query, slice, metadata, content_hash, "
-            "source, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        self._stage_rows(
+            "queries",
+            _QUERY_COLUMNS,
             (
                 (
                     query_id,
-                    start + i,
+                    position,
                     query,
                     slice_name,
                     json.dumps(metadata, ensure_ascii=False),
                     content_hash,
                     source,
+                    *statuses.get(query_id, ("pending", 1)),
                     created_at,
                 )
-                for i, (query_id, query, slice_name, metadata, content_hash) in enumerate(rows, 1)
+                for position, (query_id, query, slice_name, metadata, content_hash) in enumerate(
+                    rows, 1
+                )
             ),
         )
-        per_slice: dict[str, int] = {}
+        counts: dict[tuple[str, str, str], int] = {}
         for _, _, slice_name, _, _ in rows:
-            per_slice[slice_name] = per_slice.get(slice_name, 0) + 1
-        for slice_name, count in per_slice.items():
-            self._count("", slice_name, "pending", count)
+            key = ("", slice_name, "pending")
+            counts[key] = counts.get(key, 0) + 1
+        return counts
+
+    def _publish_queries(self) -> None:
+        """Inside the publishing transaction: the staged queries, after the queue's last."""
+        start = self.conn.execute("SELECT coalesce(max(position), 0) FROM queries").fetchone()[0]
+        self._publish_staged(
+            "queries", _QUERY_COLUMNS, {"position": "position + :start"}, {"start": start}
+        )
+
+    def _add_counts(self, counts: Mapping[tuple[str, str, str], int]) -> None:
+        """Add to the ``progress`` counters: (annotator, slice, state) -> delta."""
+        self.conn.executemany(
+            "INSERT INTO progress (annotator, slice, state, n) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (annotator, slice, state) DO UPDATE SET n = n + excluded.n",
+            [(*key, n) for key, n in counts.items() if n],
+        )
 
     def _new_documents(
         self, documents: Mapping[str, tuple[int, str, dict]], source: str
@@ -344,51 +451,51 @@ class Imports(Projections):
             "INSERT INTO documents_fts (rowid, title, text) VALUES (?, ?, ?)", (rowid, title, text)
         )
 
-    def _replay_golden(self, replay: Replay, batch: int) -> None:
-        """Write the events, projections and decisions that reproduce imported golden
-        records (computed beforehand by :func:`_replayed`), inside the publishing
-        transaction: bulk statements only, so that it stays short. The events carry the
-        import ``batch``: they are on nobody's undo stack. Event ids are the replay's own
-        numbers shifted past the log's last id."""
+    def _stage_replay(self, replay: Replay) -> None:
+        """Stage the events, projections and decisions that reproduce imported golden
+        records (computed beforehand by :func:`_replayed`), for :meth:`_publish_replay`."""
+        for table, columns, rows in (
+            ("events", _EVENT_COLUMNS, replay.events),
+            ("labels", _LABEL_COLUMNS, replay.labels),
+            ("query_state", _STATE_COLUMNS, replay.states),
+            ("adjudications", _DECISION_COLUMNS, replay.decisions),
+            ("pool_ranks", _POOL_COLUMNS, replay.pool_ranks),
+        ):
+            self._stage_rows(table, columns, rows)
+
+    def _publish_replay(self, replay: Replay, batch: int) -> None:
+        """Inside the publishing transaction: the staged replay, one bulk copy per table (the
+        golden statuses went in with the queries, the counts are the caller's). The events
+        carry the import ``batch``: they are on nobody's undo stack. Event ids are the
+        replay's own numbers shifted past the log's last id."""
         base = self.conn.execute(
             "SELECT max(coalesce(max(id), 0), "
             "coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0)) FROM events"
         ).fetchone()[0]
-        self.conn.executemany(
-            "INSERT INTO events (id, query_id, doc_id, annotator, action, grade, mode, seconds, "
-            "note, created_at, batch) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [(base + row[0], *row[1:], batch) for row in replay.events],
+        shift = {"base": base}
+        self._publish_staged(
+            "events",
+            _EVENT_COLUMNS,
+            {"id": "id + :base", "batch": ":batch"},
+            {**shift, "batch": batch},
         )
-        self.conn.executemany(
-            "INSERT INTO labels (query_id, annotator, doc_id, grade, event_id) "
-            "VALUES (?, ?, ?, ?, ?)",
-            [(*row[:4], base + row[4]) for row in replay.labels],
+        self._publish_staged("labels", _LABEL_COLUMNS, {"event_id": "event_id + :base"}, shift)
+        self._publish_staged(
+            "query_state", _STATE_COLUMNS, {"last_event_id": "last_event_id + :base"}, shift
         )
-        self.conn.executemany(
-            "INSERT INTO query_state (query_id, annotator, slice, status, answerable, "
-            "needs_verdict, mode, first_relevant_rank, judged_depth, seconds, last_event_id, "
-            "updated_at, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [(*row[:10], base + row[10], *row[11:]) for row in replay.states],
-        )
-        self.conn.executemany(
-            "UPDATE queries SET status = ?, answerable = ? WHERE query_id = ?", replay.statuses
-        )
-        self.conn.executemany(
-            "INSERT INTO progress (annotator, slice, state, n) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT (annotator, slice, state) DO UPDATE SET n = n + excluded.n",
-            [(*key, n) for key, n in replay.counts.items()],
-        )
-        self.conn.executemany(
-            "INSERT INTO adjudications (query_id, reviewer, judgments, answerable, adopted, "
-            "note, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            replay.decisions,
-        )
+        self._publish_staged("adjudications", _DECISION_COLUMNS)
         self.conn.executemany(
             "INSERT INTO runs (name, path, sha256, depth, pooled_at) VALUES (?, ?, '', ?, ?) "
             "ON CONFLICT (name) DO UPDATE SET depth = max(depth, excluded.depth)",
             [(run, replay.source, depth, golden.now()) for run, depth in replay.runs.items()],
         )
-        self.conn.executemany(
-            "INSERT INTO pool_ranks (query_id, run, rank, doc_id, score) VALUES (?, ?, ?, ?, ?)",
-            replay.pool_ranks,
-        )
+        self._publish_staged("pool_ranks", _POOL_COLUMNS)
+
+
+def _merged_counts(*parts: Mapping[tuple[str, str, str], int]) -> dict[tuple[str, str, str], int]:
+    """Progress deltas summed key by key."""
+    merged: dict[tuple[str, str, str], int] = {}
+    for part in parts:
+        for key, n in part.items():
+            merged[key] = merged.get(key, 0) + n
+    return merged

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -60,26 +61,40 @@ class Pool(Imports):
             )
             for doc in corpus_docs.values()
         }
-        # The corpus, the bulk of the work, is staged in short transactions like an import's
-        # documents; the pool itself (ranks, candidates of existing queries) in one.
-        with self._import_lock(), self._batch(str(corpus or runs[0])) as batch:
+        # The bulk of the work, the corpus and the pools of new queries under new runs, is
+        # staged in short transactions (invisible: no query, no run reaches it yet); the one
+        # publishing transaction adds the queries and runs, and the pools of known queries.
+        with self._import_lock(), self._batch(str(corpus or runs[0])) as batch, self._staging():
             new_documents, fill_ins = self._new_documents(documents, str(corpus))
             self._stage_documents(new_documents, batch)
+            new_queries = self._new_pool_queries(pool_queries, str(queries))
+            counts = self._stage_queries(
+                [(t.query_id, t.query, t.slice, t.metadata, t.content_hash) for t in new_queries],
+                str(queries),
+            )
+            corpus_name = f"the corpus {corpus}" if corpus else "the project"
+            known_queries = {q.query_id for q in pool_queries} | set(
+                self._content_hashes([q for run in pooled for q in run.rankings])
+            )
+            self._check_pooled_docs(pooled, known_queries, corpus_name)
+            fresh = {task.query_id for task in new_queries}
+            new_runs = {run.name for run in pooled} - {
+                row[0] for row in self.conn.execute("SELECT name FROM runs")
+            }
+            staged, pooled_fresh = self._stage_fresh_pools(pooled, fresh, new_runs, batch)
             with self._writing():
                 self._register_runs(pooled)
                 for doc_id, (title, text) in fill_ins.items():
                     self._rewrite_document(doc_id, title, text)
-                queries_added = self._add_pool_queries(pool_queries, str(queries))
-                corpus_name = f"the corpus {corpus}" if corpus else "the project"
-                known_queries = {q.query_id for q in pool_queries} | set(
-                    self._content_hashes([q for run in pooled for q in run.rankings])
-                )
-                self._check_pooled_docs(pooled, known_queries, corpus_name)
-                added, touched = self._add_pool_ranks(pooled, known_queries)
+                self._publish_queries()
+                self._add_counts(counts)
+                added, touched = self._add_pool_ranks(pooled, known_queries, fresh, new_runs)
                 for query_id in touched:
                     self._reorder_candidates(query_id)
                     self._refresh(query_id)
                 self._publish(batch)
+        added += staged
+        queries_added = len(new_queries)
         documents_added = len(new_documents)
         answered = {q for run in pooled for q in run.rankings}
         return {
@@ -87,7 +102,7 @@ class Pool(Imports):
             "queries_added": queries_added,
             "documents_added": documents_added,
             "candidates_added": added,
-            "queries_touched": len(touched),
+            "queries_touched": len(touched | pooled_fresh),
             "run_queries_ignored": len(answered - known_queries),
         }
 
@@ -105,7 +120,9 @@ class Pool(Imports):
                 (run.name, run.path, run.sha256, run.depth, golden.now()),
             )
 
-    def _add_pool_queries(self, pool_queries: Sequence, source: str) -> int:
+    def _new_pool_queries(self, pool_queries: Sequence, source: str) -> list[Task]:
+        """The queries of a queries file not yet in the project; a known query_id with other
+        content is an error naming its line."""
         tasks = [Task(q.query_id, q.query, q.slice, q.metadata, (), q.line) for q in pool_queries]
         known = self._content_hashes([task.query_id for task in tasks])
         for task in tasks:
@@ -114,11 +131,39 @@ class Pool(Imports):
                     f"query {task.query_id!r} is already in the database with different content"
                 )
                 raise InputError(source, task.line, "_id", problem)
-        new = [t for t in tasks if t.query_id not in known]
-        self._add_queries(
-            [(t.query_id, t.query, t.slice, t.metadata, t.content_hash) for t in new], source
-        )
-        return len(new)
+        return [t for t in tasks if t.query_id not in known]
+
+    def _stage_fresh_pools(
+        self, pooled: Sequence[PooledRun], fresh: set[str], new_runs: set[str], batch: int
+    ) -> tuple[int, set[str]]:
+        """Stage, in short transactions, the candidates of the new queries (``fresh``) in
+        fused order over every pooled run, and their ranks under the runs not yet pooled
+        (``new_runs``). Nothing reaches them before the publishing transaction adds their
+        queries and runs; returns how many candidates were staged, and for which queries."""
+        rankings: dict[str, dict[str, list[str]]] = {}
+        for run in sorted(pooled, key=lambda run: run.name):  # as _context orders them
+            for query_id, ranking in run.rankings.items():
+                if query_id in fresh:
+                    rankings.setdefault(query_id, {})[run.name] = [doc for doc, _ in ranking]
+        candidates = []
+        for query_id, runs in rankings.items():
+            scores = fusion_scores(runs)
+            candidates += [
+                (query_id, doc_id, position, scores[doc_id], None)
+                for position, doc_id in enumerate(fuse(runs), start=1)
+            ]
+        ranks = [
+            (query_id, run.name, rank, doc_id, score)
+            for run in pooled
+            if run.name in new_runs
+            for query_id, ranking in run.rankings.items()
+            if query_id in fresh
+            for rank, (doc_id, score) in enumerate(ranking, start=1)
+        ]
+        self._stage_candidates(candidates, batch)
+        with self._foreign_keys_off():
+            self._in_short_transactions(ranks, _insert_ranks)
+        return len(candidates), set(rankings)
 
     def _check_pooled_docs(
         self, pooled: Sequence[PooledRun], known_queries: set[str], corpus: str
@@ -144,14 +189,19 @@ class Pool(Imports):
                 raise InputError(run.path, line, "docno", problem)
 
     def _add_pool_ranks(
-        self, pooled: Sequence[PooledRun], known_queries: set[str]
-    ) -> tuple[int, list[str]]:
-        """Store provenance, add new (query, doc) candidates; return (added, queries touched)."""
-        touched: dict[str, None] = {}
+        self,
+        pooled: Sequence[PooledRun],
+        known_queries: set[str],
+        fresh: set[str],
+        new_runs: set[str],
+    ) -> tuple[int, set[str]]:
+        """Store provenance, add new (query, doc) candidates; return (added, queries touched).
+        A new query's ranks under a new run are staged already (:meth:`_stage_fresh_pools`)."""
+        touched: set[str] = set()
         added = 0
         for run in pooled:
             for query_id, ranking in run.rankings.items():
-                if query_id not in known_queries:
+                if query_id not in known_queries or (query_id in fresh and run.name in new_runs):
                     continue
                 rows = [
                     (query_id, run.name, rank, doc_id, score)
@@ -163,14 +213,14 @@ class Pool(Imports):
                     rows,
                 )
                 if cursor.rowcount:
-                    touched[query_id] = None
+                    touched.add(query_id)
                 cursor = self.conn.executemany(
                     "INSERT OR IGNORE INTO candidates (query_id, doc_id, position) "
                     "VALUES (?, ?, 0)",
                     [(query_id, doc_id) for doc_id, _ in ranking],
                 )
                 added += cursor.rowcount
-        return added, list(touched)
+        return added, touched
 
     def _reorder_candidates(self, query_id: str) -> None:
         """Display positions and scores of a pooled query: reciprocal-rank fusion of its runs."""
@@ -189,3 +239,9 @@ class Pool(Imports):
         documents, searchable from the label page; returns how many were new. A known doc
         keeps its text (a different one is an error naming the line). All-or-nothing."""
         return self.pool(path, None, [], depth=1)["documents_added"]
+
+
+def _insert_ranks(conn: sqlite3.Connection, rows: Sequence[tuple]) -> None:
+    conn.executemany(
+        "INSERT INTO pool_ranks (query_id, run, rank, doc_id, score) VALUES (?, ?, ?, ?, ?)", rows
+    )
