@@ -1,20 +1,26 @@
 """Lock contention: how long annotators' judgements wait while a large import runs.
 
-    python bench/lock_contention.py [--queries 60000] [--candidates 20] [--writers 2]
+    python bench/lock_contention.py [--queries 60000] [--candidates 20] [--writers 2] [--golden]
 
 A project holds 500 queries to label. Then ``--writers`` processes (annotators, as the app's
 server would write for them) each judge one candidate after another, flat out, while the main
-process imports ``--queries`` new queries × ``--candidates`` candidates. Reported: the import's
-time, and for the judgements made during it the count, the median, the 99th percentile and the
-longest wait (one ``Store.judge`` call, lock wait included), and any error. The import writes
-in short transactions (see ``Store.import_tasks``), so the longest wait stays near the longest
-of them, not the whole import.
+process imports ``--queries`` new queries × ``--candidates`` candidates — or, with
+``--golden``, a golden set of that many labelled queries (first-hit records judged to depth 3,
+one in ten unanswerable, one in five pooled from two runs over ``--candidates`` docs), whose
+import replays every label into the log. Reported: the import's time and its write
+transactions (how many, the longest, the most rows in one), and for the judgements made
+during it the count, the median, the 99th percentile and the longest wait (one
+``Store.judge`` call, lock wait included), and any error. The import writes in short
+transactions and publishes in one bulk copy (see ``Store.import_tasks``), so the longest
+wait stays near the longest of them, not the whole import.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import multiprocessing
+import os
 import statistics
 import tempfile
 import time
@@ -44,17 +50,50 @@ def judge_until(path: Path, writer: int, stop, results) -> None:
     results.put((waits, errors))
 
 
+def write_golden(path: Path, first: int, count: int, candidates: int) -> None:
+    """A synthetic golden set of ``count`` done queries (``q{first}`` on), as an export has them."""
+    with path.open("w", encoding="utf-8") as handle:
+        for n in range(first, first + count):
+            docs = [f"d{n}-{c}" for c in range(candidates)]
+            record = {
+                "query_id": f"q{n}",
+                "query": f"question {n}",
+                "slice": "head" if n % 3 else "tail",
+                "status": "done",
+                "answerable": n % 10 != 7,
+                "judgments": dict.fromkeys(docs[:3], 0) | ({docs[2]: 1} if n % 10 != 7 else {}),
+                "first_relevant_rank": None if n % 10 == 7 else 3,
+                "judged_depth": 3,
+                "mode": "first_hit",
+                "annotators": ["ana"],
+                "seconds": 12.5,
+                "labelled_at": "2026-11-30T10:01:02Z",
+                "notes": "",
+            }
+            if n % 5 == 0:  # pooled: the candidates beyond the judged ones come with it
+                order = [docs[2], *docs[:2], *docs[3:]]
+                record["judgments"] = {docs[2]: 1}
+                record["first_relevant_rank"], record["judged_depth"] = 1, 1
+                record["answerable"] = True
+                record["pool"] = {"order": order, "runs": {"A": order, "B": order[:1] + order[3:]}}
+            handle.write(json.dumps(record) + "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", type=int, default=60_000)
     parser.add_argument("--candidates", type=int, default=20)
     parser.add_argument("--writers", type=int, default=2)
+    parser.add_argument("--golden", action="store_true", help="import a golden set instead")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         folder = Path(folder)
         labelled, tasks = folder / "labelled.jsonl", folder / "tasks.jsonl"
         write_tasks(labelled, LABELLED, 20)
-        write_tasks(tasks, LABELLED + args.queries, args.candidates)
+        if args.golden:
+            write_golden(tasks, LABELLED, args.queries, args.candidates)
+        else:
+            write_tasks(tasks, LABELLED + args.queries, args.candidates)
         path = folder / "project.db"
         with Store(path) as store:
             store.import_tasks(labelled)
@@ -68,7 +107,9 @@ def main() -> None:
         for writer in writers:
             writer.start()
         time.sleep(2.0)  # the writers are up and judging
+        transactions: list[tuple[float, int]] = []
         with Store(path) as store:
+            store.transaction_observer = lambda seconds, rows: transactions.append((seconds, rows))
             started = time.perf_counter()
             counts = store.import_tasks(tasks)
             import_seconds = time.perf_counter() - started
@@ -81,15 +122,22 @@ def main() -> None:
         for writer in writers:
             writer.join()
     waits.sort()
+    kind = "golden records" if args.golden else f"queries x {args.candidates} candidates"
     print(
-        f"import of {counts['queries_added']:,} queries x {args.candidates} candidates: "
+        f"import of {counts['queries_added']:,} {kind}: "
         f"{import_seconds:.1f} s, {args.writers} writers judging meanwhile"
+    )
+    print(
+        f"import's write transactions: {len(transactions)}; longest "
+        f"{max(seconds for seconds, _ in transactions) * 1000:.0f} ms, most rows in one "
+        f"{max(rows for _, rows in transactions):,}"
     )
     print(
         f"judgements: {len(waits):,}; wait median {statistics.median(waits) * 1000:.1f} ms, "
         f"p99 {waits[int(len(waits) * 0.99)] * 1000:.1f} ms, longest {waits[-1] * 1000:.0f} ms"
     )
     print(f"errors: {len(errors)}" + (f" (first: {errors[0]})" if errors else ""))
+    print(f"load average: {', '.join(f'{load:.1f}' for load in os.getloadavg())}")
 
 
 if __name__ == "__main__":

@@ -19,6 +19,31 @@ from labeler.store import imports as store_imports  # the import's pacing lives 
 CANDIDATES = 20
 
 
+def write_golden(path, first: int, count: int) -> str:
+    """Done first-hit records judged to depth 3 (the third relevant), one in five pooled."""
+    with path.open("w", encoding="utf-8") as handle:
+        for n in range(first, first + count):
+            docs = [f"g{n}-{c}" for c in range(CANDIDATES)]
+            record = {
+                "query_id": f"q{n}",
+                "query": f"question {n}",
+                "status": "done",
+                "answerable": True,
+                "judgments": {docs[0]: 0, docs[1]: 0, docs[2]: 1},
+                "first_relevant_rank": 3,
+                "judged_depth": 3,
+                "mode": "first_hit",
+                "annotators": ["ana"],
+                "seconds": 9.0,
+                "labelled_at": "2026-11-30T10:01:02Z",
+                "notes": "",
+            }
+            if n % 5 == 0:
+                record["pool"] = {"order": docs, "runs": {"A": docs, "B": docs[2:]}}
+            handle.write(json.dumps(record) + "\n")
+    return str(path)
+
+
 def write_tasks(path, first: int, count: int) -> str:
     with path.open("w", encoding="utf-8") as handle:
         for n in range(first, first + count):
@@ -46,8 +71,16 @@ def project(tmp_path, monkeypatch):
     return path, write_tasks(tmp_path / "big.jsonl", 50, 600)
 
 
-def test_judgements_during_a_large_import_are_all_stored_exactly_once(project):
+@pytest.fixture
+def golden_set(tmp_path):
+    """A 600-query golden set (labels to replay) to import into the project."""
+    return write_golden(tmp_path / "golden.jsonl", 50, 600)
+
+
+@pytest.mark.parametrize("kind", ["tasks", "golden set"])
+def test_judgements_during_a_large_import_are_all_stored_exactly_once(project, golden_set, kind):
     path, big = project
+    big = golden_set if kind == "golden set" else big
     stop, done, errors = threading.Event(), {}, []
 
     def annotator(name: str) -> None:
@@ -75,7 +108,9 @@ def test_judgements_during_a_large_import_are_all_stored_exactly_once(project):
     assert counts["queries_added"] == 600
     with Store(path) as store:
         stored = dict(
-            store.conn.execute("SELECT annotator, count(*) FROM events GROUP BY annotator")
+            store.conn.execute(
+                "SELECT annotator, count(*) FROM events WHERE batch IS NULL GROUP BY annotator"
+            )
         )
         duplicates = store.conn.execute(
             "SELECT count(*) FROM (SELECT 1 FROM events GROUP BY id HAVING count(*) > 1)"
@@ -109,6 +144,118 @@ def test_readers_see_all_of_an_import_or_none_of_it(project):
     assert (650, 650 * CANDIDATES, True) in seen
 
 
+def test_readers_see_all_of_a_golden_set_import_or_none_of_it(project, golden_set):
+    path, _ = project
+    seen, stop = set(), threading.Event()
+
+    def reader() -> None:
+        with Store(path) as store:
+            while not stop.is_set():
+                with store.snapshot():
+                    seen.add(
+                        tuple(
+                            store.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+                            for table in ("queries", "events", "labels", "query_state")
+                        )
+                        + (store.progress()[""]["done"],)
+                    )
+
+    watcher = threading.Thread(target=reader)
+    watcher.start()
+    with Store(path) as store:
+        store.import_tasks(golden_set)
+    time.sleep(0.1)
+    stop.set()
+    watcher.join()
+    after = (650, 600 * 3, 600 * 3, 600, 600)
+    assert seen <= {(50, 0, 0, 0, 0), after}
+    assert after in seen
+
+
+def test_a_golden_set_import_writes_its_bulk_before_one_publishing_transaction(project, golden_set):
+    path, _ = project
+    transactions = []
+    with Store(path) as store:
+        store.transaction_observer = lambda seconds, rows: transactions.append(rows)
+        store.import_tasks(golden_set)
+        replayed = sum(
+            store.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+            for table in ("events", "labels", "query_state")
+        )
+    publish = max(transactions)
+    assert transactions[-1] == publish  # the queries and their labels, last and at once
+    # ... and only those (with a few counters): not the documents, candidates or pool ranks
+    assert 600 + replayed <= publish <= 600 + replayed + 20
+    assert publish < sum(transactions) / 2 and len(transactions) > 10
+
+
+def test_pooling_new_queries_stages_their_pools_before_publishing(project, tmp_path):
+    path, _ = project
+    corpus, queries = tmp_path / "corpus.jsonl", tmp_path / "queries.jsonl"
+    corpus.write_text(
+        "".join(json.dumps({"_id": f"c{n}", "text": f"corpus {n}"}) + "\n" for n in range(500)),
+        encoding="utf-8",
+    )
+    queries.write_text(
+        "".join(json.dumps({"_id": f"p{n}", "text": f"pooled {n}"}) + "\n" for n in range(300)),
+        encoding="utf-8",
+    )
+    runs = []
+    for name, offset in (("A", 0), ("B", 5)):
+        run = tmp_path / f"{name}.trec"
+        run.write_text(
+            "".join(
+                f"p{n} Q0 c{(n + offset + rank) % 500} {rank} {20 - rank} {name}\n"
+                for n in range(300)
+                for rank in range(1, 11)
+            ),
+            encoding="utf-8",
+        )
+        runs.append(run)
+    transactions = []
+    with Store(path) as store:
+        store.transaction_observer = lambda seconds, rows: transactions.append(rows)
+        counts = store.pool(corpus, queries, runs, depth=10)
+        ranks = store.conn.execute("SELECT count(*) FROM pool_ranks").fetchone()[0]
+        first = store.candidates("p0")
+    assert counts["queries_added"] == 300 and counts["queries_touched"] == 300
+    assert ranks == 300 * 2 * 10 and counts["candidates_added"] == 300 * 15
+    # fused: c6..c10 are in both runs' top 10 and come first, then A's first
+    assert [c["doc_id"] for c in first[:6]] == [f"c{n}" for n in (6, 7, 8, 9, 10, 1)]
+    assert transactions[-1] < 300 * 2  # the queries and counters, not the ranks or candidates
+    assert len(transactions) > 5
+
+
+def test_a_failing_pool_leaves_none_of_its_staged_ranks(project, tmp_path, monkeypatch):
+    path, _ = project
+    corpus, queries, run = tmp_path / "c.jsonl", tmp_path / "q.jsonl", tmp_path / "A.trec"
+    corpus.write_text(
+        "".join(json.dumps({"_id": f"c{n}", "text": "x"}) + "\n" for n in range(50)),
+        encoding="utf-8",
+    )
+    queries.write_text(
+        "".join(json.dumps({"_id": f"p{n}", "text": "y"}) + "\n" for n in range(200)),
+        encoding="utf-8",
+    )
+    run.write_text(
+        "".join(f"p{n} Q0 c{r} {r} {50 - r} A\n" for n in range(200) for r in range(1, 11)),
+        encoding="utf-8",
+    )
+
+    def fail(self):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(Store, "_publish_queries", fail)
+    with Store(path) as store:
+        with pytest.raises(RuntimeError, match="disk full"):
+            store.pool(corpus, queries, [run], depth=10)
+        left = [
+            store.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+            for table in ("queries", "candidates", "pool_ranks", "runs", "documents")
+        ]
+    assert left == [50, 50 * CANDIDATES, 0, 0, 50 * CANDIDATES]
+
+
 def test_a_failing_import_leaves_nothing_behind(project, monkeypatch):
     path, big = project
     original = Store._stage_candidates
@@ -136,8 +283,11 @@ Store(sys.argv[1]).import_tasks(sys.argv[2])
 """
 
 
-def test_an_import_killed_halfway_shows_nothing_and_a_retry_completes(project):
+@pytest.mark.parametrize("kind", ["tasks", "golden set"])
+def test_an_import_killed_halfway_shows_nothing_and_a_retry_completes(project, golden_set, kind):
     path, big = project
+    golden = kind == "golden set"
+    big = golden_set if golden else big
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     importer = subprocess.Popen([sys.executable, "-c", KILLED_IMPORT, str(path), big], env=env)
     staged = 0
@@ -153,14 +303,18 @@ def test_an_import_killed_halfway_shows_nothing_and_a_retry_completes(project):
         assert staged >= 1_000  # killed with part of the import written
         assert store.conn.execute("SELECT count(*) FROM queries").fetchone()[0] == 50
         assert store.search("60") == []  # query 60's docs only (any word matches)
+        assert store.conn.execute("SELECT count(*) FROM events").fetchone()[0] == 0
         counts = store.import_tasks(big)
         assert counts["queries_added"] == 600
-        assert counts["candidates_added"] == 600 * CANDIDATES
+        candidates = 600 * 3 + 120 * (CANDIDATES - 3) if golden else 600 * CANDIDATES
+        assert counts["candidates_added"] == candidates
+        done = store.progress()[""]["done"]
         unpublished = store.conn.execute(
             "SELECT count(*) FROM import_batches WHERE published_at IS NULL"
         ).fetchone()[0]
         total = store.conn.execute("SELECT count(*) FROM candidates").fetchone()[0]
-    assert unpublished == 0 and total == 650 * CANDIDATES
+    assert unpublished == 0 and total == 50 * CANDIDATES + candidates
+    assert done == (600 if golden else 0)
 
 
 def test_a_refused_pool_leaves_none_of_its_staged_corpus(project, tmp_path):

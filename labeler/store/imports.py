@@ -143,7 +143,9 @@ class Imports(Projections):
                     source,
                     {query_id: (status, known) for status, known, query_id in replay.statuses},
                 )
-                self._stage_replay(replay)
+                known_runs = {row[0] for row in self.conn.execute("SELECT name FROM runs")}
+                self._stage_ranks([row for row in replay.pool_ranks if row[1] not in known_runs])
+                self._stage_replay(replay, known_runs)
                 with self._foreign_keys_off(), self._writing():
                     self._publish_queries()
                     for doc_id, (title, text) in fill_ins.items():
@@ -226,6 +228,21 @@ class Imports(Projections):
                 "INSERT INTO candidates (query_id, doc_id, position, score, imported_rank, "
                 "batch) VALUES (?, ?, ?, ?, ?, ?)",
                 [(*row, batch) for row in chunk],
+            )
+
+        with self._foreign_keys_off():
+            self._in_short_transactions(rows, insert)
+
+    def _stage_ranks(self, rows: Sequence[tuple]) -> None:
+        """Insert ``pool_ranks`` rows (query_id, run, rank, doc_id, score) of queries and runs
+        not in the project yet, in short transactions: readers reach a rank through its
+        query or its run, so they stay invisible until those are published (and a batch
+        that is not is cleared of them, see :meth:`_discard_batch`)."""
+
+        def insert(conn: sqlite3.Connection, chunk: Sequence[tuple]) -> None:
+            conn.executemany(
+                f"INSERT INTO pool_ranks ({', '.join(_POOL_COLUMNS)}) VALUES (?, ?, ?, ?, ?)",
+                chunk,
             )
 
         with self._foreign_keys_off():
@@ -451,15 +468,17 @@ class Imports(Projections):
             "INSERT INTO documents_fts (rowid, title, text) VALUES (?, ?, ?)", (rowid, title, text)
         )
 
-    def _stage_replay(self, replay: Replay) -> None:
+    def _stage_replay(self, replay: Replay, known_runs: set[str]) -> None:
         """Stage the events, projections and decisions that reproduce imported golden
-        records (computed beforehand by :func:`_replayed`), for :meth:`_publish_replay`."""
+        records (computed beforehand by :func:`_replayed`), for :meth:`_publish_replay`:
+        the pool ranks under runs the project already has (those under new ones are written
+        in place beforehand, see :meth:`_stage_ranks`)."""
         for table, columns, rows in (
             ("events", _EVENT_COLUMNS, replay.events),
             ("labels", _LABEL_COLUMNS, replay.labels),
             ("query_state", _STATE_COLUMNS, replay.states),
             ("adjudications", _DECISION_COLUMNS, replay.decisions),
-            ("pool_ranks", _POOL_COLUMNS, replay.pool_ranks),
+            ("pool_ranks", _POOL_COLUMNS, [r for r in replay.pool_ranks if r[1] in known_runs]),
         ):
             self._stage_rows(table, columns, rows)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -161,8 +160,7 @@ class Pool(Imports):
             for rank, (doc_id, score) in enumerate(ranking, start=1)
         ]
         self._stage_candidates(candidates, batch)
-        with self._foreign_keys_off():
-            self._in_short_transactions(ranks, _insert_ranks)
+        self._stage_ranks(ranks)
         return len(candidates), set(rankings)
 
     def _check_pooled_docs(
@@ -239,9 +237,3 @@ class Pool(Imports):
         documents, searchable from the label page; returns how many were new. A known doc
         keeps its text (a different one is an error naming the line). All-or-nothing."""
         return self.pool(path, None, [], depth=1)["documents_added"]
-
-
-def _insert_ranks(conn: sqlite3.Connection, rows: Sequence[tuple]) -> None:
-    conn.executemany(
-        "INSERT INTO pool_ranks (query_id, run, rank, doc_id, score) VALUES (?, ?, ?, ?, ?)", rows
-    )
