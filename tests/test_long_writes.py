@@ -334,3 +334,15 @@ def test_a_refused_pool_leaves_none_of_its_staged_corpus(project, tmp_path):
         documents = store.conn.execute("SELECT count(*) FROM documents").fetchone()[0]
         assert store.search("corpus") == []
     assert documents == 50 * CANDIDATES
+
+
+def test_an_export_in_progress_lets_annotators_write(project):
+    path, _ = project
+    with Store(path) as exporter, Store(path, timeout=0.5) as annotator:
+        records = exporter.iter_golden_records()
+        first = next(records)  # the export holds its read snapshot from here to the end
+        annotator.judge("q1", "d1-0", 1, "ana")
+        rest = list(records)
+    assert first["query_id"] == "q0" and len(rest) == 49
+    with Store(path) as store:
+        assert store.labels("q1") == {"d1-0": 1}  # committed while the export was reading
