@@ -357,16 +357,18 @@ class Imports(Projections):
         columns: Sequence[str],
         values: Mapping[str, str] | None = None,
         params: Mapping[str, object] | None = None,
+        conflict: str = "",
     ) -> None:
         """Inside the publishing transaction: insert the rows staged for ``table``, each
         column's value as staged or the SQL expression ``values`` gives for it (over the
-        staged columns and ``params``: an id shifted past the log's last, say)."""
+        staged columns and ``params``: an id shifted past the log's last, say); ``conflict``:
+        an upsert clause (``ON CONFLICT ... DO UPDATE ...``)."""
         values = values or {}
         targets = [*columns, *(name for name in values if name not in columns)]
         self.conn.execute(
             f"INSERT INTO main.{table} ({', '.join(targets)}) "
             f"SELECT {', '.join(values.get(name, name) for name in targets)} "
-            f"FROM temp.{STAGED}{table}",
+            f"FROM temp.{STAGED}{table} WHERE true {conflict}",  # WHERE: the upsert's parse
             params or {},
         )
 

@@ -20,7 +20,7 @@ from labeler.pooling import (
     read_queries,
 )
 from labeler.store.connection import _chunks, _marks
-from labeler.store.imports import Imports
+from labeler.store.imports import _POOL_COLUMNS, Imports
 from labeler.store.log import IMPORT_RUN
 
 
@@ -61,8 +61,9 @@ class Pool(Imports):
             for doc in corpus_docs.values()
         }
         # The bulk of the work, the corpus and the pools of new queries under new runs, is
-        # staged in short transactions (invisible: no query, no run reaches it yet); the one
-        # publishing transaction adds the queries and runs, and the pools of known queries.
+        # staged in short transactions (invisible: no query, no run reaches it yet); the rest
+        # is computed outside the lock and staged in TEMP tables. The one publishing
+        # transaction adds the queries and runs and copies the pools of known queries in.
         with self._import_lock(), self._batch(str(corpus or runs[0])) as batch, self._staging():
             new_documents, fill_ins = self._new_documents(documents, str(corpus))
             self._stage_documents(new_documents, batch)
@@ -81,15 +82,21 @@ class Pool(Imports):
                 row[0] for row in self.conn.execute("SELECT name FROM runs")
             }
             staged, pooled_fresh = self._stage_fresh_pools(pooled, fresh, new_runs, batch)
+            added, touched = self._stage_known_pools(pooled, known_queries, fresh, new_runs)
             with self._writing():
                 self._register_runs(pooled)
                 for doc_id, (title, text) in fill_ins.items():
                     self._rewrite_document(doc_id, title, text)
                 self._publish_queries()
                 self._add_counts(counts)
-                added, touched = self._add_pool_ranks(pooled, known_queries, fresh, new_runs)
-                for query_id in touched:
-                    self._reorder_candidates(query_id)
+                self._publish_staged("pool_ranks", _POOL_COLUMNS)
+                self._publish_staged(
+                    "candidates",
+                    _ORDER_COLUMNS,
+                    conflict="ON CONFLICT (query_id, doc_id) DO UPDATE "
+                    "SET position = excluded.position, score = excluded.score",
+                )
+                for query_id in self._with_labels(touched):
                     self._refresh(query_id)
                 self._publish(batch)
         added += staged
@@ -186,54 +193,89 @@ class Pool(Imports):
                 problem = f"doc {doc_id!r} (query {query_id!r}) is not in {corpus}"
                 raise InputError(run.path, line, "docno", problem)
 
-    def _add_pool_ranks(
+    def _stage_known_pools(
         self,
         pooled: Sequence[PooledRun],
         known_queries: set[str],
         fresh: set[str],
         new_runs: set[str],
     ) -> tuple[int, set[str]]:
-        """Store provenance, add new (query, doc) candidates; return (added, queries touched).
-        A new query's ranks under a new run are staged already (:meth:`_stage_fresh_pools`)."""
-        touched: set[str] = set()
-        added = 0
+        """Stage in TEMP tables, for the publishing transaction, the ranks not yet stored
+        of the project's queries (and of new queries under runs already pooled), and the new
+        display order of each known query that gained any: its new candidates and every
+        candidate's fused position, as :meth:`_context` would rank them once the ranks are
+        in. Read and computed outside the lock; an import or pool is the only writer of
+        ranks and candidates, and it holds :meth:`_import_lock`. Returns (candidates added,
+        known queries touched)."""
+        wanted = sorted(
+            {
+                query_id
+                for run in pooled
+                for query_id in run.rankings
+                if query_id in known_queries and not (query_id in fresh and run.name in new_runs)
+            }
+        )
+        ranks: dict[str, dict[tuple[str, int], str]] = {}
+        candidates: dict[str, dict[str, tuple[int, int | None]]] = {}
+        for chunk in _chunks([q for q in wanted if q not in fresh]):
+            marks = _marks(chunk)
+            for query_id, run, rank, doc_id in self.conn.execute(
+                f"SELECT query_id, run, rank, doc_id FROM pool_ranks WHERE query_id IN ({marks})",
+                chunk,
+            ):
+                ranks.setdefault(query_id, {})[run, rank] = doc_id
+            for query_id, doc_id, position, imported_rank in self.conn.execute(
+                "SELECT query_id, doc_id, position, imported_rank FROM candidates "
+                f"WHERE query_id IN ({marks})",
+                chunk,
+            ):
+                candidates.setdefault(query_id, {})[doc_id] = (position, imported_rank)
+        wanted_set, depth = set(wanted), self.settings()["depth"]
+        new_ranks, touched, order, added = [], set(), [], 0
         for run in pooled:
             for query_id, ranking in run.rankings.items():
-                if query_id not in known_queries or (query_id in fresh and run.name in new_runs):
+                if query_id not in wanted_set or (query_id in fresh and run.name in new_runs):
                     continue
-                rows = [
-                    (query_id, run.name, rank, doc_id, score)
-                    for rank, (doc_id, score) in enumerate(ranking, start=1)
-                ]
-                cursor = self.conn.executemany(
-                    "INSERT OR IGNORE INTO pool_ranks (query_id, run, rank, doc_id, score) "
-                    "VALUES (?, ?, ?, ?, ?)",
-                    rows,
-                )
-                if cursor.rowcount:
-                    touched.add(query_id)
-                cursor = self.conn.executemany(
-                    "INSERT OR IGNORE INTO candidates (query_id, doc_id, position) "
-                    "VALUES (?, ?, 0)",
-                    [(query_id, doc_id) for doc_id, _ in ranking],
-                )
-                added += cursor.rowcount
-        return added, touched
-
-    def _reorder_candidates(self, query_id: str) -> None:
-        """Display positions and scores of a pooled query: reciprocal-rank fusion of its runs."""
-        rankings = self._context(query_id).rankings
-        scores = fusion_scores(rankings)
-        self.conn.executemany(
-            "UPDATE candidates SET position = ?, score = ? WHERE query_id = ? AND doc_id = ?",
-            [
-                (position, scores[doc_id], query_id, doc_id)
+                stored = ranks.setdefault(query_id, {})
+                for rank, (doc_id, score) in enumerate(ranking, start=1):
+                    if (run.name, rank) not in stored:
+                        stored[run.name, rank] = doc_id
+                        new_ranks.append((query_id, run.name, rank, doc_id, score))
+                        touched.add(query_id)
+        for query_id in sorted(touched - fresh):  # fresh ones are fused already
+            mine = candidates.setdefault(query_id, {})
+            for doc_id in ranks[query_id].values():
+                if doc_id not in mine:
+                    mine[doc_id] = (0, None)  # as a new candidate is inserted: position 0
+                    added += 1
+            shown = {d for d, (position, _) in mine.items() if depth == 0 or position <= depth}
+            rankings: dict[str, list[str]] = {}
+            imported = sorted((r, d) for d, (_, r) in mine.items() if r is not None and d in shown)
+            if imported:
+                rankings[IMPORT_RUN] = [doc_id for _, doc_id in imported]
+            for (run_name, _), doc_id in sorted(ranks[query_id].items()):
+                if doc_id in shown:
+                    rankings.setdefault(run_name, []).append(doc_id)
+            scores = fusion_scores(rankings)
+            order += [
+                (query_id, doc_id, position, scores[doc_id])
                 for position, doc_id in enumerate(fuse(rankings), start=1)
-            ],
-        )
+            ]
+        self._stage_rows("pool_ranks", _POOL_COLUMNS, new_ranks)
+        self._stage_rows("candidates", _ORDER_COLUMNS, order)
+        return added, touched - fresh
+
+    def _with_labels(self, query_ids: set[str]) -> list[str]:
+        """Those of the queries with events or a decision: the others have no state that a
+        new ranking could change (pending, nothing judged)."""
+        labelled = self._all_query_ids_with_events()
+        return [query_id for query_id in labelled if query_id in query_ids]
 
     def add_corpus(self, path: str | Path) -> int:
         """Add a BEIR ``corpus.jsonl`` (``_id``, ``title``, ``text``) to the project's
         documents, searchable from the label page; returns how many were new. A known doc
         keeps its text (a different one is an error naming the line). All-or-nothing."""
         return self.pool(path, None, [], depth=1)["documents_added"]
+
+
+_ORDER_COLUMNS = ("query_id", "doc_id", "position", "score")  # a candidate's fused place
