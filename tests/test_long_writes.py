@@ -346,3 +346,51 @@ def test_an_export_in_progress_lets_annotators_write(project):
     assert first["query_id"] == "q0" and len(rest) == 49
     with Store(path) as store:
         assert store.labels("q1") == {"d1-0": 1}  # committed while the export was reading
+
+
+def publishing_statements(store: Store) -> list[int]:
+    """Counts, per write transaction of ``store``, of the statements run inside it."""
+    counts: list[int] = []
+
+    def trace(sql: str) -> None:
+        if sql.startswith("BEGIN IMMEDIATE"):
+            counts.append(0)
+        elif counts and store.conn.in_transaction:
+            counts[-1] += 1
+
+    store.conn.set_trace_callback(trace)
+    return counts
+
+
+@pytest.mark.parametrize("queries", [40, 400])
+def test_pooling_a_run_over_known_queries_publishes_in_statements_not_per_query(tmp_path, queries):
+    corpus, topics = tmp_path / "corpus.jsonl", tmp_path / "queries.jsonl"
+    corpus.write_text(
+        "".join(json.dumps({"_id": f"c{n}", "text": "x"}) + "\n" for n in range(100)),
+        encoding="utf-8",
+    )
+    topics.write_text(
+        "".join(json.dumps({"_id": f"p{n}", "text": "y"}) + "\n" for n in range(queries)),
+        encoding="utf-8",
+    )
+    runs = {}
+    for name, offset in (("A", 0), ("B", 3)):
+        runs[name] = tmp_path / f"{name}.trec"
+        runs[name].write_text(
+            "".join(
+                f"p{n} Q0 c{(n + offset + r) % 100} {r} {20 - r} {name}\n"
+                for n in range(queries)
+                for r in range(1, 11)
+            ),
+            encoding="utf-8",
+        )
+    with Store(tmp_path / "project.db") as store:
+        store.pool(corpus, topics, [runs["A"]], depth=10)
+        store.judge("p0", "c1", 1, "ana")  # done in first-hit: B's top 3 reopen it
+        statements = publishing_statements(store)
+        counts = store.pool(None, None, [runs["B"]], depth=10)
+        reopened = store.progress()[""]["done"]
+    assert counts["queries_touched"] == queries and counts["candidates_added"] == 3 * queries
+    assert reopened == 0
+    # the same few bulk statements at either size: nothing per query but the labelled one
+    assert len(statements) == 2 and statements[-1] < 40
