@@ -118,20 +118,16 @@ def test_judgements_during_a_large_import_are_all_stored_exactly_once(project, g
     assert stored == done and duplicates == 0
 
 
-def test_readers_see_all_of_an_import_or_none_of_it(project):
-    path, big = project
+def seen_during_import(path, big, look) -> set:
+    """What ``look(store)`` returned, read in snapshots over and over while ``big`` was
+    imported into the project at ``path`` (and once after)."""
     seen, stop = set(), threading.Event()
 
     def reader() -> None:
         with Store(path) as store:
             while not stop.is_set():
                 with store.snapshot():
-                    queries = store.conn.execute("SELECT count(*) FROM queries").fetchone()[0]
-                    candidates = store.conn.execute(
-                        "SELECT count(*) FROM candidates c JOIN queries q USING (query_id)"
-                    ).fetchone()[0]
-                    found = len(store.search("500", limit=100))  # query 500's docs
-                seen.add((queries, candidates, found > 0))
+                    seen.add(look(store))
 
     watcher = threading.Thread(target=reader)
     watcher.start()
@@ -140,33 +136,35 @@ def test_readers_see_all_of_an_import_or_none_of_it(project):
     time.sleep(0.1)
     stop.set()
     watcher.join()
+    return seen
+
+
+def test_readers_see_all_of_an_import_or_none_of_it(project):
+    path, big = project
+
+    def look(store: Store) -> tuple:
+        queries = store.conn.execute("SELECT count(*) FROM queries").fetchone()[0]
+        candidates = store.conn.execute(
+            "SELECT count(*) FROM candidates c JOIN queries q USING (query_id)"
+        ).fetchone()[0]
+        return queries, candidates, len(store.search("500", limit=100)) > 0  # query 500's docs
+
+    seen = seen_during_import(path, big, look)
     assert seen <= {(50, 50 * CANDIDATES, False), (650, 650 * CANDIDATES, True)}
     assert (650, 650 * CANDIDATES, True) in seen
 
 
 def test_readers_see_all_of_a_golden_set_import_or_none_of_it(project, golden_set):
     path, _ = project
-    seen, stop = set(), threading.Event()
 
-    def reader() -> None:
-        with Store(path) as store:
-            while not stop.is_set():
-                with store.snapshot():
-                    seen.add(
-                        tuple(
-                            store.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
-                            for table in ("queries", "events", "labels", "query_state")
-                        )
-                        + (store.progress()[""]["done"],)
-                    )
+    def look(store: Store) -> tuple:
+        counts = tuple(
+            store.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+            for table in ("queries", "events", "labels", "query_state")
+        )
+        return (*counts, store.progress()[""]["done"])
 
-    watcher = threading.Thread(target=reader)
-    watcher.start()
-    with Store(path) as store:
-        store.import_tasks(golden_set)
-    time.sleep(0.1)
-    stop.set()
-    watcher.join()
+    seen = seen_during_import(path, golden_set, look)
     after = (650, 600 * 3, 600 * 3, 600, 600)
     assert seen <= {(50, 0, 0, 0, 0), after}
     assert after in seen
