@@ -8,7 +8,8 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 
 from labeler import golden
-from labeler.store.connection import Connection
+from labeler.store.connection import Connection, _marks
+from labeler.store.schema import SECOND_OPINIONS_SQL
 
 JUDGE_CALL_COLUMNS = (
     *("judge", "model", "prompt_sha256", "query_id", "doc_id", "attempt", "outcome", "grade"),
@@ -59,7 +60,29 @@ class MachineJudges(Connection):
                     call_id,
                 ),
             )
+            if cursor.rowcount:
+                self._refresh_second_opinions([last["query_id"]])
             return bool(cursor.rowcount)
+
+    def _refresh_second_opinions(self, query_ids: Sequence[str]) -> None:
+        """Re-derive whether these queries wait for a second annotator first (see
+        :meth:`second_opinions`), inside the caller's write transaction: after a machine label
+        or a human event on them. A few index lookups per query."""
+        self.conn.execute(
+            f"DELETE FROM second_opinions WHERE query_id IN ({_marks(query_ids)})", query_ids
+        )
+        self.conn.execute(SECOND_OPINIONS_SQL.format(scope=_marks(query_ids)), query_ids)
+
+    def second_opinions(self) -> list[dict]:
+        """The queries offered first to every annotator but the one who judged them (see
+        :meth:`Store.next_query`), in queue order: query_id, first_annotator and ``pairs``, how
+        many of its pairs a machine judge labelled otherwise (relevant or not) than that
+        annotator. A query is on this list while one annotator alone has started it and
+        finished it, a machine judge disagrees with them on a pair and no reviewer decided
+        it; once a second annotator starts it, it is back in the ordinary queue."""
+        return self._rows(
+            "SELECT query_id, first_annotator, pairs FROM second_opinions ORDER BY position"
+        )
 
     def machine_pairs(
         self,

@@ -6,6 +6,7 @@ import sqlite_utils
 from sqlite_utils import Migrations
 
 from labeler import golden
+from labeler.identifiers import identifier_parts
 
 migrations = Migrations("goldset")
 
@@ -299,3 +300,63 @@ def create_machine_judges(db: sqlite_utils.Database) -> None:
         ) WITHOUT ROWID;
         """
     )
+
+
+# The queries waiting for a second annotator first (issue 17), among those of ``{scope}`` (an
+# SQL list of query ids): one annotator, and only one, has started the query and finished it,
+# nobody decided it, and a machine judge disagrees with that annotator on the relevance of a
+# pair. Shared by the migration that creates the table and by the store that maintains it.
+# The threshold's default is DEFAULT_SETTINGS' (settings.py imports this module).
+SECOND_OPINIONS_SQL = """
+INSERT INTO second_opinions (query_id, position, first_annotator, pairs)
+WITH alone AS (
+    SELECT query_id, min(annotator) AS annotator FROM query_state
+    WHERE query_id IN ({scope}) AND status IN ('in_progress', 'done') GROUP BY query_id
+    HAVING count(*) = 1 AND min(status) = 'done'
+), threshold AS (
+    SELECT coalesce(
+        (SELECT CAST(value AS INTEGER) FROM settings WHERE key = 'rel_threshold'), 1
+    ) AS grade
+)
+SELECT a.query_id, q.position, a.annotator, count(DISTINCT l.doc_id)
+FROM alone a JOIN threshold t JOIN queries q ON q.query_id = a.query_id
+JOIN labels l ON l.query_id = a.query_id AND l.annotator = a.annotator
+JOIN machine_judgments m ON m.query_id = l.query_id AND m.doc_id = l.doc_id
+WHERE (l.grade >= t.grade) != (m.grade >= t.grade)
+AND NOT EXISTS (SELECT 1 FROM adjudications d WHERE d.query_id = a.query_id)
+GROUP BY a.query_id
+"""
+
+
+@migrations()
+def create_second_opinions(db: sqlite_utils.Database) -> None:
+    """Version 9: the queries the next annotator gets first, maintained with every human
+    event and machine label (see SECOND_OPINIONS_SQL), filled here from what is stored."""
+    db.executescript(
+        """
+        CREATE TABLE second_opinions (
+            query_id TEXT PRIMARY KEY REFERENCES queries(query_id),
+            position INTEGER NOT NULL,                 -- the query's queue position
+            first_annotator TEXT NOT NULL,             -- who judged it: not offered it first
+            pairs INTEGER NOT NULL                     -- pairs a machine judge disagrees on
+        );
+        CREATE INDEX second_opinions_order ON second_opinions(position);
+        CREATE INDEX machine_judgments_pair ON machine_judgments(query_id, doc_id);
+        """
+    )
+    db.execute(SECOND_OPINIONS_SQL.format(scope="SELECT query_id FROM queries"))
+
+
+@migrations()
+def index_identifier_parts(db: sqlite_utils.Database) -> None:
+    """Version 10: documents are found by the parts of their id and of their title's
+    identifiers (``legacy`` finds ``LegacyAuthClient``): a column ``parts`` (see
+    :func:`labeler.identifiers.identifier_parts`), indexed beside title and text."""
+    db.execute("ALTER TABLE documents ADD COLUMN parts TEXT NOT NULL DEFAULT ''")
+    documents = db.execute("SELECT rowid, doc_id, title FROM documents").fetchall()
+    db.conn.executemany(
+        "UPDATE documents SET parts = ? WHERE rowid = ?",
+        [(identifier_parts(doc_id, title), rowid) for rowid, doc_id, title in documents],
+    )
+    db.execute("DROP TABLE documents_fts")
+    db["documents"].enable_fts(["title", "text", "parts"], tokenize="porter")
