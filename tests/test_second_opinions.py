@@ -6,6 +6,7 @@ the first candidate); a machine judge labels q1's pairs.
 """
 
 import pytest
+import sqlite_utils
 
 from labeler import judges
 from labeler.store import Store
@@ -123,3 +124,22 @@ def test_rebuilding_the_projections_gives_the_same_second_opinions(store):
     store.rebuild_projections()
     assert store.second_opinions() == before
     assert [row["query_id"] for row in before] == ["q1", "q3"]
+
+
+def test_a_project_made_before_the_rule_gets_its_waiting_queries_on_upgrade(tmp_path):
+    path = tmp_path / "project.db"
+    with Store(path) as store:
+        store.import_records(
+            [{"query_id": "q1", "query": "question", "candidates": [{"doc_id": "d1"}]}]
+        )
+        store.judge("q1", "d1", 1, "ana")
+        machine_label(store, "q1", "d1", 0)
+    # As the project was at version 8: no second_opinions table (its rows come back below).
+    db = sqlite_utils.Database(path)
+    db.execute("DROP TABLE second_opinions")
+    db.execute("DROP INDEX machine_judgments_pair")
+    db.execute("DELETE FROM _sqlite_migrations WHERE name = 'create_second_opinions'")
+    db.close()
+    with Store(path) as store:
+        assert store.second_opinions() == [{"query_id": "q1", "first_annotator": "ana", "pairs": 1}]
+        assert store.next_query("bob") == "q1"
