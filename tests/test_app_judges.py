@@ -100,3 +100,53 @@ def test_the_planner_prices_filling_holes_beside_the_human_hours_saved(project):
     assert row["machine dollars"] == pytest.approx((60_000 * 1.0 + 10_800 * 4.0) / 1e6)
     # Every human judgement took 3 s: 1,200 of them are an hour.
     assert row["human hours saved"] == pytest.approx(1.0) and row["labels so far"] == 12
+
+
+def test_the_prompt_edited_on_the_form_is_the_one_the_judge_is_sent(project):
+    with FakeJudge(agreeing) as fake:
+        at = open_page(PAGE)
+        at.text_input[0].input(fake.base_url)
+        at.text_input[1].input("fake-model")
+        at.number_input[0].set_value(1)
+        at.text_area[0].input("Grade on $scale, at most $max_grade. Answer in JSON.")
+        at.button[0].click()
+        at.run()
+    assert not at.exception
+    system = fake.requests[0]["messages"][0]["content"]
+    assert system.startswith("Grade on ") and system.endswith("at most 1. Answer in JSON.")
+
+
+def test_a_prompt_with_a_bad_placeholder_is_refused_on_the_page(project):
+    with FakeJudge(agreeing) as fake:
+        at = open_page(PAGE)
+        at.text_input[0].input(fake.base_url)
+        at.text_input[1].input("fake-model")
+        at.text_area[0].input("Grade on $scales")
+        at.button[0].click()
+        at.run()
+    assert not at.exception and fake.requests == []
+    outcome = " ".join(html.proto.body for html in at.get("html"))
+    assert "bad placeholder" in outcome
+
+
+def test_the_calibration_shows_each_slices_confusion_matrix(project):
+    with FakeJudge(agreeing) as fake:
+        at = run_judge_from_the_form(fake.base_url, 12)
+    agreement = table_with(at, "kappa").set_index("slice")
+    # Six relevant pairs and six not, all agreed on.
+    assert agreement.loc["(all)", "confusion [[TN FP] [FN TP]]"] == "[[6, 0], [0, 6]]"
+
+
+def disagreeing(body: dict, count: int) -> Reply:
+    """A judge that calls every pair relevant: it disagrees with the human on "text 1"."""
+    return Reply('{"grade": 1, "reason": "everything is"}')
+
+
+def test_the_queries_waiting_for_a_second_annotator_are_listed(project):
+    with FakeJudge(disagreeing) as fake:
+        at = run_judge_from_the_form(fake.base_url, 4)  # the pairs of q0 and q1
+    waiting = table_with(at, "first_annotator")
+    assert waiting.to_dict("records") == [
+        {"query_id": "q0", "first_annotator": "ana", "pairs": 1},
+        {"query_id": "q1", "first_annotator": "ana", "pairs": 1},
+    ]

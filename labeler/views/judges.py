@@ -40,6 +40,11 @@ def run_form(store: Store, admin: str) -> None:
         name = st.text_input("Judge name (default: the model)")
         key_env = st.text_input("Environment variable of the API key", judges.DEFAULT_API_KEY_ENV)
         response_format = st.selectbox("Ask for JSON as", judges.RESPONSE_FORMATS)
+        template = st.text_area(
+            "Prompt template ($scale and $max_grade are the project's grade scale)",
+            judges.DEFAULT_PROMPT.read_text(encoding="utf-8"),
+            height=200,
+        )
         limit = st.number_input("Pairs", min_value=1, max_value=MOST_PAIRS, value=20)
         retries = st.number_input("Retries on 429/5xx/timeouts", min_value=0, value=4)
         if st.form_submit_button("Judge"):
@@ -48,17 +53,17 @@ def run_form(store: Store, admin: str) -> None:
                 endpoint = judges.Endpoint.from_env(
                     base_url, model, key_env, response_format=response_format, retries=retries
                 )
-                context.report(_run(store, endpoint, name or model, limit))
+                context.report(_run(store, endpoint, name or model, template, limit))
             except (ValueError, PermissionError) as error:
                 context.report(f"Not done: {error}")
             st.rerun()
 
 
-def _run(store: Store, endpoint: judges.Endpoint, name: str, limit: int) -> str:
+def _run(store: Store, endpoint: judges.Endpoint, name: str, template: str, limit: int) -> str:
     if not endpoint.base_url or not endpoint.model:
         raise ValueError("a judge needs a base URL and a model")
     identity = judges.judge_identity(name)
-    prompt = judges.Prompt.from_template(None, store.settings()["max_grade"])
+    prompt = judges.Prompt.from_text(template, store.settings()["max_grade"])
     rows = store.machine_pairs(identity, limit=int(limit))
     with st.spinner(f"judging {len(rows)} pairs"):
         summary = judges.judge_project(store, endpoint, prompt, identity, rows)
@@ -111,6 +116,7 @@ def _agreement_rows(report: dict) -> list[dict]:
                 "TPR 95% CI": _bounds(figures["tpr"]["ci95"]),
                 "TNR": figures["tnr"]["value"],
                 "TNR 95% CI": _bounds(figures["tnr"]["ci95"]),
+                "confusion [[TN FP] [FN TP]]": str(figures["confusion"]["relevance"]),
             }
         )
     return rows
@@ -120,8 +126,24 @@ def _bounds(ci: list) -> str:
     return "n/a" if None in ci else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
 
 
+def second_opinions_section(store: Store) -> None:
+    """The queries where a machine judge and the one human who judged them disagree: every
+    other annotator gets them first, until a second human has judged them."""
+    waiting = store.second_opinions()
+    st.subheader("Waiting for a second annotator")
+    if not waiting:
+        st.caption("No query where a machine judge and its one human disagree.")
+        return
+    st.caption(
+        f"{len(waiting)} queries where a machine judge disagrees with the one human who judged "
+        "them: every other annotator gets them first (blind), until a second one judged them."
+    )
+    st.dataframe(pd.DataFrame(waiting), hide_index=True)
+
+
 user = context.open_page("admin", "Machine judges")
 project = context.store()
 known = judges_section(project)
 run_form(project, user["name"])
 calibration_section(project, known)
+second_opinions_section(project)
