@@ -150,3 +150,43 @@ def test_the_queries_waiting_for_a_second_annotator_are_listed(project):
         {"query_id": "q0", "first_annotator": "ana", "pairs": 1},
         {"query_id": "q1", "first_annotator": "ana", "pairs": 1},
     ]
+
+
+def test_only_the_holes_are_judged_when_asked(project):
+    with Store(project) as store:
+        store.import_records(
+            [{"query_id": "q6", "query": "new", "candidates": [{"doc_id": "n1"}, {"doc_id": "n2"}]}]
+        )
+    with FakeJudge(agreeing) as fake:
+        at = open_page(PAGE)
+        at.text_input[0].input(fake.base_url)
+        at.text_input[1].input("fake-model")
+        at.checkbox[0].check()
+        at.button[0].click()
+        at.run()
+    assert not at.exception
+    with Store(project) as store:
+        labelled = store.machine_judgments_frame("machine:fake-model")
+    assert sorted(labelled["doc_id"]) == ["n1", "n2"]  # every other pair has a human label
+
+
+def test_a_pooled_runs_top_k_is_judged_from_the_page(tmp_path, monkeypatch):
+    corpus, queries, run = (tmp_path / name for name in ("corpus.jsonl", "q.jsonl", "r1.trec"))
+    corpus.write_text("".join(f'{{"_id": "d{d}", "text": "doc {d}"}}\n' for d in range(3)))
+    queries.write_text('{"_id": "1", "text": "one"}\n{"_id": "2", "text": "two"}\n')
+    run.write_text("".join(f"{q} Q0 d{d} {d} {9 - d} r1\n" for q in (1, 2) for d in range(3)))
+    with Store(tmp_path / "pooled.db") as store:
+        store.pool(corpus, queries, [run], depth=3)
+    with opened_by_the_app(tmp_path / "pooled.db", monkeypatch), FakeJudge(agreeing) as fake:
+        at = open_page(PAGE)
+        at.text_input[0].input(fake.base_url)
+        at.text_input[1].input("fake-model")
+        at.selectbox[1].set_value("r1")
+        at.number_input[2].set_value(1)  # depth: each query's top 1
+        at.button[0].click()
+        at.run()
+        assert not at.exception
+    with Store(tmp_path / "pooled.db") as store:
+        labelled = store.machine_judgments_frame("machine:fake-model")
+    pairs = sorted(zip(labelled["query_id"], labelled["doc_id"], strict=True))
+    assert pairs == [("1", "d0"), ("2", "d0")]
