@@ -22,6 +22,8 @@ def split_camel_case(word: str) -> list[str]:
     >>> split_camel_case("parseISO8601Duration")
     ['parse', 'ISO8601', 'Duration']
     """
+    if word.islower() or word.isupper() or word[1:].islower():
+        return [word]  # the common case, no change of case inside: decided at C speed
     parts, start = [], 0
     for i in range(1, len(word)):
         follows = word[i + 1 : i + 2]
