@@ -142,14 +142,21 @@ def disagreeing(body: dict, count: int) -> Reply:
     return Reply('{"grade": 1, "reason": "everything is"}')
 
 
-def test_the_queries_waiting_for_a_second_annotator_are_listed(project):
+def test_an_admin_trusts_a_judge_and_sees_the_queries_waiting_for_a_second_annotator(project):
     with FakeJudge(disagreeing) as fake:
         at = run_judge_from_the_form(fake.base_url, 4)  # the pairs of q0 and q1
+    assert not at.exception
+    trusted = next(box for box in at.selectbox if box.label.startswith("Trusted judge"))
+    assert trusted.value is None
+    trusted.set_value("machine:fake")
+    at.run()
     waiting = table_with(at, "first_annotator")
     assert waiting.to_dict("records") == [
         {"query_id": "q0", "first_annotator": "ana", "pairs": 1},
         {"query_id": "q1", "first_annotator": "ana", "pairs": 1},
     ]
+    with Store(project) as store:  # ana finished every query: bob gets one as a second opinion
+        assert store.trusted_judge() == "machine:fake" and store.next_query("bob") == "q0"
 
 
 def test_only_the_holes_are_judged_when_asked(project):

@@ -1,12 +1,11 @@
-"""The queue rule of issue 17: a query where a machine judge and the first human disagree goes
-to a second annotator first, until a second human has judged it.
+"""The queue rule of issue 17: a query where the machine judge the project trusts and the first
+human disagree goes to a second annotator first, until a second human has judged it.
 
 Four queries q0..q3 with three candidates each, in first-hit mode. "ana" judges q1 (d1 relevant,
-the first candidate); a machine judge labels q1's pairs.
+the first candidate); the trusted judge labels some pairs.
 """
 
 import pytest
-import sqlite_utils
 
 from labeler import judges
 from labeler.store import Store
@@ -33,6 +32,7 @@ def store(tmp_path):
             for q in range(4)
         )
         store.judge("q1", "q1-d1", 1, "ana")
+        store.trust_judge(JUDGE)
         yield store
 
 
@@ -126,20 +126,23 @@ def test_rebuilding_the_projections_gives_the_same_second_opinions(store):
     assert [row["query_id"] for row in before] == ["q1", "q3"]
 
 
-def test_a_project_made_before_the_rule_gets_its_waiting_queries_on_upgrade(tmp_path):
-    path = tmp_path / "project.db"
-    with Store(path) as store:
-        store.import_records(
-            [{"query_id": "q1", "query": "question", "candidates": [{"doc_id": "d1"}]}]
-        )
-        store.judge("q1", "d1", 1, "ana")
-        machine_label(store, "q1", "d1", 0)
-    # As the project was at version 8: no second_opinions table (its rows come back below).
-    db = sqlite_utils.Database(path)
-    db.execute("DROP TABLE second_opinions")
-    db.execute("DROP INDEX machine_judgments_pair")
-    db.execute("DELETE FROM _sqlite_migrations WHERE name = 'create_second_opinions'")
-    db.close()
-    with Store(path) as store:
-        assert store.second_opinions() == [{"query_id": "q1", "first_annotator": "ana", "pairs": 1}]
-        assert store.next_query("bob") == "q1"
+def test_a_judge_nobody_trusts_changes_no_ones_queue(store):
+    store.trust_judge(None)
+    machine_label(store, "q1", "q1-d1", 0)
+    assert store.second_opinions() == [] and store.trusted_judge() is None
+    assert store.next_query("bob") == "q0"
+
+
+def test_trusting_a_judge_later_brings_the_disagreements_it_already_labelled(store):
+    store.trust_judge("machine:other")
+    machine_label(store, "q1", "q1-d1", 0)
+    assert store.second_opinions() == []
+    store.trust_judge(JUDGE)
+    assert store.trusted_judge() == JUDGE
+    assert store.next_query("bob") == "q1"
+
+
+def test_a_judge_is_trusted_by_its_machine_name_only(store):
+    with pytest.raises(ValueError, match="machine:<name>"):
+        store.trust_judge("ana")
+    assert store.trusted_judge() == JUDGE

@@ -302,49 +302,23 @@ def create_machine_judges(db: sqlite_utils.Database) -> None:
     )
 
 
-# The queries waiting for a second annotator first (issue 17), among those of ``{scope}`` (an
-# SQL list of query ids): one annotator, and only one, has started the query and finished it,
-# nobody decided it, and a machine judge disagrees with that annotator on the relevance of a
-# pair. Shared by the migration that creates the table and by the store that maintains it.
-# The threshold's default is DEFAULT_SETTINGS' (settings.py imports this module).
-SECOND_OPINIONS_SQL = """
-INSERT INTO second_opinions (query_id, position, first_annotator, pairs)
-WITH alone AS (
-    SELECT query_id, min(annotator) AS annotator FROM query_state
-    WHERE query_id IN ({scope}) AND status IN ('in_progress', 'done') GROUP BY query_id
-    HAVING count(*) = 1 AND min(status) = 'done'
-), threshold AS (
-    SELECT coalesce(
-        (SELECT CAST(value AS INTEGER) FROM settings WHERE key = 'rel_threshold'), 1
-    ) AS grade
-)
-SELECT a.query_id, q.position, a.annotator, count(DISTINCT l.doc_id)
-FROM alone a JOIN threshold t JOIN queries q ON q.query_id = a.query_id
-JOIN labels l ON l.query_id = a.query_id AND l.annotator = a.annotator
-JOIN machine_judgments m ON m.query_id = l.query_id AND m.doc_id = l.doc_id
-WHERE (l.grade >= t.grade) != (m.grade >= t.grade)
-AND NOT EXISTS (SELECT 1 FROM adjudications d WHERE d.query_id = a.query_id)
-GROUP BY a.query_id
-"""
-
-
 @migrations()
 def create_second_opinions(db: sqlite_utils.Database) -> None:
-    """Version 9: the queries the next annotator gets first, maintained with every human
-    event and machine label (see SECOND_OPINIONS_SQL), filled here from what is stored."""
+    """Version 9: the queries the next annotator gets first: a machine judge the project
+    trusts disagrees with the one human who judged them (see labeler/store/machine.py).
+    Empty until an admin names that judge."""
     db.executescript(
         """
         CREATE TABLE second_opinions (
             query_id TEXT PRIMARY KEY REFERENCES queries(query_id),
             position INTEGER NOT NULL,                 -- the query's queue position
             first_annotator TEXT NOT NULL,             -- who judged it: not offered it first
-            pairs INTEGER NOT NULL                     -- pairs a machine judge disagrees on
+            pairs INTEGER NOT NULL                     -- pairs the trusted judge disagrees on
         );
         CREATE INDEX second_opinions_order ON second_opinions(position);
         CREATE INDEX machine_judgments_pair ON machine_judgments(query_id, doc_id);
         """
     )
-    db.execute(SECOND_OPINIONS_SQL.format(scope="SELECT query_id FROM queries"))
 
 
 @migrations()

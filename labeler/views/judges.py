@@ -153,19 +153,32 @@ def _bounds(ci: list) -> str:
     return "n/a" if None in ci else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
 
 
-def second_opinions_section(store: Store) -> None:
-    """The queries where a machine judge and the one human who judged them disagree: every
-    other annotator gets them first, until a second human has judged them."""
-    waiting = store.second_opinions()
-    st.subheader("Waiting for a second annotator")
-    if not waiting:
-        st.caption("No query where a machine judge and its one human disagree.")
-        return
-    st.caption(
-        f"{len(waiting)} queries where a machine judge disagrees with the one human who judged "
-        "them: every other annotator gets them first (blind), until a second one judged them."
+def second_opinions_section(store: Store, admin: str, names: list[str]) -> None:
+    """The judge the project trusts, and the queries where it disagrees with the one human
+    who judged them: every other annotator gets those first, until a second one judged them."""
+    st.subheader("Second opinions first")
+    current = store.trusted_judge()
+    options = list(dict.fromkeys([None, *names, current]))
+    chosen = st.selectbox(
+        "Trusted judge: where it disagrees with the one human who judged a query, the query "
+        "goes to a second annotator first (blind)",
+        options,
+        index=options.index(current),
+        format_func=lambda judge: "none" if judge is None else judge,
     )
-    st.dataframe(pd.DataFrame(waiting), hide_index=True)
+    if chosen != current:
+        try:
+            team.authorize(store, admin, "admin")
+            store.trust_judge(chosen)
+            context.report(f"Trusted judge: {chosen or 'none'}.")
+        except (ValueError, PermissionError) as error:
+            context.report(f"Not done: {error}")
+        st.rerun()
+    waiting = store.second_opinions()
+    if current is not None:
+        st.caption(f"{len(waiting)} queries wait for a second annotator.")
+    if waiting:
+        st.dataframe(pd.DataFrame(waiting), hide_index=True)
 
 
 user = context.open_page("admin", "Machine judges")
@@ -173,4 +186,4 @@ project = context.store()
 known = judges_section(project)
 run_form(project, user["name"])
 calibration_section(project, known)
-second_opinions_section(project)
+second_opinions_section(project, user["name"], known)
