@@ -87,7 +87,7 @@ def user_list(db, as_json):
     """
     import pandas as pd
 
-    from labeler.team import user_rows
+    from labeler.accounts import user_rows
 
     with open_store(db) as store:
         rows = user_rows(store)
@@ -144,7 +144,7 @@ def user_passwd(name, db, password, role):
 
 
 def _warn_without_admin(store) -> None:
-    from labeler.team import admin_warning
+    from labeler.accounts import admin_warning
 
     warning = admin_warning(store)
     if warning:
