@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,18 +18,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from labeler.store import Store
-
-
-def read_concurrently(*readers: Callable[[], object]) -> list:
-    """Call each reader on its own thread, all at once; their results, in order.
-
-    Reading is mostly Arrow's parsing and numpy's hashing, which release the GIL, so a
-    golden set and a run (or two) are read in about the time of the longest. An error is
-    raised from the first reader (in order) that failed.
-    """
-    with ThreadPoolExecutor(len(readers)) as pool:
-        futures = [pool.submit(reader) for reader in readers]
-        return [future.result() for future in futures]
 
 
 def fail_on_bad_input(function: Callable) -> Callable:

@@ -20,7 +20,6 @@ from labeler.cli.common import (
     labels_options,
     machine_labels,
     open_store,
-    read_concurrently,
     seed_option,
 )
 from labeler.cli.text import fixed, percent, signed, text_table
@@ -168,10 +167,11 @@ def eval_command(
     filling the holes beside, the humans'; both reports judged@10 by humans and by the machine.
     """
     from eval import report as reports
+    from eval.ranking import concurrently
 
     if record and not db:
         raise click.UsageError("--record keeps the results in a project: give --db PATH")
-    run, golden_set = read_concurrently(
+    run, golden_set = concurrently(
         lambda: _load_run(run_path, db), lambda: _load_golden(golden, db)
     )
     human_set, golden_set = golden_set, _labelled(golden_set, db, labels, judge_name)
@@ -217,27 +217,46 @@ def eval_command(
 @click.option("--max-miss-rise", type=float, default=1.0, show_default=True, help="In points.")
 @click.option("--max-mrr-drop", type=float, default=0.0, show_default=True)
 @click.option("--max-slice-drop", type=float, default=0.05, show_default=True)
+@labels_options
 @fail_on_bad_input
-def compare(baseline, candidate, golden, db, metrics, bootstrap, seed, as_json, gate, **options):
+def compare(
+    baseline,
+    candidate,
+    golden,
+    db,
+    metrics,
+    bootstrap,
+    seed,
+    as_json,
+    gate,
+    labels,
+    judge_name,
+    **options,
+):
     """Compare two runs on the same golden queries, with paired CIs and a release gate.
 
     \b
     Example:
         goldset compare --golden golden.jsonl --baseline old.trec --candidate new.trec --gate
+        goldset compare --db project.db --baseline old.trec --candidate new.trec --labels both
 
     With --gate the command exits 1, and says why, when the candidate's miss@10 rises by
     more than --max-miss-rise points, its MRR@10 falls by more than --max-mrr-drop, or
-    any slice's MRR@10 falls by more than --max-slice-drop.
+    any slice's MRR@10 falls by more than --max-slice-drop. --labels machine|both (with
+    --db) compares under a machine judge's labels instead of, or filling the holes beside,
+    the humans', as eval does; both reports each run's judged@10 by humans and by the machine.
     """
     from eval import report as reports
+    from eval.ranking import concurrently
     from eval.readers import read_run
 
     thresholds = {
         name: options.pop(name) for name in ("max_miss_rise", "max_mrr_drop", "max_slice_drop")
     }
-    golden_set, baseline_run, candidate_run = read_concurrently(
+    golden_set, baseline_run, candidate_run = concurrently(
         lambda: _load_golden(golden, db), lambda: read_run(baseline), lambda: read_run(candidate)
     )
+    human_set, golden_set = golden_set, _labelled(golden_set, db, labels, judge_name)
     result = reports.compare_runs(
         golden_set,
         baseline_run,
@@ -248,6 +267,11 @@ def compare(baseline, candidate, golden, db, metrics, bootstrap, seed, as_json, 
         thresholds=thresholds,
         **_scoring(options),
     )
+    if labels == "both":
+        result["judged@10"] = {
+            name: _judged_by(human_set, golden_set, run, _scoring(options))
+            for name, run in (("baseline", baseline_run), ("candidate", candidate_run))
+        }
     click.echo(json.dumps(result, indent=2) if as_json else _compare_text(result, gate))
     if gate and not result["gate"]["passed"]:
         sys.exit(1)
@@ -279,6 +303,8 @@ def _eval_text(result: dict) -> str:
             f"{percent(abstention['correct_abstention_rate'])}; wrong abstention on answerable "
             f"{percent(abstention['wrong_abstention_rate'])}",
         ]
+    if "judged@10" in result:
+        lines += ["", _judged_text("judged@10", result["judged@10"])]
     lines += ["", *result["notes"]] if result["notes"] else []
     return "\n".join(lines)
 
@@ -319,6 +345,8 @@ def _compare_text(result: dict, gate: bool) -> str:
         lines.append("gate: PASSED" if verdict["passed"] else "gate: FAILED")
         lines += [f"  - {reason}" for reason in verdict["reasons"]]
     lines += [f"warning: {warning}" for warning in verdict["warnings"]]
+    for name, shares in result.get("judged@10", {}).items():
+        lines.append(_judged_text(f"judged@10 of the {name}", shares))
     lines += ["", *result["notes"]] if result["notes"] else []
     return "\n".join(lines)
 
@@ -408,6 +436,11 @@ def _labelled(golden_set: Golden, db: str | None, labels: str, judge_name: str |
     with open_store(db) as store:
         _, machine = machine_labels(store, judge_name)
     return with_labels(golden_set, machine, labels)
+
+
+def _judged_text(title: str, shares: dict[str, float]) -> str:
+    """The share of a run's top 10 labelled by humans, and by the machine alone (--labels both)."""
+    return f"{title}: {fixed(shares['human'])} by humans, {fixed(shares['machine'])} by the machine"
 
 
 def _judged_by(human: Golden, both: Golden, run: Run, scoring: dict) -> dict:

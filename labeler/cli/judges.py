@@ -16,7 +16,6 @@ from labeler.cli.common import (
     json_option,
     machine_labels,
     open_store,
-    read_concurrently,
     seed_option,
 )
 from labeler.cli.text import fixed, signed
@@ -222,6 +221,7 @@ def calibrate(
     of unlabelled pairs (filled holes) saved at the median human seconds per judgement.
     """
     from eval.calibration import calibration_report
+    from eval.ranking import concurrently
     from eval.readers import golden_from_records, read_run
 
     if bool(baseline) != bool(candidate):
@@ -240,7 +240,7 @@ def calibrate(
             sent = store.assign(second_annotator, queries)
     paths = list(dict.fromkeys([*runs, *filter(None, (baseline, candidate))]))
     readers = [lambda path=path: read_run(path) for path in paths]
-    loaded = dict(zip(paths, read_concurrently(*readers) if readers else [], strict=True))
+    loaded = dict(zip(paths, concurrently(*readers) if readers else [], strict=True))
     report = calibration_report(
         golden_set,
         machine,
