@@ -14,7 +14,7 @@ import streamlit as st
 
 from eval.calibration import calibration_report
 from eval.readers import golden_from_records
-from labeler import judges, team
+from labeler import accounts, judges
 from labeler.store import Store
 from labeler.views import context
 
@@ -59,7 +59,7 @@ def run_form(store: Store, admin: str) -> None:
         holes_only = st.checkbox("Only the holes: pairs no human labelled")
         if st.form_submit_button("Judge"):
             try:
-                team.authorize(store, admin, "admin")
+                accounts.authorize(store, admin, "admin")
                 endpoint = judges.Endpoint.from_env(
                     base_url,
                     model,
@@ -168,7 +168,7 @@ def second_opinions_section(store: Store, admin: str, names: list[str]) -> None:
     )
     if chosen != current:
         try:
-            team.authorize(store, admin, "admin")
+            accounts.authorize(store, admin, "admin")
             store.trust_judge(chosen)
             context.report(f"Trusted judge: {chosen or 'none'}.")
         except (ValueError, PermissionError) as error:
