@@ -2,10 +2,12 @@
 
 The store keeps an append-only log of events; everything an annotator currently sees (the
 grade of each doc, whether a query is done) is *derived* from that log by :func:`derive_state`.
-:func:`golden_record` merges the annotators' states of one query into the golden-set JSONL
-record of DESIGN.md — or, where a reviewer adjudicated the query, takes the reviewer's
-:class:`Decision` as the golden label and keeps every annotator's label beside it — and
-:func:`events_for_record` is its inverse (importing a golden set). Pure functions: no database.
+:func:`merge` is the one golden-set merge rule: it makes the annotators' states of one query —
+or, where a reviewer adjudicated it, the reviewer's :class:`Decision` — into its golden label
+(the store keeps it as a projection that every reader of the golden set reads).
+:func:`golden_record` writes a golden label as the golden-set JSONL record of DESIGN.md, every
+annotator's label beside it, and :func:`events_for_record` is its inverse (importing a golden
+set). Pure functions: no database.
 """
 
 from __future__ import annotations

@@ -4,30 +4,17 @@ export, ``eval --db`` and the dashboard. Rebuilt from the log alone, it equals t
 
 import sqlite3
 
+import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_round_trip import tasks
 
-from eval.readers import golden_from_records
+from eval.readers import Golden, golden_from_records
 from labeler import judges
 from labeler.store import Store
 
 JUDGE = "machine:rule"
-
-
-def tasks(count: int) -> list[dict]:
-    return [
-        {
-            "query_id": f"q{n}",
-            "query": f"question {n}",
-            "slice": "head" if n % 2 else "tail",
-            "candidates": [
-                {"doc_id": f"q{n}-d{rank}", "title": f"doc {rank}", "text": "text"}
-                for rank in range(1, 5)
-            ],
-        }
-        for n in range(1, count + 1)
-    ]
 
 
 def projection(store: Store) -> dict:
@@ -63,7 +50,7 @@ def mixed(tmp_path):
         )
     )
     with Store(tmp_path / "mixed.db") as store:
-        store.import_records(tasks(9))
+        store.import_records(tasks(9, prefix="q"))
         store.pool(None, None, [run], depth=2)
         store.add_annotator("rita", role="reviewer")
         store.judge("q1", "q1-d1", 0, "ana")
@@ -100,10 +87,8 @@ def test_machine_labels_never_enter_the_golden_projection(mixed):
     golden_pairs = {(q, d) for q, d, *_ in projection(mixed)["judgments"]}
     assert ("q2", "q2-d1") in golden_pairs
     assert {("q9", "q9-d1"), ("q9", "q9-d2"), ("q2", "q2-d3")} & golden_pairs == set()
-    assert not any(
-        source.startswith("machine:")
-        for *_, source, _ in mixed.conn.execute("SELECT * FROM golden_judgments")
-    )
+    sources = {row[0] for row in mixed.conn.execute("SELECT source FROM golden_judgments")}
+    assert sources == {"ana", "ben", "rita"}
 
 
 def test_a_decision_replaces_the_annotators_labels_and_names_the_reviewer(mixed):
@@ -123,15 +108,15 @@ def test_the_latest_label_of_any_annotator_is_the_golden_one(mixed):
     assert rows == [("q2-d1", 0, "ben", None)]
 
 
-def test_every_reader_of_the_golden_set_agrees_with_the_projection(mixed):
-    queries, judgments = mixed.golden_frames()
-    records = golden_from_records(mixed.golden_records())
-    assert records.version == golden_from_records(mixed.golden_records()).version
-    by_doc = ["query_id", "doc_id"]
-    assert judgments.sort_values(by_doc, ignore_index=True).equals(
-        records.judgments.sort_values(by_doc, ignore_index=True)
-    )
-    assert queries["mode"].tolist() == records.queries["mode"].tolist()
+def test_export_and_eval_frames_read_the_same_golden_set_from_the_projection(mixed):
+    from_frames = Golden(*mixed.golden_frames())
+    from_records = golden_from_records(mixed.golden_records())
+    assert from_frames.version == from_records.version
+    pd.testing.assert_frame_equal(from_frames.queries, from_records.queries)
+    stored = {(q, d): g for q, d, g, *_ in projection(mixed)["judgments"]}
+    assert {(q, d): g for q, d, g in from_frames.judgments.itertuples(index=False)} == stored
+    modes = dict(zip(from_frames.queries["query_id"], from_frames.queries["mode"], strict=True))
+    assert (modes["q1"], modes["q7"], modes["q9"]) == ("full", "full", "first_hit")
     decided = {r["query_id"]: r for r in mixed.golden_records()}["q8"]
     assert decided["judgments"] == {"q8-d4": 2} and decided["answerable"]
 
@@ -235,7 +220,7 @@ def test_any_sequence_of_actions_leaves_a_projection_that_a_rebuild_reproduces(
     tmp_path_factory, actions
 ):
     with Store(tmp_path_factory.mktemp("any") / "any.db") as store:
-        store.import_records(tasks(2))
+        store.import_records(tasks(2, prefix="q"))
         for action in actions:
             apply(store, action)
         live = projection(store)
