@@ -114,7 +114,7 @@ def stored_golden(conn: sqlite3.Connection, query_ids: Sequence[str]) -> dict[st
     rows: dict[str, list[tuple[str, int, int, str, int | None]]] = {}
     for query_id, *row in conn.execute(
         "SELECT query_id, doc_id, grade, seq, source, decision_id FROM golden_judgments "
-        f"WHERE query_id {_in(query_ids)} ORDER BY query_id, seq",
+        f"WHERE query_id {_in(query_ids)}",
         query_ids,
     ):
         rows.setdefault(query_id, []).append(tuple(row))

@@ -36,7 +36,8 @@ class Projections(States):
         """Re-derive the projections of ``query_id`` for these annotators (default: everyone
         who acted on it) from the log, then its golden label (:func:`labeler.golden.merge`,
         the one merge rule) into the golden projection. Inside a write transaction."""
-        if annotators is None:
+        everyone = annotators is None
+        if everyone:
             annotators = [
                 row[0]
                 for row in self.conn.execute(
@@ -45,13 +46,13 @@ class Projections(States):
             ]
         context = self._context(query_id)
         slice_name = self._value("SELECT slice FROM queries WHERE query_id = ?", (query_id,))
+        fresh = {}
         for annotator in annotators:
-            state = golden.derive_state(self._events(query_id, annotator), context)
-            self._store_state(query_id, annotator, slice_name, state)
-        label = golden.merge(
-            self._states([query_id]).get(query_id, {}),
-            self._decisions([query_id]).get(query_id),
-        )
+            fresh[annotator] = golden.derive_state(self._events(query_id, annotator), context)
+            self._store_state(query_id, annotator, slice_name, fresh[annotator])
+        # The annotators not refreshed count as stored (none are left when everyone was).
+        others = {} if everyone else self._states([query_id]).get(query_id, {})
+        label = golden.merge({**others, **fresh}, self._decisions([query_id]).get(query_id))
         old_status, old_answerable = self.conn.execute(
             "SELECT status, answerable FROM queries WHERE query_id = ?", (query_id,)
         ).fetchone()
