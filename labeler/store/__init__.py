@@ -13,7 +13,8 @@ Design, in short:
 - The judgement log (``events``) is append-only: triggers refuse UPDATE and DELETE. Undo is a
   new event. ``labels``, ``query_state``, ``progress`` and the golden projection
   (``golden_judgments``, ``queries.status``) are projections of the log, rewritten in the
-  same transaction as each event for the (query, annotator) it touches — so every key press costs a handful of index lookups, never a table scan — and
+  same transaction as each event for the (query, annotator) it touches — so every key press
+  costs a handful of index lookups, never a table scan — and
   :meth:`Store.rebuild_projections` can recompute them all from the log.
 
 The package, bottom up (each module imports only those below it; tests/test_architecture.py
