@@ -183,6 +183,12 @@ ACTIONS = st.one_of(
     st.tuples(st.just("undo"), st.sampled_from(ANNOTATORS)),
     st.tuples(st.just("attach"), st.sampled_from(ANNOTATORS), st.sampled_from(DOCS)),
     st.tuples(
+        st.just("configure"),
+        st.sampled_from([0, 2, 3]),
+        st.integers(1, 2),
+        st.sampled_from(["first_hit", "full"]),
+    ),
+    st.tuples(
         st.just("decide"),
         st.sampled_from(["q1", "q2"]),
         st.dictionaries(st.sampled_from(DOCS[:4]), st.integers(0, 3), max_size=3),
@@ -202,6 +208,9 @@ def apply(store: Store, action: tuple) -> None:
         annotator, doc_id = args
         other = "q2" if doc_id.startswith("q1") else "q1"  # a doc of another query: search
         store.attach(other, doc_id, 1, annotator)
+    elif kind == "configure":  # a change of protocol re-derives every labelled query
+        depth, threshold, mode = args
+        store.configure(depth=depth, rel_threshold=threshold, mode=mode)
     elif kind == "decide":
         query_id, judgments, answerable = args
         store.adjudicate(query_id, "rita", judgments, answerable)
