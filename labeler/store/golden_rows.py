@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from labeler import golden
 from labeler.golden import Decision, GoldenLabel, QueryState
@@ -86,12 +86,25 @@ def latest_decisions(conn: sqlite3.Connection, query_ids: Sequence[str]) -> dict
     }
 
 
-def write_golden(conn: sqlite3.Connection, labels: Iterable[tuple[str, GoldenLabel]]) -> None:
+def write_golden(
+    conn: sqlite3.Connection,
+    labels: Iterable[tuple[str, GoldenLabel]],
+    before: Mapping[str, GoldenLabel] | None = None,
+) -> None:
     """Replace the golden projection of these queries by their labels (query_id, label),
-    inside the caller's write transaction. Index lookups only: no table scan."""
-    labels = list(labels)
+    inside the caller's write transaction. Index lookups only: no table scan. ``before``:
+    the labels stored now, where known; what did not change is not written again (a press
+    that changes one query's status leaves its judgements' pages alone, and the reverse)."""
+    before = before or {}
+    judged, headed = [], []
+    for query_id, label in labels:
+        old = before.get(query_id)
+        if old is None or _judgments(old) != _judgments(label):
+            judged.append((query_id, label))
+        if old is None or _head(old) != _head(label):
+            headed.append((query_id, label))
     conn.executemany(
-        "DELETE FROM golden_judgments WHERE query_id = ?", [(query_id,) for query_id, _ in labels]
+        "DELETE FROM golden_judgments WHERE query_id = ?", [(query_id,) for query_id, _ in judged]
     )
     conn.executemany(
         "INSERT INTO golden_judgments (query_id, doc_id, grade, seq, source, decision_id) "
@@ -99,14 +112,24 @@ def write_golden(conn: sqlite3.Connection, labels: Iterable[tuple[str, GoldenLab
         [
             (query_id, doc_id, grade, label.order[doc_id], label.sources[doc_id])
             + (label.decision_id,)
-            for query_id, label in labels
+            for query_id, label in judged
             for doc_id, grade in label.grades.items()
         ],
     )
     conn.executemany(
         "UPDATE queries SET status = ?, answerable = ?, golden_mode = ? WHERE query_id = ?",
-        [(label.status, int(label.answerable), label.mode, query_id) for query_id, label in labels],
+        [(label.status, int(label.answerable), label.mode, query_id) for query_id, label in headed],
     )
+
+
+def _head(label: GoldenLabel) -> tuple:
+    """What the query's own row keeps of its golden label."""
+    return label.status, label.answerable, label.mode
+
+
+def _judgments(label: GoldenLabel) -> tuple:
+    """What the golden_judgments rows keep of a golden label (no rows keep no decision id)."""
+    return label.grades, label.order, label.sources, label.decision_id if label.grades else None
 
 
 def stored_golden(conn: sqlite3.Connection, query_ids: Sequence[str]) -> dict[str, GoldenLabel]:

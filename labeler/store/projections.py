@@ -53,13 +53,11 @@ class Projections(States):
         # The annotators not refreshed count as stored (none are left when everyone was).
         others = {} if everyone else self._states([query_id]).get(query_id, {})
         label = golden.merge({**others, **fresh}, self._decisions([query_id]).get(query_id))
-        old_status, old_answerable = self.conn.execute(
-            "SELECT status, answerable FROM queries WHERE query_id = ?", (query_id,)
-        ).fetchone()
-        if (old_status, bool(old_answerable)) != (label.status, label.answerable):
-            self._count("", slice_name, _progress_key(old_status, bool(old_answerable)), -1)
+        before = self._golden([query_id])[query_id]
+        if (before.status, before.answerable) != (label.status, label.answerable):
+            self._count("", slice_name, _progress_key(before.status, before.answerable), -1)
             self._count("", slice_name, _progress_key(label.status, label.answerable), 1)
-        write_golden(self.conn, [(query_id, label)])
+        write_golden(self.conn, [(query_id, label)], {query_id: before})
 
     def _refresh_golden(self, query_ids: Sequence[str]) -> None:
         """Re-merge the golden labels of these queries from their stored states and decisions
