@@ -221,20 +221,3 @@ class MachineJudges(Settings):
                 self.conn,
                 params=(judge,),
             )
-
-    def first_human_frame(self) -> pd.DataFrame:
-        """Each query's first human annotator's current labels (the annotator who acted on
-        the query first), with how many annotators have labelled the query:
-        DataFrame(query_id, doc_id, grade, annotator, annotators)."""
-        with self._reading():
-            return pd.read_sql_query(
-                "WITH firsts AS (SELECT query_id, annotator, min(id) AS first_event, "
-                "count(*) OVER (PARTITION BY query_id) AS annotators FROM events "
-                "GROUP BY query_id, annotator), "
-                "ranked AS (SELECT *, row_number() OVER (PARTITION BY query_id "
-                "ORDER BY first_event) AS n FROM firsts) "
-                "SELECT l.query_id, l.doc_id, l.grade, l.annotator, r.annotators "
-                "FROM ranked r JOIN labels l ON l.query_id = r.query_id "
-                "AND l.annotator = r.annotator WHERE r.n = 1",
-                self.conn,
-            ).astype({"query_id": str, "doc_id": str, "grade": "int64"})
