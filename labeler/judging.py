@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 
-from labeler import team
+from labeler import accounts
 from labeler.store import StaleTarget, Store, is_busy
 
 # Active time per judgement is the time since the previous action, capped: reading a candidate
@@ -358,7 +358,7 @@ class LabelSession:
         input into :attr:`message`. A database another writer held past the busy timeout
         raises :class:`StillBusy`: nothing was written."""
         try:
-            team.authorize(self.store, self.annotator, "annotator")
+            accounts.authorize(self.store, self.annotator, "annotator")
             action()
         except PermissionError as error:
             self.message, self.refused_account = f"Not done: {error}", True

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from eval.readers import InputError
 from labeler import golden
+from labeler.identifiers import identifier_parts
 from labeler.importing import (
     Task,
     collect_documents,
@@ -41,7 +42,7 @@ STAGED = "goldset_staged_"  # prefix of an import's TEMP tables (see Imports._st
 # The columns an import stages (see Imports._stage_rows), as the replay gives their values.
 _QUERY_COLUMNS = (
     *("query_id", "position", "query", "slice", "metadata", "content_hash", "source"),
-    *("status", "answerable", "created_at"),
+    "created_at",
 )
 _EVENT_COLUMNS = (
     *("id", "query_id", "doc_id", "annotator", "action", "grade", "mode", "seconds", "note"),
@@ -146,7 +147,6 @@ class Imports(Projections):
                         for t in new
                     ],
                     source,
-                    {query_id: (status, known) for status, known, query_id in replay.statuses},
                 )
                 known_runs = {row[0] for row in self.conn.execute("SELECT name FROM runs")}
                 self._stage_ranks([row for row in replay.pool_ranks if row[1] not in known_runs])
@@ -211,13 +211,13 @@ class Imports(Projections):
         def insert(conn: sqlite3.Connection, chunk: Sequence[tuple]) -> None:
             (last_rowid,) = conn.execute("SELECT coalesce(max(rowid), 0) FROM documents").fetchone()
             conn.executemany(
-                "INSERT INTO documents (doc_id, title, text, metadata, batch) "
-                "VALUES (?, ?, ?, ?, ?)",
-                [(*row, batch) for row in chunk],
+                "INSERT INTO documents (doc_id, title, text, metadata, batch, parts) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                [(*row, batch, identifier_parts(row[0], row[1])) for row in chunk],
             )
             conn.execute(
-                "INSERT INTO documents_fts (rowid, title, text) "
-                "SELECT rowid, title, text FROM documents WHERE rowid > ?",
+                "INSERT INTO documents_fts (rowid, title, text, parts) "
+                "SELECT rowid, title, text, parts FROM documents WHERE rowid > ?",
                 (last_rowid,),
             )
 
@@ -287,12 +287,12 @@ class Imports(Projections):
         while deleted:
             with self._writing() as conn:
                 rows = conn.execute(
-                    "SELECT rowid, title, text FROM documents WHERE batch = ? LIMIT ?",
+                    "SELECT rowid, title, text, parts FROM documents WHERE batch = ? LIMIT ?",
                     (batch, STAGE_ROWS // 4),
                 ).fetchall()
                 conn.executemany(
-                    "INSERT INTO documents_fts (documents_fts, rowid, title, text) "
-                    "VALUES ('delete', ?, ?, ?)",
+                    "INSERT INTO documents_fts (documents_fts, rowid, title, text, parts) "
+                    "VALUES ('delete', ?, ?, ?, ?)",
                     rows,
                 )
                 conn.executemany("DELETE FROM documents WHERE rowid = ?", [(r[0],) for r in rows])
@@ -373,15 +373,11 @@ class Imports(Projections):
         )
 
     def _stage_queries(
-        self,
-        rows: Sequence[tuple[str, str, str, dict, str]],
-        source: str,
-        statuses: Mapping[str, tuple[str, int]] | None = None,
+        self, rows: Sequence[tuple[str, str, str, dict, str]], source: str
     ) -> dict[tuple[str, str, str], int]:
         """Stage new queries (query_id, query, slice, metadata, content_hash), to go at the
-        end of the queue, pending unless ``statuses`` gives their (status, answerable);
-        returns the pending counts they add to ``progress`` (per slice)."""
-        statuses = statuses or {}
+        end of the queue, pending; returns the pending counts they add to ``progress`` (per
+        slice)."""
         created_at = golden.now()
         self._stage_rows(
             "queries",
@@ -395,7 +391,6 @@ class Imports(Projections):
                     json.dumps(metadata, ensure_ascii=False),
                     content_hash,
                     source,
-                    *statuses.get(query_id, ("pending", 1)),
                     created_at,
                 )
                 for position, (query_id, query, slice_name, metadata, content_hash) in enumerate(
@@ -460,19 +455,22 @@ class Imports(Projections):
 
     def _rewrite_document(self, doc_id: str, title: str, text: str) -> None:
         """Change a document's title and text, and its full-text entry with them."""
-        rowid, old_title, old_text = self.conn.execute(
-            "SELECT rowid, title, text FROM documents WHERE doc_id = ?", (doc_id,)
+        rowid, *old = self.conn.execute(
+            "SELECT rowid, title, text, parts FROM documents WHERE doc_id = ?", (doc_id,)
         ).fetchone()
         self.conn.execute(
-            "INSERT INTO documents_fts (documents_fts, rowid, title, text) "
-            "VALUES ('delete', ?, ?, ?)",
-            (rowid, old_title, old_text),
+            "INSERT INTO documents_fts (documents_fts, rowid, title, text, parts) "
+            "VALUES ('delete', ?, ?, ?, ?)",
+            (rowid, *old),
+        )
+        parts = identifier_parts(doc_id, title)
+        self.conn.execute(
+            "UPDATE documents SET title = ?, text = ?, parts = ? WHERE rowid = ?",
+            (title, text, parts, rowid),
         )
         self.conn.execute(
-            "UPDATE documents SET title = ?, text = ? WHERE rowid = ?", (title, text, rowid)
-        )
-        self.conn.execute(
-            "INSERT INTO documents_fts (rowid, title, text) VALUES (?, ?, ?)", (rowid, title, text)
+            "INSERT INTO documents_fts (rowid, title, text, parts) VALUES (?, ?, ?, ?)",
+            (rowid, title, text, parts),
         )
 
     def _stage_replay(self, replay: Replay, known_runs: set[str]) -> None:
@@ -490,8 +488,8 @@ class Imports(Projections):
             self._stage_rows(table, columns, rows)
 
     def _publish_replay(self, replay: Replay, batch: int) -> None:
-        """Inside the publishing transaction: the staged replay, one bulk copy per table (the
-        golden statuses went in with the queries, the counts are the caller's). The events
+        """Inside the publishing transaction: the staged replay, one bulk copy per table, then
+        the golden projection of its queries (the counts are the caller's). The events
         carry the import ``batch``: they are on nobody's undo stack. Event ids are the
         replay's own numbers shifted past the log's last id."""
         base = self.conn.execute(
@@ -510,6 +508,7 @@ class Imports(Projections):
             "query_state", _STATE_COLUMNS, {"last_event_id": "last_event_id + :base"}, shift
         )
         self._publish_staged("adjudications", _DECISION_COLUMNS)
+        self._refresh_golden(replay.queries)
         self.conn.executemany(
             "INSERT INTO runs (name, path, sha256, depth, pooled_at) VALUES (?, ?, '', ?, ?) "
             "ON CONFLICT (name) DO UPDATE SET depth = max(depth, excluded.depth)",

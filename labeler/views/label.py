@@ -15,7 +15,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from labeler import keys, render, team
+from labeler import accounts, keys, render
 from labeler.auth import LOCAL_ANNOTATOR
 from labeler.judging import KEY_HELP, LabelSession, QueryView, Search, StillBusy, grade_name
 from labeler.views import context
@@ -337,7 +337,7 @@ def open_linked_query(session: LabelSession, role: str) -> None:
     if query_id is None:
         return
     del st.query_params["query"]
-    if not team.has_role(role, "reviewer"):
+    if not accounts.has_role(role, "reviewer"):
         return
     try:
         session.store.query(query_id)
