@@ -393,3 +393,28 @@ def test_pooling_a_run_over_known_queries_publishes_in_statements_not_per_query(
     assert reopened == 0
     # the same few bulk statements at either size: nothing per query but the labelled one
     assert len(statements) == 2 and statements[-1] < 40
+
+
+def test_a_golden_import_writes_the_golden_projection_that_its_rows_merge_to(tmp_path):
+    from labeler.store.golden_rows import golden_labels, stored_golden
+
+    source, target = tmp_path / "source.db", tmp_path / "target.db"
+    with Store(source) as store:
+        store.import_tasks(write_tasks(tmp_path / "a.jsonl", 0, 6))
+        store.judge("q0", "d0-0", 0, "ana")
+        store.judge("q0", "d0-0", 1, "bob")  # they disagree: a reviewer decides
+        store.adjudicate("q0", "rita", {"d0-0": 2}, True)
+        store.judge("q1", "d1-0", 0, "ana")
+        store.judge("q1", "d1-1", 1, "ana")
+        store.judge("q2", "d2-0", 1, "bob")
+        store.write_jsonl(tmp_path / "golden.jsonl")
+    with Store(target) as store:  # a log and decisions already there: ids are shifted
+        store.import_tasks(write_tasks(tmp_path / "b.jsonl", 100, 3))
+        store.judge("q100", "d100-0", 1, "ana")
+        store.adjudicate("q101", "rita", {"d101-0": 1}, True)
+        store.import_tasks(tmp_path / "golden.jsonl")
+        ids = [f"q{n}" for n in (0, 1, 2, 3, 100, 101)]
+        written = stored_golden(store.conn, ids)
+        merged = dict(golden_labels(store.conn, ids))
+    assert written == merged
+    assert written["q0"].grades == {"d0-0": 2} and written["q1"].status == "done"

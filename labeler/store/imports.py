@@ -9,6 +9,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 from eval.readers import InputError
@@ -21,6 +22,7 @@ from labeler.importing import (
     tasks_from_records,
 )
 from labeler.store.connection import _chunks, _marks
+from labeler.store.golden_rows import write_golden
 from labeler.store.projections import Projections
 from labeler.store.replay import Replay, _golden_plan, _imported_rows, _replayed, _stored_metadata
 
@@ -54,7 +56,7 @@ _STATE_COLUMNS = (
     *("first_relevant_rank", "judged_depth", "seconds", "last_event_id", "updated_at", "note"),
 )
 _DECISION_COLUMNS = (
-    *("query_id", "reviewer", "judgments", "answerable", "adopted", "note", "created_at"),
+    *("id", "query_id", "reviewer", "judgments", "answerable", "adopted", "note", "created_at"),
 )
 _POOL_COLUMNS = ("query_id", "run", "rank", "doc_id", "score")
 
@@ -482,20 +484,27 @@ class Imports(Projections):
             ("events", _EVENT_COLUMNS, replay.events),
             ("labels", _LABEL_COLUMNS, replay.labels),
             ("query_state", _STATE_COLUMNS, replay.states),
-            ("adjudications", _DECISION_COLUMNS, replay.decisions),
+            (
+                "adjudications",
+                _DECISION_COLUMNS,
+                [(number, *row) for number, row in enumerate(replay.decisions, 1)],
+            ),
             ("pool_ranks", _POOL_COLUMNS, [r for r in replay.pool_ranks if r[1] in known_runs]),
         ):
             self._stage_rows(table, columns, rows)
 
     def _publish_replay(self, replay: Replay, batch: int) -> None:
-        """Inside the publishing transaction: the staged replay, one bulk copy per table, then
-        the golden projection of its queries (the counts are the caller's). The events
-        carry the import ``batch``: they are on nobody's undo stack. Event ids are the
-        replay's own numbers shifted past the log's last id."""
-        base = self.conn.execute(
-            "SELECT max(coalesce(max(id), 0), "
-            "coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0)) FROM events"
-        ).fetchone()[0]
+        """Inside the publishing transaction: the staged replay, one bulk copy per table, and
+        the golden projection of its queries as the replay merged it (the counts are the
+        caller's). The events carry the import ``batch``: they are on nobody's undo stack.
+        Event and decision ids are the replay's own numbers shifted past the log's last."""
+        base, decided = (
+            self.conn.execute(
+                "SELECT max(coalesce(max(id), 0), coalesce((SELECT seq FROM sqlite_sequence "
+                f"WHERE name = '{table}'), 0)) FROM {table}"
+            ).fetchone()[0]
+            for table in ("events", "adjudications")
+        )
         shift = {"base": base}
         self._publish_staged(
             "events",
@@ -507,14 +516,26 @@ class Imports(Projections):
         self._publish_staged(
             "query_state", _STATE_COLUMNS, {"last_event_id": "last_event_id + :base"}, shift
         )
-        self._publish_staged("adjudications", _DECISION_COLUMNS)
-        self._refresh_golden(replay.queries)
+        self._publish_staged(
+            "adjudications", _DECISION_COLUMNS, {"id": "id + :base"}, {"base": decided}
+        )
+        # what _refresh_golden would merge again from the rows just written, merged already
+        write_golden(self.conn, (_shifted(*item, base, decided) for item in replay.golden))
         self.conn.executemany(
             "INSERT INTO runs (name, path, sha256, depth, pooled_at) VALUES (?, ?, '', ?, ?) "
             "ON CONFLICT (name) DO UPDATE SET depth = max(depth, excluded.depth)",
             [(run, replay.source, depth, golden.now()) for run, depth in replay.runs.items()],
         )
         self._publish_staged("pool_ranks", _POOL_COLUMNS)
+
+
+def _shifted(
+    query_id: str, label: golden.GoldenLabel, base: int, decided: int
+) -> tuple[str, golden.GoldenLabel]:
+    """A replayed golden label with the ids the log gave its events and decision."""
+    if label.decision_id is not None:  # ordered by the decision's own list
+        return query_id, replace(label, decision_id=label.decision_id + decided)
+    return query_id, replace(label, order={d: event + base for d, event in label.order.items()})
 
 
 def _merged_counts(*parts: Mapping[tuple[str, str, str], int]) -> dict[tuple[str, str, str], int]:

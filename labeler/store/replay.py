@@ -59,6 +59,9 @@ class Replay:
     labels: list[tuple] = default_field(default_factory=list)
     states: list[tuple] = default_field(default_factory=list)
     queries: list[str] = default_field(default_factory=list)  # their golden labels follow
+    # (query_id, golden label) per query, as golden.merge makes it of these rows: event ids
+    # and decision ids (1, 2, ... in ``decisions``' order) count from 1, shifted when written
+    golden: list[tuple] = default_field(default_factory=list)
     counts: dict[tuple[str, str, str], int] = default_field(default_factory=dict)
     decisions: list[tuple] = default_field(default_factory=list)
     runs: dict[str, int] = default_field(default_factory=dict)
@@ -121,7 +124,10 @@ def _replayed(
         if plan.decision is not None:
             replay.decisions.append((query_id, *plan.decision))
             reviewer, judgments, decided_answerable = plan.decision[:3]
-            decision = Decision(0, query_id, reviewer, json.loads(judgments), decided_answerable)
+            number = len(replay.decisions)  # its id, shifted when written
+            decision = Decision(
+                number, query_id, reviewer, json.loads(judgments), decided_answerable
+            )
         label = golden.merge(states, decision)
         status, answerable = label.status, label.answerable
         for field_name, value in (
@@ -132,6 +138,7 @@ def _replayed(
                 problem = f"{plan.expected[field_name]!r}, but these labels give {value!r}"
                 raise InputError(source, task.line, field_name, problem)
         replay.queries.append(query_id)
+        replay.golden.append((query_id, label))
         if status != "pending":
             replay.count("", task.slice, "pending", -1)
             replay.count("", task.slice, _progress_key(status, answerable), 1)
