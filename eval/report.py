@@ -13,10 +13,9 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pyarrow.compute as pc
 
 from eval import gate, stats
-from eval.columns import arrow_array, arrow_strings, lookup
+from eval.columns import as_strings, lookup
 from eval.metrics import (
     DEFAULT_METRICS,
     LOWER_BOUND_FROM_FIRST_HIT,
@@ -272,7 +271,7 @@ def _answered(run: Run, query_ids: np.ndarray, abstain_below: float | None) -> n
     """Per query id, whether the run returned a result for it (at or above the threshold)."""
     if len(query_ids) == 0:
         return np.zeros(0, dtype=bool)
-    row_query = lookup(arrow_array(run.query_ids), query_ids)[run.query_index]
+    row_query = lookup(as_strings(run.query_ids), query_ids)[run.query_index]
     kept = row_query >= 0
     if abstain_below is not None:
         kept &= comparable_scores(run.scores) >= comparable_scores(abstain_below)
@@ -280,9 +279,11 @@ def _answered(run: Run, query_ids: np.ndarray, abstain_below: float | None) -> n
 
 
 def _count_absent(values: Sequence[str], among: Sequence[str]) -> int:
-    """How many of ``values`` are not in ``among`` (Arrow's hash lookup)."""
-    found = pc.is_in(arrow_strings(values), value_set=arrow_strings(among))
-    return len(values) - pc.sum(found).as_py() if len(values) else 0
+    """How many of ``values`` are not in ``among``."""
+    if len(values) == 0:
+        return 0
+    found = lookup(as_strings(np.asarray(values, dtype=object)), np.asarray(among, dtype=object))
+    return int(np.count_nonzero(found < 0))
 
 
 def build_report(

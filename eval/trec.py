@@ -20,8 +20,9 @@ The reading (trec_eval's, made explicit, so that every path applies the same one
 
 Three parsers give that reading, row for row and byte for byte:
 
-- :func:`read_plain`: pure Python, line by line. The reference, the quickest for small files,
-  and the one that words every refusal.
+- :func:`read_plain`: pure Python, line by line. The reference, the quickest for small files
+  (it needs neither pyarrow nor its start-up: its ids are numpy arrays of str), and the one
+  that words every refusal.
 - :func:`read_general`: Arrow, vectorised, any layout. A file it would refuse goes to
   :func:`read_plain`, so a refusal names the same line and field whichever path met it.
 - :func:`read_fast`: Arrow's multi-threaded CSV reader on the clean layout (one space or one
@@ -36,10 +37,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.csv as pcsv
 
+from eval.arrow import pa, pc, pcsv
 from eval.columns import (
     arrow_array,
     arrow_strings,
@@ -60,6 +59,14 @@ GRADE = re.compile(r"[+-]?[0-9]+")
 SCORE = re.compile(r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf(?:inity)?)", re.I)
 # The longest decimal text of an int64: a sign and 19 digits (leading zeros aside).
 INT64_DIGITS = 19
+# Characters that make the plain parser's quick pass hand a file to its line-by-line loop:
+# control characters other than the ASCII whitespace that separates fields (an id may not
+# hold one), and the Unicode spaces that str.split() splits on and bytes.split() does not.
+QUICK_UNSAFE = re.compile(
+    "[\x00-\x08\x0e-\x1f\x7f-\x9f\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+)
+ALL_GRADES = re.compile(f"(?:{GRADE.pattern}\n)*")
+ALL_SCORES = re.compile(f"(?:(?:{SCORE.pattern})\n)*", re.I)
 
 
 @dataclass(frozen=True)
@@ -109,7 +116,7 @@ class Rows:
 
     query_ids: np.ndarray
     query_index: np.ndarray
-    doc_ids: pa.Array | pa.ChunkedArray
+    doc_ids: pa.Array | pa.ChunkedArray | np.ndarray
     values: np.ndarray
     lines: np.ndarray | None = None
 
@@ -129,15 +136,18 @@ class Rows:
         """The line number of a row."""
         return row + 1 if self.lines is None else int(self.lines[row])
 
-    def query_id_column(self) -> pa.Array:
-        """The query id of each row, as Arrow strings."""
+    def query_id_column(self) -> pa.Array | np.ndarray:
+        """The query id of each row, in the doc ids' form (Arrow or numpy strings)."""
+        if isinstance(self.doc_ids, np.ndarray):
+            return self.query_ids[self.query_index]
         return arrow_array(self.query_ids).take(arrow_array(self.query_index))
 
     def check_no_repeated_docs(self, source: str) -> None:
         """Raise an input error, naming the second line, if a doc is given twice for a query."""
         row = first_repeat(self.query_index, self.doc_ids)
         if row is not None:
-            doc_id = self.doc_ids[row].as_py()
+            doc_id = self.doc_ids[row]
+            doc_id = doc_id if isinstance(doc_id, str) else doc_id.as_py()
             query_id = self.query_ids[self.query_index[row]]
             problem = f"{doc_id!r} repeated within query {query_id!r}"
             raise InputError(source, self.line(row), "doc_id", problem)
@@ -147,10 +157,18 @@ class Rows:
 
 
 def read_plain(path: Path, layout: Layout) -> Rows:
-    """Read a TREC file line by line in Python (see the module's docstring for the reading)."""
+    """Read a TREC file line by line in Python (see the module's docstring for the reading).
+
+    A quick pass reads a file with no control character, odd space or bad value in bulk
+    (:func:`_read_quick`); any other file is read line by line, which words the refusal.
+    """
     source = str(path)
     data = path.read_bytes()
-    lines = LINE_END.split(data[len(BOM) :] if data.startswith(BOM) else data)
+    data = data[len(BOM) :] if data.startswith(BOM) else data
+    quick = _read_quick(data, layout)
+    if quick is not None:
+        return quick
+    lines = LINE_END.split(data)
     query_ids: dict[str, int] = {}
     query_index, doc_ids, values, numbers = [], [], [], []
     header_pending = layout.header
@@ -179,8 +197,56 @@ def read_plain(path: Path, layout: Layout) -> Rows:
     return Rows(
         np.array(list(query_ids), dtype=object),
         np.array(query_index, dtype=np.int64),
-        arrow_array(doc_ids, pa.string()),
+        np.array(doc_ids, dtype=object),
         np.array(values, dtype=np.int64 if layout.integer else np.float64),
+        np.array(numbers, dtype=np.int64),
+    )
+
+
+def _read_quick(data: bytes, layout: Layout) -> Rows | None:
+    """The rows of a file that the line-by-line loop would read without a refusal, read in
+    bulk (a split per line, one regex over all the values); None for any file in doubt.
+
+    Without control characters (the field-separating ASCII whitespace aside) and Unicode
+    spaces, ``str.split`` splits where ``bytes.split`` does and every id is clean.
+    """
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if QUICK_UNSAFE.search(text):
+        return None
+    if "\r" in text:  # a line ends at LF, CR LF or a lone CR
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    split = [line.split() for line in text.split("\n")]
+    numbers = [number for number, fields in enumerate(split, 1) if fields and fields[0][0] != "#"]
+    if layout.header:
+        numbers = numbers[1:]
+    if not numbers:
+        return None
+    content = [split[number - 1] for number in numbers]
+    counts = set(map(len, content))
+    if any(layout.count_problem(count) for count in counts):
+        return None
+    columns = list(zip(*content, strict=False))  # extra fields of a run line: ignored
+    values = columns[layout.value]
+    joined = "\n".join(values) + "\n"
+    if not (ALL_GRADES if layout.integer else ALL_SCORES).fullmatch(joined):
+        return None
+    try:
+        if layout.integer:
+            parsed = np.array(list(map(int, values)), dtype=np.int64)
+        else:
+            parsed = np.array(list(map(float, values)), dtype=np.float64)
+    except (OverflowError, ValueError):  # a grade past int64 (or past Python's digit limit)
+        return None
+    first: dict[str, int] = {}
+    query_index = [first.setdefault(query_id, len(first)) for query_id in columns[layout.query]]
+    return Rows(
+        np.array(list(first), dtype=object),
+        np.array(query_index, dtype=np.int64),
+        np.array(columns[layout.doc], dtype=object),
+        parsed,
         np.array(numbers, dtype=np.int64),
     )
 
