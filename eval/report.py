@@ -224,7 +224,8 @@ def ties_at_cutoffs(ranking: Ranking, cutoffs: Sequence[int]) -> int:
     next_same_query = np.r_[ranking.query_index[1:] == ranking.query_index[:-1], False]
     next_same_score = np.r_[ranking.score[1:] == ranking.score[:-1], False]
     straddles = np.isin(ranking.rank, list(cutoffs)) & next_same_query & next_same_score
-    return int(len(np.unique(ranking.query_index[straddles])))
+    # Counted with bincount: np.unique would import numpy.ma (10-20 ms of a small eval).
+    return int(np.count_nonzero(np.bincount(ranking.query_index[straddles])))
 
 
 def query_accounting(golden: Golden, run: Run, ranking: Ranking, cutoffs: Sequence[int]) -> dict:

@@ -65,6 +65,8 @@ INT64_DIGITS = 19
 QUICK_UNSAFE = re.compile(
     "[\x00-\x08\x0e-\x1f\x7f-\x9f\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
 )
+# Not NUL: numpy drops trailing NULs from a str, and would compare every token with "".
+LINE_MARK = "\x01"
 ALL_GRADES = re.compile(f"(?:{GRADE.pattern}\n)*")
 ALL_SCORES = re.compile(f"(?:(?:{SCORE.pattern})\n)*", re.I)
 
@@ -160,14 +162,17 @@ def read_plain(path: Path, layout: Layout) -> Rows:
     """Read a TREC file line by line in Python (see the module's docstring for the reading).
 
     A quick pass reads a file with no control character, odd space or bad value in bulk
-    (:func:`_read_quick`); any other file is read line by line, which words the refusal.
+    (:func:`read_quick`); any other file is read line by line, which words the refusal.
     """
-    source = str(path)
     data = path.read_bytes()
     data = data[len(BOM) :] if data.startswith(BOM) else data
-    quick = _read_quick(data, layout)
-    if quick is not None:
-        return quick
+    quick = read_quick(data, layout)
+    return quick if quick is not None else read_lines(data, layout, str(path))
+
+
+def read_lines(data: bytes, layout: Layout, source: str) -> Rows:
+    """The plain parser's line-by-line loop over a file's bytes (its BOM removed): the
+    reference reading, and the wording of every refusal."""
     lines = LINE_END.split(data)
     query_ids: dict[str, int] = {}
     query_index, doc_ids, values, numbers = [], [], [], []
@@ -203,12 +208,15 @@ def read_plain(path: Path, layout: Layout) -> Rows:
     )
 
 
-def _read_quick(data: bytes, layout: Layout) -> Rows | None:
+def read_quick(data: bytes, layout: Layout) -> Rows | None:
     """The rows of a file that the line-by-line loop would read without a refusal, read in
-    bulk (a split per line, one regex over all the values); None for any file in doubt.
+    bulk; None for any file in doubt (the loop then reads it, or words its refusal).
 
     Without control characters (the field-separating ASCII whitespace aside) and Unicode
-    spaces, ``str.split`` splits where ``bytes.split`` does and every id is clean.
+    spaces, ``str.split`` splits where ``bytes.split`` does and every id is clean. The whole
+    file is split at once, each line end marked by a token ``LINE_MARK`` (a control character:
+    in no such file), so that the fields of each line are found with numpy; one regex checks
+    all the values.
     """
     try:
         text = data.decode("utf-8")
@@ -218,20 +226,21 @@ def _read_quick(data: bytes, layout: Layout) -> Rows | None:
         return None
     if "\r" in text:  # a line ends at LF, CR LF or a lone CR
         text = text.replace("\r\n", "\n").replace("\r", "\n")
-    split = [line.split() for line in text.split("\n")]
-    numbers = [number for number, fields in enumerate(split, 1) if fields and fields[0][0] != "#"]
+    marked = text.replace("\n", f" {LINE_MARK} ") + f" {LINE_MARK}"
+    tokens = np.array(marked.split(), dtype=object)
+    ends = np.flatnonzero(tokens == LINE_MARK)
+    starts = np.r_[0, ends[:-1] + 1]
+    content = ends > starts
+    starts, counts = starts[content], (ends - starts)[content]
+    numbers = np.flatnonzero(content) + 1
+    if "#" in text and f"{LINE_MARK}#" in LINE_MARK + LINE_MARK.join(tokens[starts].tolist()):
+        return None  # a comment line
     if layout.header:
-        numbers = numbers[1:]
-    if not numbers:
+        starts, counts, numbers = starts[1:], counts[1:], numbers[1:]
+    if len(starts) == 0 or any(layout.count_problem(int(n)) for n in np.unique(counts)):
         return None
-    content = [split[number - 1] for number in numbers]
-    counts = set(map(len, content))
-    if any(layout.count_problem(count) for count in counts):
-        return None
-    columns = list(zip(*content, strict=False))  # extra fields of a run line: ignored
-    values = columns[layout.value]
-    joined = "\n".join(values) + "\n"
-    if not (ALL_GRADES if layout.integer else ALL_SCORES).fullmatch(joined):
+    values = tokens[starts + layout.value].tolist()
+    if not (ALL_GRADES if layout.integer else ALL_SCORES).fullmatch("\n".join(values) + "\n"):
         return None
     try:
         if layout.integer:
@@ -240,15 +249,8 @@ def _read_quick(data: bytes, layout: Layout) -> Rows | None:
             parsed = np.array(list(map(float, values)), dtype=np.float64)
     except (OverflowError, ValueError):  # a grade past int64 (or past Python's digit limit)
         return None
-    first: dict[str, int] = {}
-    query_index = [first.setdefault(query_id, len(first)) for query_id in columns[layout.query]]
-    return Rows(
-        np.array(list(first), dtype=object),
-        np.array(query_index, dtype=np.int64),
-        np.array(columns[layout.doc], dtype=object),
-        parsed,
-        np.array(numbers, dtype=np.int64),
-    )
+    query_index, query_ids = factorize_runs(tokens[starts + layout.query])
+    return Rows(query_ids, query_index, tokens[starts + layout.doc], parsed, numbers)
 
 
 def _trec_id(field: bytes, name: str, where: tuple[str, int]) -> str:
