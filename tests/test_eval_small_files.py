@@ -1,0 +1,137 @@
+"""A small golden set (what a CI gate evaluates) is read and scored with numpy alone.
+
+`goldset eval` on a small file must not import pyarrow or pandas (their start-up would be
+most of its time), and the numpy path must give the very report the Arrow path gives.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from eval import trec
+from eval.columns import to_pylist
+from eval.errors import InputError
+from eval.readers import read_golden, read_run
+from eval.report import build_report, compare_runs
+
+CRANFIELD = Path(__file__).parent.parent.parent / "shared" / "datasets" / "cranfield"
+
+# Runs the CLI in this interpreter, then prints which heavy modules it loaded.
+CLI_THEN_MODULES = """
+import sys
+from labeler.cli import cli
+try:
+    cli(sys.argv[1:])
+except SystemExit as done:
+    assert done.code in (0, None), done.code
+heavy = ("pyarrow", "pandas", "streamlit", "sqlite_utils", "sqlite3")
+print("MODULES " + " ".join(sorted(name for name in heavy if name in sys.modules)))
+"""
+
+
+def modules_loaded_by(*arguments: str | Path) -> list[str]:
+    """The heavy modules that a `goldset` command line loads, run in a fresh interpreter."""
+    done = subprocess.run(
+        [sys.executable, "-c", CLI_THEN_MODULES, *map(str, arguments)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    line = done.stdout.strip().splitlines()[-1]
+    assert line.startswith("MODULES"), done.stdout
+    return line.split()[1:]
+
+
+def test_eval_of_a_small_golden_set_imports_neither_pyarrow_nor_pandas():
+    qrels, run = CRANFIELD / "qrels.tsv", CRANFIELD / "runs" / "bm25.trec"
+    loaded = modules_loaded_by("eval", "--golden", qrels, "--run", run, "--json")
+    assert loaded == []
+
+
+def test_compare_of_small_runs_with_a_gate_imports_neither_pyarrow_nor_pandas(tmp_path: Path):
+    qrels, runs = CRANFIELD / "qrels.tsv", CRANFIELD / "runs"
+    arguments = ["compare", "--golden", qrels, "--baseline", runs / "bm25.trec"]
+    arguments += ["--candidate", runs / "tfidf-title.trec", "--bootstrap", "200", "--json"]
+    assert modules_loaded_by(*arguments) == []
+
+
+def test_numpy_and_arrow_paths_give_the_same_reports_on_cranfield():
+    qrels, runs = CRANFIELD / "qrels.tsv", CRANFIELD / "runs"
+    reports = {}
+    for parser in ("plain", "fast"):
+        golden = read_golden(qrels, parser=parser)
+        baseline = read_run(runs / "bm25.trec", parser=parser)
+        candidate = read_run(runs / "tfidf-title.trec", parser=parser)
+        report = build_report(golden, baseline, bootstrap=200, frame=False)
+        values = report.pop("per_query")
+        comparison = compare_runs(golden, baseline, candidate, bootstrap=200)
+        reports[parser] = (json.dumps(report), values.values.tolist(), json.dumps(comparison))
+    assert isinstance(read_run(runs / "bm25.trec", parser="plain").doc_ids, np.ndarray)
+    assert not isinstance(read_run(runs / "bm25.trec", parser="fast").doc_ids, np.ndarray)
+    assert reports["plain"] == reports["fast"]
+
+
+# Pieces of TREC lines, the awkward ones included: every ASCII separator, a no-break space
+# and a NEL (part of an id for the reading, whitespace for str.split), '#' inside an id and
+# at the start of a line, grades and scores in every spelling, one past int64.
+FIELD = st.sampled_from(["q1", "q2", "d1", "d#2", "d\xa03", "d\x854", "é", "#c", "Q0", "x"])
+VALUE = st.sampled_from(["0", "1", "+2", "-1", "007", "1.5", ".5", "5.", "1e400", "-inf"])
+ODD_VALUE = st.sampled_from(["nan", "0x1p3", "1_0", "٣", "9223372036854775808", "x"])
+SEPARATOR = st.sampled_from([" ", "\t", "  ", "\x0b", "\x0c", " \x0c "])
+LINE_END = st.sampled_from(["\n", "\r\n", "\r"])
+
+
+@st.composite
+def trec_text(draw: st.DrawFn) -> bytes:
+    """A small TREC-ish file: lines of 3 to 7 fields, blank lines, comments, odd values."""
+    lines = []
+    for _ in range(draw(st.integers(0, 6))):
+        fields = draw(st.lists(FIELD, min_size=3, max_size=7))
+        position = draw(st.integers(0, len(fields) - 1))
+        fields[position] = draw(st.one_of(VALUE, VALUE, ODD_VALUE))
+        gaps = [draw(SEPARATOR) for _ in fields[1:]]
+        line = fields[0] + "".join(gap + field for gap, field in zip(gaps, fields[1:], strict=True))
+        lines.append(draw(st.sampled_from(["", " ", "# note "])) + line + draw(LINE_END))
+        if draw(st.booleans()):
+            lines.append(draw(st.sampled_from(["", "   ", "#q1 Q0 d 1 1 t"])) + draw(LINE_END))
+    return "".join(lines).encode()
+
+
+def read_by(reader, data: bytes, layout: trec.Layout):
+    """The reader's rows as (query_id, doc_id, value text, line), or its refusal."""
+    try:
+        rows = reader(data, layout)
+    except InputError as error:
+        return ("refused", error.line, error.field)
+    if rows is None:
+        return None
+    query_ids = rows.query_ids[rows.query_index].tolist()
+    lines = [rows.line(row) for row in range(len(rows.values))]
+    values = [repr(value) for value in rows.values.tolist()]
+    return list(zip(query_ids, to_pylist(rows.doc_ids), values, lines, strict=True))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=trec_text(), layout=st.sampled_from([trec.RUN, trec.QRELS, trec.BEIR_QRELS]))
+def test_quick_pass_reads_every_file_it_takes_as_the_line_by_line_loop(data, layout):
+    quick = read_by(trec.read_quick, data, layout)
+    by_line = read_by(lambda data, layout: trec.read_lines(data, layout, "f"), data, layout)
+    assert quick is None or quick == by_line
+
+
+def test_quick_pass_takes_a_clean_run_and_leaves_a_comment_to_the_loop():
+    clean = b"q1 Q0 d#1 1 2.5 t\r\nq1\tQ0\td2\t2\t-inf\tt extra\n\nq2 Q0 d1 1 .5 t"
+    rows = trec.read_quick(clean, trec.RUN)
+    assert rows.query_ids.tolist() == ["q1", "q2"]
+    assert to_pylist(rows.doc_ids) == ["d#1", "d2", "d1"]
+    assert rows.values.tolist() == [2.5, float("-inf"), 0.5]
+    assert rows.lines.tolist() == [1, 2, 4]
+    assert trec.read_quick(b"# a comment\n" + clean, trec.RUN) is None
