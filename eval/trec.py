@@ -65,6 +65,8 @@ INT64_DIGITS = 19
 QUICK_UNSAFE = re.compile(
     "[\x00-\x08\x0e-\x1f\x7f-\x9f\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
 )
+# QUICK_UNSAFE's characters of ASCII, as bytes.
+ASCII_UNSAFE = bytes([*range(0x09), *range(0x0E, 0x20), 0x7F])
 # Not NUL: numpy drops trailing NULs from a str, and would compare every token with "".
 LINE_MARK = "\x01"
 ALL_GRADES = re.compile(f"(?:{GRADE.pattern}\n)*")
@@ -218,12 +220,17 @@ def read_quick(data: bytes, layout: Layout) -> Rows | None:
     in no such file), so that the fields of each line are found with numpy; one regex checks
     all the values.
     """
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-    if QUICK_UNSAFE.search(text):
-        return None
+    if data.isascii():  # the usual file: its bytes are checked quicker than by a regex
+        if len(data.translate(None, ASCII_UNSAFE)) < len(data):
+            return None
+        text = data.decode("ascii")
+    else:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        if QUICK_UNSAFE.search(text):
+            return None
     if "\r" in text:  # a line ends at LF, CR LF or a lone CR
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     marked = text.replace("\n", f" {LINE_MARK} ") + f" {LINE_MARK}"
