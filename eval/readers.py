@@ -20,7 +20,14 @@ import numpy as np
 
 from eval import trec, validation
 from eval.arrow import arrow_loaded, pa, pc
-from eval.columns import arrow_array, arrow_strings, factorize_runs, fingerprints, lookup
+from eval.columns import (
+    arrow_array,
+    arrow_strings,
+    as_strings,
+    factorize_runs,
+    fingerprints,
+    lookup,
+)
 from eval.errors import InputError
 from eval.trec import Layout, Rows
 from eval.validation import GOLDEN_STATUSES, decoded_lines, json_lines
@@ -112,7 +119,7 @@ class Golden:
     def query_values(self, name: str, query_ids: np.ndarray) -> np.ndarray:
         """The ``name`` column's value for each of ``query_ids`` (ids of this golden set)."""
         ids = self.query_column("query_id")
-        positions = lookup(np.asarray(query_ids, dtype=object), ids)
+        positions = lookup(as_strings(np.asarray(query_ids, dtype=object)), ids)
         return self.query_column(name)[positions]
 
     @cached_property
