@@ -20,7 +20,6 @@ ever importing pyarrow (see :mod:`eval.arrow`).
 from __future__ import annotations
 
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -378,6 +377,8 @@ def first_repeat(groups: np.ndarray, values: Strings) -> int | None:
     def check(start: int, stop: int) -> int | None:
         found = _first_repeat(groups[start:stop], slice_rows(values, start, stop - start))
         return None if found is None else start + found
+
+    from concurrent.futures import ThreadPoolExecutor  # only for a large file: 5 ms to import
 
     with ThreadPoolExecutor(2) as pool:
         halves = list(pool.map(check, (0, middle), (middle, len(groups))))

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -146,3 +147,14 @@ def test_quick_pass_takes_a_clean_run_and_leaves_a_comment_to_the_loop():
     assert rows.values.tolist() == [2.5, float("-inf"), 0.5]
     assert rows.lines.tolist() == [1, 2, 4]
     assert trec.read_quick(b"# a comment\n" + clean, trec.RUN) is None
+
+
+def test_concurrently_gives_results_in_order_and_raises_the_first_failure_in_order():
+    from eval.ranking import concurrently
+
+    def fail(message: str):
+        raise InputError("f", 1, None, message)
+
+    assert concurrently(lambda: 1, lambda: "two") == [1, "two"]
+    with pytest.raises(InputError, match="second"):
+        concurrently(lambda: 1, lambda: fail("second"), lambda: fail("third"))
