@@ -33,6 +33,8 @@ Strings = "pa.ChunkedArray | pa.Array | np.ndarray"
 
 # Rows hashed per numpy pass: small enough that the temporaries stay in the CPU cache.
 SLICE_ROWS = 1 << 15
+# Rows from which strings read from JSON are held by Arrow rather than numpy.
+ARROW_ROWS = 100_000
 # Rows from which first_repeat splits the work over two threads.
 PARALLEL_ROWS = 1 << 20
 # Odd 64-bit constants (from splitmix64): multiplying by them spreads bits upwards.
@@ -88,6 +90,12 @@ def _utf8_buffers(values: object) -> tuple[np.ndarray, bytes]:
     offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
     np.cumsum(np.fromiter(map(len, encoded), np.int64, len(encoded)), out=offsets[1:])
     return offsets, b"".join(encoded)
+
+
+def strings_column(values: list[str]) -> Strings:
+    """Strings read one by one (from JSON) as a column: numpy for a small file, Arrow beyond
+    ``ARROW_ROWS`` (its hashing and buffers then beat Python's, and its import costs little)."""
+    return arrow_array(values) if len(values) > ARROW_ROWS else np.array(values, dtype=object)
 
 
 def as_strings(values: np.ndarray) -> Strings:

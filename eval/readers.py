@@ -27,6 +27,7 @@ from eval.columns import (
     factorize_runs,
     fingerprints,
     lookup,
+    strings_column,
 )
 from eval.errors import InputError
 from eval.trec import Layout, Rows
@@ -260,8 +261,8 @@ def golden_from_records(records: Iterable[dict], source: str = "<records>") -> G
     columns = {name: np.array(values, dtype=object) for name, values in queries.items()}
     columns["answerable"] = np.array(queries["answerable"], dtype=bool)
     judgments = {
-        "query_id": np.array(judged_queries, dtype=object),
-        "doc_id": np.array(doc_ids, dtype=object),
+        "query_id": strings_column(judged_queries),
+        "doc_id": strings_column(doc_ids),
         "grade": np.array(grades, dtype=np.int64),
     }
     return Golden(columns, judgments)
@@ -374,11 +375,11 @@ def _read_jsonl_run(path: Path, name: str) -> Run:
         query_ids.append(query_id)
         rows.extend(_jsonl_results(query_id, results, where))
     row_queries, doc_ids, scores, lines = list(zip(*rows, strict=True)) or ([], [], [], [])
-    query_index, known = factorize_runs(np.array(row_queries, dtype=object))
+    query_index, known = factorize_runs(strings_column(list(row_queries)))
     read = Rows(
         known,
         query_index,
-        np.array(doc_ids, dtype=object),
+        strings_column(list(doc_ids)),
         np.array(scores, dtype=np.float64),
         np.array(lines, dtype=np.int64),
     )

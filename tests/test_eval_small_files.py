@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from eval import trec
+from eval import columns, trec
 from eval.columns import to_pylist
 from eval.errors import InputError
 from eval.readers import read_golden, read_run
@@ -158,3 +158,24 @@ def test_concurrently_gives_results_in_order_and_raises_the_first_failure_in_ord
     assert concurrently(lambda: 1, lambda: "two") == [1, "two"]
     with pytest.raises(InputError, match="second"):
         concurrently(lambda: 1, lambda: fail("second"), lambda: fail("third"))
+
+
+def test_jsonl_files_give_the_same_report_held_by_numpy_or_by_arrow(tmp_path, monkeypatch):
+    golden_path, run_path = tmp_path / "golden.jsonl", tmp_path / "run.jsonl"
+    with golden_path.open("w") as golden, run_path.open("w") as run:
+        for query in range(40):
+            judged = {f"d{query * 7 + i}": (query + i) % 3 for i in range(6)}
+            golden.write(json.dumps({"query_id": f"q{query}", "mode": "full", "judgments": judged}))
+            results = [{"doc_id": f"d{query * 7 + i}", "score": (i * 7) % 5} for i in range(8)]
+            run.write(json.dumps({"query_id": f"q{query}", "results": results}) + "\n")
+            golden.write("\n")
+    reports, kinds = [], []
+    for arrow_rows in (10, 10**9):  # a "large" file (held by Arrow), then a small one
+        monkeypatch.setattr(columns, "ARROW_ROWS", arrow_rows)
+        golden, run = read_golden(golden_path), read_run(run_path)
+        kinds.append((type(golden.judgment_column("doc_id")), type(run.doc_ids)))
+        report = build_report(golden, run, bootstrap=50, frame=False)
+        values = report.pop("per_query").values.tolist()
+        reports.append((json.dumps(report), values))
+    assert kinds[0][0] is not np.ndarray and kinds[1] == (np.ndarray, np.ndarray)
+    assert reports[0] == reports[1]
