@@ -56,6 +56,17 @@ class Snapshot:
     alerts: list[Alert]
 
 
+@dataclass(frozen=True)
+class Dashboard:
+    """What the dashboard shows at one state of the project."""
+
+    snapshot: Snapshot
+    coverage: pd.DataFrame
+    throughput: pd.DataFrame
+    status: dict
+    cost: CostSummary
+
+
 def snapshot(
     golden: Golden,
     run: Run,

@@ -1,33 +1,23 @@
-"""Keeping the dashboard fresh: figures recomputed in the background, paced by their cost."""
+"""Keeping the dashboard fresh: figures recomputed in the background, paced by their cost,
+and kept in the project database so that a server start shows the last ones at once."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
-from dataclasses import dataclass
-
-import pandas as pd
+from collections.abc import Callable
 
 from eval.readers import Run
-from labeler.live.dashboard import Snapshot, coverage, snapshot, throughput
-from labeler.live.planning import DEFAULT_RATE, TARGET_HALF_WIDTH, CostSummary, cost_summary
+from labeler.live.dashboard import Dashboard, coverage, snapshot, throughput
+from labeler.live.kept import figures_from_json, figures_json
+from labeler.live.planning import DEFAULT_RATE, TARGET_HALF_WIDTH, cost_summary
 from labeler.live.project import ProjectState, golden_set, project_run
 from labeler.store import Store
 
 REFRESH_SECONDS = 5  # the dashboard reruns this often, showing the newest figures
 PACE = 4.0  # after a computation of t seconds, figures wait PACE x t before the next one
 QUICK = 0.5  # seconds: computations quicker than this are made while the page waits
-
-
-@dataclass(frozen=True)
-class Dashboard:
-    """What the dashboard shows at one state of the project."""
-
-    snapshot: Snapshot
-    coverage: pd.DataFrame
-    throughput: pd.DataFrame
-    status: dict
-    cost: CostSummary
 
 
 class Refresher:
@@ -43,9 +33,22 @@ class Refresher:
     One computation at a time; safe to share between threads.
     """
 
-    def __init__(self, compute, *, pace: float = PACE, quick: float = QUICK, clock=time.monotonic):
+    def __init__(
+        self,
+        compute,
+        *,
+        pace: float = PACE,
+        quick: float = QUICK,
+        clock=time.monotonic,
+        kept: tuple[ProjectState, object] | None = None,
+        keep: Callable[[ProjectState, object], None] | None = None,
+    ):
         self._compute, self._pace, self._quick, self._clock = compute, pace, quick, clock
-        self._latest: tuple | None = None  # (state, figures, seconds taken, next due time)
+        self._keep = keep
+        # (state, figures, seconds taken, next due time). Kept figures (an earlier server
+        # life's) are served at once; their cost is unknown, so a newer state is computed
+        # in the background, never while a page waits.
+        self._latest: tuple | None = None if kept is None else (*kept, quick, clock())
         self._computing = threading.Lock()
         self._error: BaseException | None = None
 
@@ -66,12 +69,19 @@ class Refresher:
                 self._update(state)
         return self._latest[1]
 
+    def current(self, state: ProjectState) -> bool:
+        """Whether :meth:`get` serves the figures of ``state`` itself (not earlier ones)."""
+        latest = self._latest
+        return latest is not None and latest[0] == state
+
     def _update(self, state: ProjectState) -> None:
         started = self._clock()
         figures = self._compute(state)
         finished = self._clock()
         took = finished - started
         self._latest = (state, figures, took, finished + self._pace * took)
+        if self._keep is not None:
+            self._keep(state, figures)
 
     def _in_background(self, state: ProjectState) -> None:
         try:
@@ -88,12 +98,17 @@ def dashboard_refresher(
     target: float = TARGET_HALF_WIDTH,
     rate: float = DEFAULT_RATE,
     pace: float = PACE,
+    quick: float = QUICK,
 ) -> Refresher:
     """A :class:`Refresher` of the :class:`Dashboard` of ``run`` in the project at ``path``.
 
     It keeps the run's top k while the candidates do not change (only imports and pooling
     change them), so a new label costs the golden set, eval's report and the counts only.
+    Every computation is kept in the project (:meth:`Store.save_figures`); a new refresher
+    (a server start) serves the kept figures at once, and computes newer ones in the
+    background when the project changed since.
     """
+    view = json.dumps({"run": run, "target": target, "rate": rate})
     held: dict[ProjectState, Run] = {}
 
     def compute(state: ProjectState) -> Dashboard:
@@ -108,4 +123,24 @@ def dashboard_refresher(
             )
             return Dashboard(figures, coverage(store), throughput(store), store.status(), measured)
 
-    return Refresher(compute, pace=pace)
+    def keep(state: ProjectState, figures: Dashboard) -> None:
+        with Store(path) as store:
+            store.save_figures(view, json.dumps(state.marks), figures_json(figures))
+
+    with Store(path) as store:
+        now, saved = ProjectState.of(store), store.saved_figures(view)
+    return Refresher(compute, pace=pace, quick=quick, kept=_kept(now, saved), keep=keep)
+
+
+def _kept(now: ProjectState, saved: dict | None) -> tuple[ProjectState, Dashboard] | None:
+    """The saved figures as (the state they are of, figures); None without usable ones (a
+    figure that an older goldset kept in another shape is computed again)."""
+    if saved is None:
+        return None
+    try:
+        figures = figures_from_json(saved["figures"])
+    except (TypeError, KeyError, ValueError):
+        return None
+    if saved["marks"] == json.dumps(now.marks):
+        return now, figures
+    return ProjectState(now.path, (("saved", saved["marks"]),)), figures  # an earlier state

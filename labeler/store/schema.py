@@ -299,3 +299,19 @@ def create_machine_judges(db: sqlite_utils.Database) -> None:
         ) WITHOUT ROWID;
         """
     )
+
+
+@migrations()
+def create_dashboard_figures(db: sqlite_utils.Database) -> None:
+    """Version 9: the dashboard's last figures per view (run and inputs), with the marks of
+    the project state they were computed at, so that a server start shows them at once."""
+    db.executescript(
+        """
+        CREATE TABLE dashboard_figures (
+            view TEXT PRIMARY KEY,                     -- JSON: the run and the page's inputs
+            marks TEXT NOT NULL,                       -- JSON: the dashboard marks computed at
+            figures TEXT NOT NULL,                     -- JSON: live.kept's encoding
+            saved_at TEXT NOT NULL
+        );
+        """
+    )

@@ -1,0 +1,30 @@
+"""The dashboard's figures kept between server lives (the SQL; the encoding is live.kept's)."""
+
+from __future__ import annotations
+
+from labeler import golden
+from labeler.store.connection import Connection
+
+
+class MetricCache(Connection):
+    """The last figures the dashboard computed for each view, with the marks of their state."""
+
+    def saved_figures(self, view: str) -> dict | None:
+        """The figures kept for ``view``: ``{"marks", "figures", "saved_at"}`` (JSON texts and
+        a UTC time), or None when none were kept."""
+        rows = self._rows(
+            "SELECT marks, figures, saved_at FROM dashboard_figures WHERE view = ?", (view,)
+        )
+        return rows[0] if rows else None
+
+    def save_figures(self, view: str, marks: str, figures: str) -> None:
+        """Keep ``figures`` (JSON) for ``view``, computed at the state with ``marks`` (JSON),
+        in place of the figures kept before. The dashboard marks do not move (no label,
+        record or setting changes), so saving never makes the figures stale."""
+        with self._writing():
+            self.conn.execute(
+                "INSERT INTO dashboard_figures (view, marks, figures, saved_at) "
+                "VALUES (?, ?, ?, ?) ON CONFLICT (view) DO UPDATE SET marks = excluded.marks, "
+                "figures = excluded.figures, saved_at = excluded.saved_at",
+                (view, marks, figures, golden.now()),
+            )
