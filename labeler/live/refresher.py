@@ -10,9 +10,10 @@ from collections.abc import Callable
 
 from eval.readers import Run
 from labeler.live.dashboard import Dashboard, coverage, snapshot, throughput
+from labeler.live.incremental import LiveGolden
 from labeler.live.kept import figures_from_json, figures_json
 from labeler.live.planning import DEFAULT_RATE, TARGET_HALF_WIDTH, cost_summary
-from labeler.live.project import ProjectState, golden_set, project_run
+from labeler.live.project import ProjectState, project_run
 from labeler.store import Store
 
 REFRESH_SECONDS = 5  # the dashboard reruns this often, showing the newest figures
@@ -103,13 +104,15 @@ def dashboard_refresher(
     """A :class:`Refresher` of the :class:`Dashboard` of ``run`` in the project at ``path``.
 
     It keeps the run's top k while the candidates do not change (only imports and pooling
-    change them), so a new label costs the golden set, eval's report and the counts only.
+    change them), and the golden set (:class:`LiveGolden`: a new label reads and ranks only
+    the queries it touches), so a new label costs eval's report and the counts only.
     Every computation is kept in the project (:meth:`Store.save_figures`); a new refresher
     (a server start) serves the kept figures at once, and computes newer ones in the
     background when the project changed since.
     """
     view = json.dumps({"run": run, "target": target, "rate": rate})
     held: dict[ProjectState, Run] = {}
+    labels = LiveGolden()
 
     def compute(state: ProjectState) -> Dashboard:
         with Store(path) as store:
@@ -117,9 +120,15 @@ def dashboard_refresher(
             if candidates not in held:
                 held.clear()
                 held[candidates] = project_run(store, run)
+            golden, first_ranks = labels.update(store, state, held[candidates])
             measured = cost_summary(store, rate)
             figures = snapshot(
-                golden_set(store), held[candidates], measured, store.eval_history(), target=target
+                golden,
+                held[candidates],
+                measured,
+                store.eval_history(),
+                target=target,
+                first_ranks=first_ranks,
             )
             return Dashboard(figures, coverage(store), throughput(store), store.status(), measured)
 

@@ -17,6 +17,19 @@ class MetricCache(Connection):
         )
         return rows[0] if rows else None
 
+    def labels_changed_since(self, event: int | None, adjudication: int | None) -> list[str]:
+        """The queries whose golden labels may differ from what they were when ``event`` and
+        ``adjudication`` were the last ids (the ``events`` and ``adjudications`` dashboard
+        marks; None: there were none): the queries of every later event and decision."""
+        return [
+            row["query_id"]
+            for row in self._rows(
+                "SELECT query_id FROM events WHERE id > ? UNION "
+                "SELECT query_id FROM adjudications WHERE id > ?",
+                (event or 0, adjudication or 0),
+            )
+        ]
+
     def save_figures(self, view: str, marks: str, figures: str) -> None:
         """Keep ``figures`` (JSON) for ``view``, computed at the state with ``marks`` (JSON),
         in place of the figures kept before. The dashboard marks do not move (no label,
