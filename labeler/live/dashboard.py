@@ -27,6 +27,23 @@ from labeler.live.planning import TARGET_HALF_WIDTH, CostSummary, QueriesNeeded,
 from labeler.live.project import CUTOFF
 from labeler.store import Store
 
+__all__ = [
+    "Alert",
+    "alerts",
+    "APART_GAP",
+    "APART_STEP",
+    "coverage",
+    "Dashboard",
+    "dashboard_table",
+    "MISS_RATE_LIMIT",
+    "moving_apart",
+    "Snapshot",
+    "snapshot",
+    "throughput",
+    "UNANSWERABLE_RANGE",
+    "WORST",
+]
+
 WORST = 15
 # The field's operating rules (see the MRR notes in DESIGN.md's background).
 MISS_RATE_LIMIT = 0.15  # above it: a first-stage recall problem

@@ -16,6 +16,8 @@ from labeler.live.planning import DEFAULT_RATE, TARGET_HALF_WIDTH, cost_summary
 from labeler.live.project import ProjectState, project_run
 from labeler.store import Store
 
+__all__ = ["dashboard_refresher", "PACE", "QUICK", "REFRESH_SECONDS", "Refresher"]
+
 REFRESH_SECONDS = 5  # the dashboard reruns this often, showing the newest figures
 PACE = 4.0  # after a computation of t seconds, figures wait PACE x t before the next one
 QUICK = 0.5  # seconds: computations quicker than this are made while the page waits
