@@ -72,23 +72,30 @@ class Refresher:
                 self._update(state)
         return self._latest[1]
 
+    def warm_up(self, state: ProjectState) -> None:
+        """Compute the figures of ``state`` in the background now (unless a computation runs),
+        with no pace after it: a server start serving kept figures readies what the next
+        new label's update needs (the run, the golden set) before that label comes."""
+        if self._computing.acquire(blocking=False):
+            threading.Thread(target=self._in_background, args=(state, False), daemon=True).start()
+
     def current(self, state: ProjectState) -> bool:
         """Whether :meth:`get` serves the figures of ``state`` itself (not earlier ones)."""
         latest = self._latest
         return latest is not None and latest[0] == state
 
-    def _update(self, state: ProjectState) -> None:
+    def _update(self, state: ProjectState, paced: bool = True) -> None:
         started = self._clock()
         figures = self._compute(state)
         finished = self._clock()
         took = finished - started
-        self._latest = (state, figures, took, finished + self._pace * took)
+        self._latest = (state, figures, took, finished + self._pace * took * paced)
         if self._keep is not None:
             self._keep(state, figures)
 
-    def _in_background(self, state: ProjectState) -> None:
+    def _in_background(self, state: ProjectState, paced: bool = True) -> None:
         try:
-            self._update(state)
+            self._update(state, paced)
         except Exception as error:  # kept for the next get(), which raises it
             self._error = error
         finally:
@@ -109,8 +116,8 @@ def dashboard_refresher(
     change them), and the golden set (:class:`LiveGolden`: a new label reads and ranks only
     the queries it touches), so a new label costs eval's report and the counts only.
     Every computation is kept in the project (:meth:`Store.save_figures`); a new refresher
-    (a server start) serves the kept figures at once, and computes newer ones in the
-    background when the project changed since.
+    (a server start) serves the kept figures at once and computes the current ones in the
+    background (:meth:`Refresher.warm_up`), so the next new label is an incremental update.
     """
     view = json.dumps({"run": run, "target": target, "rate": rate})
     held: dict[ProjectState, Run] = {}
@@ -140,7 +147,11 @@ def dashboard_refresher(
 
     with Store(path) as store:
         now, saved = ProjectState.of(store), store.saved_figures(view)
-    return Refresher(compute, pace=pace, quick=quick, kept=_kept(now, saved), keep=keep)
+    kept = _kept(now, saved)
+    refresher = Refresher(compute, pace=pace, quick=quick, kept=kept, keep=keep)
+    if kept is not None:
+        refresher.warm_up(now)
+    return refresher
 
 
 def _kept(now: ProjectState, saved: dict | None) -> tuple[ProjectState, Dashboard] | None:
