@@ -79,6 +79,10 @@ class Refresher:
         if self._computing.acquire(blocking=False):
             threading.Thread(target=self._in_background, args=(state, False), daemon=True).start()
 
+    def computing(self) -> bool:
+        """Whether a computation is under way."""
+        return self._computing.locked()
+
     def current(self, state: ProjectState) -> bool:
         """Whether :meth:`get` serves the figures of ``state`` itself (not earlier ones)."""
         latest = self._latest
