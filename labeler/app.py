@@ -14,7 +14,7 @@ import secrets
 import streamlit as st
 
 from labeler import session_cookie, signin
-from labeler.team import has_role
+from labeler.accounts import has_role
 from labeler.views import context
 
 LOG = logging.getLogger("goldset")

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 
-from labeler import team
+from labeler import accounts
 from labeler.store import StaleTarget, Store, is_busy
 
 # Active time per judgement is the time since the previous action, capped: reading a candidate
@@ -204,6 +204,15 @@ class LabelSession:
             next_id = self.store.next_query(self.annotator, after=self.query_id)
             return None if next_id is None else self._view(next_id, own_cursor=False)
 
+    def undo_view(self) -> QueryView | None:
+        """The query that Z would return to, when it is another than the open one (the last
+        one completed, usually), so that the page can show it before the server answers."""
+        last = self.store.last_undoable(self.annotator)
+        if last is None or last["query_id"] == self.query_id:
+            return None
+        with self.store.snapshot():
+            return self._view(last["query_id"], own_cursor=False)
+
     def progress(self) -> dict[str, dict[str, int]]:
         """The annotator's progress per slice (see :meth:`Store.progress`)."""
         return self.store.progress(self.annotator)
@@ -349,7 +358,7 @@ class LabelSession:
         input into :attr:`message`. A database another writer held past the busy timeout
         raises :class:`StillBusy`: nothing was written."""
         try:
-            team.authorize(self.store, self.annotator, "annotator")
+            accounts.authorize(self.store, self.annotator, "annotator")
             action()
         except PermissionError as error:
             self.message, self.refused_account = f"Not done: {error}", True

@@ -21,27 +21,33 @@
 // presses on that model and paints the result on the cards at once, in the keydown
 // handler, so the cursor moves and cards are marked before the server answers. The
 // server stays the single source of truth: each answer resets the model, and the page
-// converges to what it stored. A press whose effect cannot be foreseen (a completed
-// query, navigation, undo) greys the panel until the server shows the next state.
+// converges to what it stored. The server renders, hidden, the next query and the one Z
+// returns to, so that completing a query and undoing it show at once too. A press whose
+// effect cannot be foreseen (P, the history, an undo of what this page did not see) greys
+// the panel until the server shows the next state.
 //
 // The module is loaded once per page and re-run whenever `data` changes, so the log
 // lives at module level and the listener is one function object (adding it again
 // is a no-op). A reload starts a new page id, which tells Python to start over.
 
 const pageId = `${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
-const pending = []; // [seq, key, ms, target, aimed]: held presses (aimed false) are unsent
+// [seq, key, ms, target, aimed, undo]: held presses (aimed false) are unsent; `undo` is the
+// models Z returns to after this press (see step)
+const pending = [];
 let seq = 0;
 let accepted = "";
 let focusTargets = {};
 let follow = null;
 let send = null;
 let base = null; // the server's panel model
+let ackedUndo = []; // the models Z returns to, as of the last press the server acknowledged
 let model = null; // base with the unacknowledged presses replayed on it
 let lastRetry = 0;
 let lastAutofocus = null;
 let badge = null;
 let attempt = 0; // makes every send a new state value, so that a resend reruns the script
 
+const UNDO_KEPT = 20; // models kept for Z; older undos wait for the server
 const SPECIAL_KEYS = { Enter: "enter", Escape: "escape", ArrowDown: "j", ArrowUp: "k" };
 
 function isTyping(target) {
@@ -65,7 +71,7 @@ function copyModel(panel) {
 
 // The query on screen is done or left: show the one fetched ahead, if the server sent it.
 function advance(m) {
-  return m.next ? copyModel(m.next) : { ...m, query: null };
+  return m.next ? { ...copyModel(m.next), undo: m.undo } : { ...m, query: null };
 }
 
 function gradeOf(m, doc) {
@@ -110,6 +116,33 @@ function reduce(m, key) {
   return { ...m, query: null }; // undo, previous, history, attach: the server decides
 }
 
+// Whether the server records the press as an action that Z (or X, on its query) undoes.
+function isUndoable(m, key) {
+  if (m.armed) return false;
+  if (m.grades.includes(key)) return m.current != null;
+  if (key === "u" || key === "m") return !m.cards.some(([, g]) => g != null && g >= m.threshold);
+  return key === "s";
+}
+
+// A press on the model, undo included: each undoable press keeps the model from before it
+// (`undo`, newest last), so that Z shows that model again at once — the server's undo takes
+// back the annotator's last action, which is that press unless another tab acted since (the
+// server's answer then corrects the page). X does the same when that press was on the open
+// query. An undo with nothing kept greys the panel until the server answers.
+function step(m, key) {
+  if (!m || m.query == null) return m;
+  const kept = m.undo || [];
+  if ((key === "z" || key === "x") && !m.armed) {
+    const last = kept[kept.length - 1];
+    if (!last || (key === "x" && last.query !== m.query)) return { ...m, query: null, undo: [] };
+    const searching = last.query === m.query && m.searching; // a query change closes search
+    return { ...last, searching, undo: kept.slice(0, -1) };
+  }
+  const next = reduce(m, key);
+  if (next === m || !isUndoable(m, key)) return next;
+  return { ...next, undo: [...kept.slice(-(UNDO_KEPT - 1)), { ...m, undo: undefined }] };
+}
+
 function targetOf(m, key) {
   if (!m || m.query == null) return null;
   if (m.grades.includes(key) && !m.armed && m.current != null) {
@@ -129,6 +162,7 @@ function canAim(m) {
 // press is aimed here, at the panel the server now shows. Returns whether any press was.
 function replay(applied) {
   model = copyModel(base);
+  if (model) model.undo = ackedUndo;
   let aimedNow = false;
   for (const entry of pending) {
     const [s, key, , target, aimed] = entry;
@@ -144,7 +178,8 @@ function replay(applied) {
       // what follows. Predict nothing until it answers; later presses are held.
       model = { ...model, query: null };
     }
-    model = reduce(model, key);
+    model = step(model, key);
+    entry[5] = model && model.undo; // Z's models after this press, kept when it is acknowledged
   }
   return aimedNow;
 }
@@ -266,8 +301,10 @@ function onKeyDown(event) {
   event.preventDefault();
   seq += 1;
   const aimed = canAim(model);
-  pending.push([seq, key, Math.round(performance.now()), aimed ? targetOf(model, key) : null, aimed]);
-  model = reduce(model, key);
+  const entry = [seq, key, Math.round(performance.now()), aimed ? targetOf(model, key) : null, aimed];
+  pending.push(entry);
+  model = step(model, key);
+  if (aimed) entry[5] = model && model.undo;
   paint();
   keepFollowedInView();
   showSaving();
@@ -291,7 +328,7 @@ export default function ({ data, parentElement, setStateValue }) {
   follow = (data && data.follow) || null;
   keepInView.observe(document.body, { childList: true, subtree: true });
   const applied = data && data.page === pageId ? data.applied : 0;
-  while (pending.length && pending[0][0] <= applied) pending.shift();
+  while (pending.length && pending[0][0] <= applied) ackedUndo = pending.shift()[5] || [];
   base = (data && data.panel) || null;
   const aimedNow = replay(applied);
   send = () => {

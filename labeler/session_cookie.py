@@ -24,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
-from labeler import team
+from labeler import accounts
 from labeler.launch import DB_ENV
 from labeler.store import Store
 
@@ -51,7 +51,7 @@ async def claim(request: Request) -> Response:
     response.set_cookie(
         COOKIE,
         token,
-        max_age=int(team.SESSION_LIFETIME.total_seconds()),
+        max_age=int(accounts.SESSION_LIFETIME.total_seconds()),
         path="/",
         secure=request.url.scheme == "https",
         httponly=True,
@@ -63,7 +63,7 @@ async def claim(request: Request) -> Response:
 def _claim(ticket: str) -> str | None:
     path = os.environ.get(DB_ENV)
     with Store(path) if path else Store.open_default() as store:
-        return team.claim_session(store, ticket)
+        return accounts.claim_session(store, ticket)
 
 
 def _same_origin(request: Request) -> bool:

@@ -1,7 +1,7 @@
 """Sign-in that survives a reload: the page's side of goldset's server-side sessions.
 
 A sign-in (password or identity provider) opens a session in the project database
-(:func:`labeler.team.start_session`); a tiny component then posts the session's one-time ticket
+(:func:`labeler.accounts.start_session`); a tiny component then posts the session's one-time ticket
 to :mod:`labeler.session_cookie`, whose HTTP response sets the HttpOnly cookie. A reload or a
 new tab of the same browser sends that cookie with its websocket handshake
 (``st.context.cookies``) and resumes the session. Every run re-reads the session from the
@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from labeler import team
+from labeler import accounts
 from labeler.session_cookie import CLAIM_PATH, COOKIE
 from labeler.store import Store
 
@@ -54,7 +54,7 @@ def current_user(store: Store, identity_provider_account: Callable[[], dict | No
     """
     state = st.session_state
     if SESSION_KEY in state:
-        session = team.resume_session(store, session_id=state[SESSION_KEY])
+        session = accounts.resume_session(store, session_id=state[SESSION_KEY])
         if session is None:
             forget(store)
             state[SIGNED_OUT_KEY] = True
@@ -68,12 +68,12 @@ def current_user(store: Store, identity_provider_account: Callable[[], dict | No
         return None
     token = st.context.cookies.get(COOKIE)
     # (isinstance: under AppTest, which has no browser, cookies are a mock)
-    session = team.resume_session(store, token=token) if isinstance(token, str) else None
+    session = accounts.resume_session(store, token=token) if isinstance(token, str) else None
     if session is None:
         account = identity_provider_account()
         if account is None:
             return None
-        session = team.start_session(store, account["name"])
+        session = accounts.start_session(store, account["name"])
     _keep(store, session)
     return session.user
 
@@ -81,20 +81,20 @@ def current_user(store: Store, identity_provider_account: Callable[[], dict | No
 def sign_in(store: Store, name: str) -> None:
     """Sign this tab in as ``name`` (whose password was just checked) with a new session."""
     st.session_state.pop(SIGNED_OUT_KEY, None)
-    _keep(store, team.start_session(store, name))
+    _keep(store, accounts.start_session(store, name))
 
 
 def log_out(store: Store) -> None:
     """End this tab's session: every tab of the browser is signed out at its next run."""
     if SESSION_KEY in st.session_state:
-        team.end_session(store, st.session_state[SESSION_KEY])
+        accounts.end_session(store, st.session_state[SESSION_KEY])
     forget(store)
     st.session_state[SIGNED_OUT_KEY] = True
 
 
 def forget(store: Store) -> None:
     """Forget, in this tab, who is signed in and their session (nothing in the database)."""
-    team.bind_session(store, None)
+    accounts.bind_session(store, None)
     for key in (SESSION_KEY, TICKET_KEY, USER_KEY):
         st.session_state.pop(key, None)
 
@@ -116,8 +116,8 @@ def _claimed() -> None:
     st.session_state.pop(TICKET_KEY, None)
 
 
-def _keep(store: Store, session: team.BrowserSession) -> None:
-    team.bind_session(store, session.session_id)
+def _keep(store: Store, session: accounts.BrowserSession) -> None:
+    accounts.bind_session(store, session.session_id)
     st.session_state[SESSION_KEY] = session.session_id
     st.session_state[USER_KEY] = session.user["name"]
     if session.ticket:

@@ -15,6 +15,7 @@ from streamlit.web.server.app_discovery import discover_asgi_app
 from test_app_team import OIDC
 
 from labeler import signin
+from labeler.accounts import end_session, resume_session, start_session
 from labeler.auth import (
     LOCAL_ANNOTATOR,
     check_login,
@@ -27,7 +28,6 @@ from labeler.cli import cli
 from labeler.launch import APP, DB_ENV, app_environment, check_host, streamlit_command
 from labeler.session_cookie import CLAIM_PATH, COOKIE, claim
 from labeler.store import DEMO_TASKS, Store
-from labeler.team import end_session, resume_session, start_session
 from labeler.views import context
 
 

@@ -6,6 +6,8 @@ candidates each, over two slices.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
@@ -224,6 +226,20 @@ def test_undo_steps_back_across_queries(project):
     assert record(project, "q1")["judgments"] == {}
     press(at, "z")
     assert at.session_state["label_session"].message == "Nothing left to undo."
+
+
+def hidden_card_lists(at: AppTest) -> list[str]:
+    """The queries whose cards the page rendered hidden, for the key listener to show."""
+    cards = next(h.proto.body for h in at.get("html") if "gs-cards" in h.proto.body)
+    return re.findall(r'class="gs-cards gs-hidden" data-query="([^"]+)"', cards)
+
+
+def test_the_page_renders_the_query_undo_returns_to_beside_the_one_fetched_ahead(project):
+    at = press(open_app(), "1")  # q1 done: q2 opens
+    assert "query number 2" in heading(at)
+    assert hidden_card_lists(at) == ["q3", "q1"]  # next, and Z's target
+    press(at, "0")  # the last action is now on the open query: nothing to render for Z
+    assert hidden_card_lists(at) == ["q3"]
 
 
 def test_next_and_previous_move_between_queries_without_judging(project):

@@ -155,6 +155,9 @@ def test_no_store_module_reaches_back_into_the_facade():
     assert {name for name, found in graph.items() if "labeler.store" in found} == set()
 
 
-@pytest.mark.parametrize("path", sources("labeler/store"), ids=lambda p: p.name)
-def test_no_store_module_runs_past_six_hundred_lines(path):
+@pytest.mark.parametrize(
+    "path", sources("labeler") + sources("eval"), ids=lambda p: str(p.relative_to(ROOT))
+)
+def test_no_module_runs_past_six_hundred_lines(path):
+    # Physical lines, as an editor counts them: a module past this holds more than one room.
     assert len(path.read_text(encoding="utf-8").splitlines()) <= 600

@@ -258,7 +258,10 @@ def test_machine_labels_leave_the_human_golden_set_and_its_figures_byte_identica
     assert outputs("after") == before
 
 
-def test_eval_with_both_labels_reports_judged_at_10_by_humans_and_by_the_machine(tmp_path):
+@pytest.fixture
+def half_labelled(tmp_path) -> Store:
+    """Two queries of four candidates: the human judged d0 and d1 (first-hit, relevant at
+    rank 2), the machine d2 and d3 (relevant)."""
     with Store(tmp_path / "half.db") as store:
         store.import_records(
             {
@@ -279,18 +282,101 @@ def test_eval_with_both_labels_reports_judged_at_10_by_humans_and_by_the_machine
                 store.record_judge_calls(
                     judges.call_rows(pair, [judges.Call("ok", 0.1, grade=1, reason="r")], context)
                 )
-        run = tmp_path / "run.trec"
-        run.write_text(
-            "".join(f"q{q} Q0 d{d} {d} {10 - d} r\n" for q in range(2) for d in range(4))
-        )
-        result = CliRunner().invoke(
-            cli, ["eval", "--db", str(store.path), "--run", str(run), "--labels", "both", "--json"]
-        )
-        assert result.exit_code == 0, result.output
-        assert json.loads(result.output)["judged@10"] == {"human": 0.5, "machine": 0.5}
-        out = tmp_path / "both.jsonl"
-        args = ["export", "--db", str(store.path), "--labels", "both", "--out", str(out)]
-        assert CliRunner().invoke(cli, args).exit_code == 0
-        first = json.loads(out.read_text().splitlines()[0])
-        assert first["judgments"] == {"d0": 0, "d1": 1}
-        assert first["machine_judgments"] == {"d2": 1, "d3": 1} and first["machine_judge"] == JUDGE
+        yield store
+
+
+def write_run(path, docs: int):
+    """A run that returns d0, d1, ... (``docs`` of them, in that order) for both queries."""
+    path.write_text(
+        "".join(f"q{q} Q0 d{d} {d} {10 - d} r\n" for q in range(2) for d in range(docs))
+    )
+    return path
+
+
+def test_eval_with_both_labels_reports_judged_at_10_by_humans_and_by_the_machine(
+    half_labelled, tmp_path
+):
+    store = half_labelled
+    run = write_run(tmp_path / "run.trec", 4)
+    result = CliRunner().invoke(
+        cli, ["eval", "--db", str(store.path), "--run", str(run), "--labels", "both", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["judged@10"] == {"human": 0.5, "machine": 0.5}
+    out = tmp_path / "both.jsonl"
+    args = ["export", "--db", str(store.path), "--labels", "both", "--out", str(out)]
+    assert CliRunner().invoke(cli, args).exit_code == 0
+    first = json.loads(out.read_text().splitlines()[0])
+    assert first["judgments"] == {"d0": 0, "d1": 1}
+    assert first["machine_judgments"] == {"d2": 1, "d3": 1} and first["machine_judge"] == JUDGE
+
+
+def write_golden(path, records) -> None:
+    path.write_text("".join(json.dumps(record) + "\n" for record in records))
+
+
+def compare_json(*args: str) -> dict:
+    result = CliRunner().invoke(cli, ["compare", *args, "--bootstrap", "200", "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def test_compare_with_machine_labels_equals_compare_on_a_golden_set_of_those_labels(
+    store, tmp_path
+):
+    # The machine calls only doc 0 relevant: under its labels the plain run (doc 0 first)
+    # beats the good one, while the humans' labels say the opposite.
+    add_machine_labels(store, lambda q, d: int(d == 0))
+    runs = {}
+    for name, order in (("plain", plain_order), ("good", good_order)):
+        rows = run_frame(order).itertuples(index=False)
+        runs[name] = tmp_path / f"{name}.trec"
+        runs[name].write_text("".join(f"{q} Q0 {d} 0 {s} {name}\n" for q, d, s in rows))
+    machine_golden = tmp_path / "machine.jsonl"
+    write_golden(
+        machine_golden,
+        (
+            {**record, "judgments": {doc: int(doc.endswith("-0")) for doc in record["judgments"]}}
+            for record in store.golden_records()
+        ),
+    )
+    pair = ["--baseline", str(runs["plain"]), "--candidate", str(runs["good"])]
+    db = ["--db", str(store.path)]
+    by_machine = compare_json(*db, *pair, "--labels", "machine", "--judge", "rule")
+    by_file = compare_json("--golden", str(machine_golden), *pair)
+    for key in ("metrics", "slices", "changed_queries", "gate"):
+        assert by_machine[key] == by_file[key], key
+    assert (
+        by_machine["metrics"]["mrr@10"]["delta"]
+        < 0
+        < compare_json(*db, *pair)["metrics"]["mrr@10"]["delta"]
+    )
+    gated = [*db, *pair, "--gate", "--bootstrap", "0"]
+    assert CliRunner().invoke(cli, ["compare", *gated]).exit_code == 0
+    assert CliRunner().invoke(cli, ["compare", *gated, "--labels", "machine"]).exit_code == 1
+
+
+def test_compare_with_both_labels_reports_each_runs_judged_at_10_by_humans_and_by_the_machine(
+    half_labelled, tmp_path
+):
+    # The baseline returns d0..d2 (humans judged two, the machine one), the candidate d0..d3.
+    baseline, candidate = write_run(tmp_path / "b.trec", 3), write_run(tmp_path / "c.trec", 4)
+    args = ["--db", str(half_labelled.path), "--baseline", str(baseline)]
+    args += ["--candidate", str(candidate), "--labels", "both"]
+    judged = compare_json(*args)["judged@10"]
+    assert judged["baseline"] == pytest.approx({"human": 2 / 3, "machine": 1 / 3})
+    assert judged["candidate"] == {"human": 0.5, "machine": 0.5}
+    text = CliRunner().invoke(cli, ["compare", *args]).output
+    assert "judged@10 of the candidate: 0.5000 by humans, 0.5000 by the machine" in text
+
+
+def test_compare_with_machine_labels_needs_the_project_that_holds_them(tmp_path):
+    golden = tmp_path / "golden.jsonl"
+    write_golden(
+        golden, [{"query_id": "q0", "status": "done", "answerable": True, "judgments": {"d0": 1}}]
+    )
+    run = write_run(tmp_path / "run.trec", 1)
+    args = ["compare", "--golden", str(golden), "--baseline", str(run), "--candidate", str(run)]
+    result = CliRunner().invoke(cli, [*args, "--labels", "machine"])
+    assert result.exit_code == 2
+    assert "--labels machine|both reads a machine judge's labels: give --db" in result.output

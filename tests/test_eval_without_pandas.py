@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from eval.readers import Golden, read_golden, read_run
 from eval.report import build_report, compare_runs
-from labeler.cli import _text_table
+from labeler.cli.text import text_table
 
 CRANFIELD = Path(__file__).parent.parent.parent / "shared" / "datasets" / "cranfield"
 
@@ -96,4 +96,4 @@ def test_text_table_is_laid_out_as_pandas_lays_out_text(columns, labels, index_n
     frame = pd.DataFrame.from_dict(rows, orient="index")[columns]
     if index_name:
         frame.index.name = index_name
-    assert _text_table(rows, columns, index_name) == frame.to_string()
+    assert text_table(rows, columns, index_name) == frame.to_string()

@@ -8,19 +8,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from click.testing import CliRunner
 
-from labeler import team
-from labeler.auth import (
-    IMPORT_ANNOTATOR,
-    LOCAL_ANNOTATOR,
-    check_login,
-    hash_password,
-    token_hash,
-    validate_user_name,
-    verify_password,
-)
-from labeler.cli import cli
-from labeler.store import Store
-from labeler.team import (
+from labeler import accounts
+from labeler.accounts import (
     ATTEMPT_TIMEOUT,
     BUSY_LOGIN,
     LOCK_AFTER_FAILURES,
@@ -38,9 +27,20 @@ from labeler.team import (
     start_session,
     user_rows,
 )
+from labeler.auth import (
+    IMPORT_ANNOTATOR,
+    LOCAL_ANNOTATOR,
+    check_login,
+    hash_password,
+    token_hash,
+    validate_user_name,
+    verify_password,
+)
+from labeler.cli import cli
+from labeler.store import Store
 
 NOON = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
-LOCKED = team._locked_message("2026-01-05T12:15:00.000000Z")
+LOCKED = accounts._locked_message("2026-01-05T12:15:00.000000Z")
 
 
 @pytest.fixture
@@ -151,7 +151,7 @@ def test_a_right_password_checked_while_the_account_got_locked_is_refused(store,
         )
         return check_login(name, password, stored_hash)
 
-    monkeypatch.setattr(team, "check_login", locked_meanwhile)
+    monkeypatch.setattr(accounts, "check_login", locked_meanwhile)
     result = sign_in(store, "ana", "right", NOON)
     assert result.user is None and result.message == LOCKED
     assert store.annotator("ana")["locked_until"].startswith("2026-01-05T12:15")
@@ -165,7 +165,7 @@ def test_an_attempt_finding_every_slot_taken_is_refused_unchecked(store, monkeyp
         inner.append(sign_in(store, "ana", "right", NOON))  # the last slot is taken
         return check_login(name, password, stored_hash)
 
-    monkeypatch.setattr(team, "check_login", another_attempt_meanwhile)
+    monkeypatch.setattr(accounts, "check_login", another_attempt_meanwhile)
     assert sign_in(store, "ana", "right", NOON).user["name"] == "ana"
     assert [attempt.message for attempt in inner] == [BUSY_LOGIN]
 
@@ -188,7 +188,7 @@ def test_twenty_parallel_wrong_passwords_check_no_more_than_five_and_lock(store,
             checked.append(password)
         return check_login(name, password, stored_hash)
 
-    monkeypatch.setattr(team, "check_login", counting_check)
+    monkeypatch.setattr(accounts, "check_login", counting_check)
     start = threading.Barrier(20)
 
     def attempt(_: int) -> SignIn:
@@ -283,11 +283,11 @@ def test_a_session_ends_after_twelve_idle_hours_or_seven_days(store):
 
 def test_a_bound_store_refuses_actions_once_its_session_ended(store):
     session_id, _ = claimed(store, "rita", now=datetime.now(UTC))
-    team.bind_session(store, session_id)
-    team.authorize(store, "rita", "reviewer")
+    accounts.bind_session(store, session_id)
+    accounts.authorize(store, "rita", "reviewer")
     end_session(store, session_id)
     with pytest.raises(PermissionError, match="signed out"):
-        team.authorize(store, "rita", "reviewer")
+        accounts.authorize(store, "rita", "reviewer")
 
 
 def goldset(*args, input=None):

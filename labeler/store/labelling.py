@@ -301,13 +301,11 @@ class Labelling(Projections):
             self._require_query(query_id)
             return self._act(query_id, annotator, action="note", note=text)
 
-    def undo(self, annotator: str, query_id: str | None = None) -> dict | None:
-        """Undo the annotator's latest action not yet undone (judge, attach, unanswerable,
-        miss or skip) — on whatever query it was, or only on ``query_id``: call again to go
-        further back. Appends an undo event. Returns the undone event (id, query_id, doc_id,
-        action, grade) plus ``undo_event_id``, or None when there is nothing left to undo."""
+    def last_undoable(self, annotator: str, query_id: str | None = None) -> dict | None:
+        """The action :meth:`undo` would take back now (id, query_id, doc_id, action, grade),
+        on any query or only on ``query_id``; None when there is nothing left to undo."""
         undoable = ", ".join(f"'{action}'" for action in golden.UNDOABLE_ACTIONS)
-        with self._writing():
+        with self._reading():
             rows = self._rows(
                 "SELECT id, query_id, doc_id, action, grade FROM events e WHERE annotator = ? "
                 f"AND action IN ({undoable}) AND batch IS NULL "  # not what an import replayed
@@ -316,9 +314,17 @@ class Labelling(Projections):
                 "ORDER BY id DESC LIMIT 1",
                 (annotator, query_id, query_id),
             )
-            if not rows:
+        return rows[0] if rows else None
+
+    def undo(self, annotator: str, query_id: str | None = None) -> dict | None:
+        """Undo the annotator's latest action not yet undone (judge, attach, unanswerable,
+        miss or skip) — on whatever query it was, or only on ``query_id``: call again to go
+        further back. Appends an undo event. Returns the undone event (id, query_id, doc_id,
+        action, grade) plus ``undo_event_id``, or None when there is nothing left to undo."""
+        with self._writing():
+            undone = self.last_undoable(annotator, query_id)
+            if undone is None:
                 return None
-            undone = rows[0]
             undo_id = self._act(
                 undone["query_id"],
                 annotator,

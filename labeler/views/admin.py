@@ -1,7 +1,7 @@
 """The admin page: users and roles, dealing queries with overlap, import, pooling and export.
 
 Admins only: the page checks the role on the server before anything is read, and every action
-checks it again from the database (:func:`labeler.team.authorize`) before it writes, so a
+checks it again from the database (:func:`labeler.accounts.authorize`) before it writes, so a
 demoted admin's stale page cannot act. Data text (user names, slices, messages naming input
 files) reaches the page only through ``st.dataframe``, widget options or
 :mod:`labeler.render`, escaped.
@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from labeler import live, render, signin, team
+from labeler import accounts, live, render, signin, team
 from labeler.auth import hash_password, validate_user_name
 from labeler.store import ROLES, Store
 from labeler.views import context
@@ -26,7 +26,7 @@ UNCHANGED = "(unchanged)"
 def act(store: Store, admin: str, action: Callable[[], str]) -> None:
     """Run one admin action if ``admin`` still is one; keep its outcome for the next run."""
     try:
-        team.authorize(store, admin, "admin")
+        accounts.authorize(store, admin, "admin")
         context.report(action())
     except (ValueError, PermissionError) as error:  # InputError is a ValueError
         context.report(f"Not done: {error}")
@@ -38,7 +38,7 @@ def act(store: Store, admin: str, action: Callable[[], str]) -> None:
 def users_section(store: Store, admin: str) -> None:
     """The users, and forms to add, change and remove them; with no users yet, the form that
     creates the local admin's own account first."""
-    rows = team.user_rows(store)
+    rows = accounts.user_rows(store)
     if not rows:
         first_admin_form(store, admin)
         return
@@ -133,7 +133,7 @@ def _remove_user(store: Store, admin: str, name: str | None, sure: bool) -> str:
 
 def assignments_section(store: Store, admin: str) -> None:
     """Who has how much work, and the form that deals the remaining queries with overlap."""
-    rows = team.user_rows(store)
+    rows = accounts.user_rows(store)
     columns = ["name", "role", "assigned", "open"]
     st.dataframe(pd.DataFrame(rows, columns=columns), hide_index=True)
     dealable = store.dealable_queries()
@@ -240,7 +240,7 @@ def _pool(store: Store, corpus, queries, runs, depth: int) -> str:
 
 def _export(store: Store, admin: str, name: str, write: Callable[[Path], int]) -> bytes:
     """The export's bytes, written when the button is clicked (on a thread of its own)."""
-    team.authorize(store, admin, "admin")
+    accounts.authorize(store, admin, "admin")
     return live.exported(write, name)
 
 

@@ -22,7 +22,7 @@ import pandas as pd
 import streamlit as st
 
 from eval.readers import Golden, Run
-from labeler import live, render, team
+from labeler import accounts, live, render
 from labeler.store import Store
 from labeler.views import context
 
@@ -241,7 +241,7 @@ def label_the_holes(store: Store, user: dict, uploads: dict[str, tuple], reports
         st.caption(f"judged@10 of this run: {judged:.1%} of its top 10 is judged.")
     if st.button("Label the holes", icon=":material/playlist_add:"):
         try:
-            team.authorize(store, user["name"], "admin")
+            accounts.authorize(store, user["name"], "admin")
             counts = live.label_the_holes(store, *uploads[name], int(depth))
         except (PermissionError, ValueError) as error:
             context.show_error("Could not add the run's documents:", error)
@@ -266,7 +266,7 @@ def record_section(
         run = runs[names.index(name)]
         upload = uploads.get(name)
         try:
-            team.authorize(store, user["name"], "admin")
+            accounts.authorize(store, user["name"], "admin")
             tags = live.parse_tags(text)
             sha = live.run_sha256(upload[1]) if upload else live.project_run_sha256(store, run.name)
             record = live.record_run(store, context.golden_at(state), run, sha, tags)
@@ -344,7 +344,7 @@ def main() -> None:
         reports, slice_name = evaluate_section(state, runs, uploads)
         if len(runs) >= 2:
             paired_section(state, runs, uploads, slice_name)
-        if team.has_role(user["role"], "admin"):
+        if accounts.has_role(user["role"], "admin"):
             label_the_holes(store, user, uploads, reports)
             record_section(store, user, state, runs, uploads)
     else:

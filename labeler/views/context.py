@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sized
 
 import streamlit as st
 
-from labeler import live, render, signin, team
+from labeler import accounts, live, render, signin
 from labeler.auth import LOCAL_ANNOTATOR, is_loopback
 from labeler.judging import LabelSession
 from labeler.launch import DB_ENV
@@ -79,7 +79,7 @@ def require_role(needed: str) -> dict:
     from the navigation is not what protects it.
     """
     user = require_user()
-    if not team.has_role(user["role"], needed):
+    if not accounts.has_role(user["role"], needed):
         st.error(f"This page is for {needed}s; you are signed in as {user['role']}.")
         st.stop()
     return user
@@ -154,7 +154,7 @@ def _login_form() -> None:
         password = st.text_input("Password", type="password", autocomplete="current-password")
         submitted = st.form_submit_button("Log in", type="primary")
     if submitted:
-        result = team.sign_in(store(), name, password)
+        result = accounts.sign_in(store(), name, password)
         if result.user is not None:
             signin.sign_in(store(), result.user["name"])
             st.rerun()

@@ -22,7 +22,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from labeler import live, render, team
+from labeler import accounts, live, render
 from labeler.store import Store
 from labeler.views import context
 
@@ -259,7 +259,7 @@ def downloads(store: Store, user: dict, run: str | None, target: float, rate: fl
 
     def built(make):
         def build():
-            team.authorize(store, user["name"], "admin")
+            accounts.authorize(store, user["name"], "admin")
             return make()
 
         return build
@@ -290,7 +290,7 @@ def main() -> None:
     store = context.store()
     run, target, rate = controls(store)
     live_figures(store, run, target, rate)
-    if team.has_role(user["role"], "admin"):
+    if accounts.has_role(user["role"], "admin"):
         downloads(store, user, run, target, rate)
 
 

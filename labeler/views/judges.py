@@ -14,7 +14,7 @@ import streamlit as st
 
 from eval.calibration import calibration_report
 from eval.readers import golden_from_records
-from labeler import judges, team
+from labeler import accounts, judges
 from labeler.store import Store
 from labeler.views import context
 
@@ -44,7 +44,7 @@ def run_form(store: Store, admin: str) -> None:
         retries = st.number_input("Retries on 429/5xx/timeouts", min_value=0, value=4)
         if st.form_submit_button("Judge"):
             try:
-                team.authorize(store, admin, "admin")
+                accounts.authorize(store, admin, "admin")
                 endpoint = judges.Endpoint.from_env(
                     base_url, model, key_env, response_format=response_format, retries=retries
                 )

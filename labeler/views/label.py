@@ -15,7 +15,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from labeler import keys, render, team
+from labeler import accounts, keys, render
 from labeler.auth import LOCAL_ANNOTATOR
 from labeler.judging import KEY_HELP, LabelSession, QueryView, Search, StillBusy, grade_name
 from labeler.views import context
@@ -86,8 +86,8 @@ def details(candidate: dict) -> str | None:
 
 def candidate_cards(view: QueryView, terms: list[str], *, ahead: bool = False) -> str:
     """All candidate cards in the store's order, then any documents attached from search.
-    ``ahead``: the next query's cards, fetched ahead and hidden, with no current card (the
-    key listener marks it when it shows them)."""
+    ``ahead``: another query's cards (the one fetched ahead, or the one Z returns to), hidden,
+    with no current card (the key listener marks it when it shows them)."""
     current_id = view.current["doc_id"] if view.current and not ahead else None
     cards = []
     for candidate in view.candidates:
@@ -309,11 +309,18 @@ def judging_panel(session: LabelSession) -> None:
     terms = render.query_terms(view.query["query"])
     cards, side = st.columns([3, 2], gap="medium")
     with cards:
-        ahead_cards = ""
-        if ahead is not None:
-            ahead_terms = render.query_terms(ahead.query["query"])
-            ahead_cards = candidate_cards(ahead, ahead_terms, ahead=True)
-        st.html(candidate_cards(view, terms) + ahead_cards)
+        # Rendered hidden: the query fetched ahead and the one Z returns to, for the key
+        # listener to show before the server answers.
+        others = {
+            other.query["query_id"]: other
+            for other in (ahead, session.undo_view())
+            if other is not None and other.query["query_id"] != view.query["query_id"]
+        }
+        hidden = "".join(
+            candidate_cards(other, render.query_terms(other.query["query"]), ahead=True)
+            for other in others.values()
+        )
+        st.html(candidate_cards(view, terms) + hidden)
         verdict_line(session, view)
         action_buttons(session)
     with side:
@@ -330,7 +337,7 @@ def open_linked_query(session: LabelSession, role: str) -> None:
     if query_id is None:
         return
     del st.query_params["query"]
-    if not team.has_role(role, "reviewer"):
+    if not accounts.has_role(role, "reviewer"):
         return
     try:
         session.store.query(query_id)

@@ -1,8 +1,9 @@
-"""What the key listener sends, driven step by step in Chromium: no press leaves unaimed.
+"""The key listener driven step by step in Chromium: what it sends and what it shows.
 
 ``keys.js`` runs here on a bare page, outside Streamlit, so that the server's answers can be
 played in any order a busy queue produces: the test renders the component with a panel,
-types, and reads the log it would send. (The Streamlit flow itself is in test_e2e_label.)
+types, and reads the log it would send and the cards it painted. (The Streamlit flow itself
+is in test_e2e_label.)
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page
+
+from labeler import render
 
 KEYS_JS = Path(__file__).resolve().parents[2] / "labeler" / "keys.js"
 NAMES = ["not relevant", "relevant"]
@@ -26,6 +29,38 @@ def panel(query: str, cards: list[tuple[str, int | None]], next_panel: dict | No
     }  # fmt: skip
 
 
+def cards_html(shown: str, *hidden: tuple[str, list[str]], current: str | None = None) -> str:
+    """The server's card lists: ``shown`` = (query, docs) on screen, then hidden ones."""
+    lists = []
+    for number, (query, docs) in enumerate((shown, *hidden)):
+        cards = [
+            render.candidate_card(
+                rank=rank, title=doc, text="", terms=[], doc_id=doc,
+                state="current" if doc == current and not number else "waiting",
+            )
+            for rank, doc in enumerate(docs, start=1)
+        ]  # fmt: skip
+        lists.append(render.card_list(query, cards, hidden=bool(number)))
+    return '<h2 class="gs-query-text"></h2><p></p>' + "".join(lists)
+
+
+def painted(page: Page) -> dict:
+    """The list on screen: its query, whether it is greyed, each card's state and grade."""
+    return page.evaluate(
+        """() => {
+            const list = [...document.querySelectorAll(".gs-cards")].find(
+                (element) => !element.classList.contains("gs-hidden"));
+            return {
+                query: list.dataset.query,
+                greyed: list.classList.contains("gs-pending"),
+                cards: [...list.querySelectorAll(".gs-card")].map((card) =>
+                    [card.dataset.doc, card.className.replace("gs-card gs-", ""),
+                     card.dataset.grade || null]),
+            };
+        }"""
+    )
+
+
 @pytest.fixture
 def listener(page: Page):
     """A bare page running keys.js; ``render(panel, applied)`` plays a server answer and
@@ -33,7 +68,7 @@ def listener(page: Page):
     source = KEYS_JS.read_text(encoding="utf-8").replace(
         "export default function", "window.goldsetKeys = function"
     )
-    page.set_content('<div id="root"><span class="goldset-keys"></span></div>')
+    page.set_content('<div id="root"><span class="goldset-keys"></span></div><main></main>')
     page.add_script_tag(content=source, type="module")
     page.wait_for_function("typeof window.goldsetKeys === 'function'")
     page.evaluate("window.sentStates = []")
@@ -44,7 +79,7 @@ def listener(page: Page):
                 const states = window.sentStates;
                 const page = states.length ? states[states.length - 1].page : null;
                 window.goldsetKeys({
-                    data: { keys: ["0", "1", "n"], page, applied, panel, retry: 0 },
+                    data: { keys: ["0", "1", "n", "z", "x"], page, applied, panel, retry: 0 },
                     parentElement: document.getElementById("root"),
                     setStateValue: (name, value) => states.push(value),
                 });
@@ -104,3 +139,38 @@ def test_with_nothing_left_to_label_a_press_is_sent_with_no_target(listener):
     render(None)
     page.keyboard.press("n")
     assert targets(sent()[-1]) == [(1, "n", None)]
+
+
+def test_undo_of_the_press_that_completed_a_query_shows_that_query_again_at_once(listener):
+    page, render_answer, sent = listener
+    page.evaluate(
+        "html => { document.querySelector('main').innerHTML = html; }",
+        cards_html(("q0", ["a"]), ("q1", ["b", "c"]), current="a"),
+    )
+    render_answer(panel("q0", [("a", None)], next_panel=panel("q1", [("b", None), ("c", None)])))
+    page.keyboard.press("1")  # completes q0: q1, fetched ahead, is shown
+    assert painted(page) == {
+        "query": "q1", "greyed": False, "cards": [["b", "current", None], ["c", "waiting", None]],
+    }  # fmt: skip
+    page.keyboard.press("z")  # before the server answers: q0 again, its card unjudged
+    assert painted(page) == {"query": "q0", "greyed": False, "cards": [["a", "current", None]]}
+
+    # The server's answer to the "1" (q1 open, q0 rendered hidden as Z's target) keeps it so.
+    render_answer(panel("q1", [("b", None), ("c", None)]), applied=1)
+    assert painted(page)["query"] == "q0" and not painted(page)["greyed"]
+    assert targets(sent()[-1])[-1][1:] == ("z", {"query": "q1"})  # sent at once, aimed
+
+
+def test_undo_on_the_open_query_unmarks_the_card_and_an_undo_with_nothing_kept_waits(listener):
+    page, render_answer, _ = listener
+    page.evaluate(
+        "html => { document.querySelector('main').innerHTML = html; }",
+        cards_html(("q1", ["b", "c"]), current="b"),
+    )
+    render_answer(panel("q1", [("b", None), ("c", None)]))
+    page.keyboard.press("0")
+    assert painted(page)["cards"] == [["b", "judged", "0"], ["c", "current", None]]
+    page.keyboard.press("x")
+    assert painted(page)["cards"] == [["b", "current", None], ["c", "waiting", None]]
+    page.keyboard.press("z")  # what came before this page is the server's to tell
+    assert painted(page)["greyed"]

@@ -1,0 +1,136 @@
+"""What the ``goldset`` commands share: opening the project, the common options, and the
+refusal of bad input as one line (exit 2) instead of a traceback.
+
+Light on purpose: every command module imports it, and `goldset eval` must load no more than
+click here (the store, pandas and eval are imported by the functions that use them).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from labeler.store import Store
+
+
+def fail_on_bad_input(function: Callable) -> Callable:
+    """Print a refusal as a one-line message, not a traceback: an input error (file, line,
+    field) exits with status 2 (not 1, which `compare --gate` uses for a failed gate), any
+    other ValueError (an unknown user, say) with status 1."""
+
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except ValueError as error:
+            # Imported on failure only: user/assign commands need not load eval (and pandas).
+            from eval.readers import InputError
+
+            if isinstance(error, InputError):
+                failure = click.ClickException(str(error))
+                failure.exit_code = 2
+                raise failure from None
+            raise click.ClickException(str(error)) from None
+
+    return wrapper
+
+
+LABELS = ("human", "machine", "both")
+
+
+def labels_options(command: Callable) -> Callable:
+    """``--labels human|machine|both`` and ``--judge NAME``: whose labels count."""
+    command = click.option(
+        "--judge", "judge_name", help="Machine judge NAME for --labels [default: the only one]."
+    )(command)
+    return click.option(
+        "--labels",
+        type=click.Choice(LABELS),
+        default="human",
+        show_default=True,
+        help="Whose labels: the humans', a machine judge's, or both (humans first).",
+    )(command)
+
+
+def count_option(flag: str, minimum: int, default: int, text: str | None = None) -> Callable:
+    """An integer option of at least ``minimum``, its default shown in ``--help``."""
+    return click.option(
+        flag, type=click.IntRange(min=minimum), default=default, show_default=True, help=text
+    )
+
+
+def db_option(command: Callable) -> Callable:
+    """``--db PATH``, defaulting to the default project (``labeler.store.DEFAULT_DB``)."""
+    return click.option(
+        "--db",
+        type=click.Path(dir_okay=False),
+        help="Project database [default: the default project, created from the demo set; "
+        "see goldset app --help].",
+    )(command)
+
+
+def open_store(db: str | None, *, write: bool = False, create: bool = False) -> Store:
+    """The one way every command opens its project (``--db``, or the default demo project).
+
+    A read command gets a read-only connection; only the commands that create a project
+    (``create=True``: import, pool) create one at ``--db``, while the default demo project is
+    created by whichever command uses it first; a path that is not an intact goldset project
+    is refused with one line, exit 2 (an input error), before anything is written.
+    """
+    from labeler.store import DEFAULT_DB, ProjectError, Store
+
+    try:
+        if db is None or Path(db).resolve() == DEFAULT_DB:
+            # The default project is the demo set, made on first use by whichever command
+            # comes first (`goldset status` on a fresh install included).
+            if create or not DEFAULT_DB.exists():
+                Store.open_default().close()
+            return Store.open_project(DEFAULT_DB, write=write)
+        return Store.open_project(db, write=write, create=create)
+    except ProjectError as error:
+        failure = click.ClickException(str(error))
+        failure.exit_code = 2
+        raise failure from None
+
+
+def machine_labels(store: Store, judge_name: str | None) -> tuple[str, pd.DataFrame]:
+    """The judge's identity and labels; with no name, the project's only machine judge."""
+    from labeler.judges import judge_identity
+
+    if judge_name is None:
+        known = [row["judge"] for row in store.machine_judges()]
+        if len(known) != 1:
+            raise click.UsageError(
+                f"name the judge with --judge (the project has {', '.join(known) or 'none'})"
+            )
+        identity = known[0]
+    else:
+        identity = judge_identity(judge_name)
+    labels = store.machine_judgments_frame(identity)
+    if labels.empty:
+        raise click.UsageError(f"{identity} has labelled nothing in this project")
+    return identity, labels
+
+
+def dollars_option(flag: str, text: str) -> Callable:
+    """A price or rate in dollars, at least 0 and by default 0 (free: a local server)."""
+    return click.option(
+        flag, type=click.FloatRange(min=0), default=0.0, show_default=True, help=text
+    )
+
+
+def json_option(command: Callable) -> Callable:
+    """``--json``: the command prints one JSON object instead of text."""
+    return click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")(command)
+
+
+def seed_option(text: str | None = None) -> Callable:
+    """``--seed``: the seed of a command's random draws (0 by default: the same figures again)."""
+    return click.option("--seed", type=int, default=0, show_default=True, help=text)
