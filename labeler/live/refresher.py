@@ -14,7 +14,7 @@ from labeler.live.incremental import LiveGolden
 from labeler.live.kept import figures_from_json, figures_json
 from labeler.live.planning import DEFAULT_RATE, TARGET_HALF_WIDTH, cost_summary
 from labeler.live.project import ProjectState, project_run
-from labeler.store import Store
+from labeler.store import Store, is_busy
 
 __all__ = ["dashboard_refresher", "PACE", "QUICK", "REFRESH_SECONDS", "Refresher"]
 
@@ -146,8 +146,12 @@ def dashboard_refresher(
             return Dashboard(figures, coverage(store), throughput(store), store.status(), measured)
 
     def keep(state: ProjectState, figures: Dashboard) -> None:
-        with Store(path) as store:
-            store.save_figures(view, json.dumps(state.marks), figures_json(figures))
+        try:
+            with Store(path) as store:
+                store.save_figures(view, json.dumps(state.marks), figures_json(figures))
+        except Exception as error:  # annotators' writes hold the lock: kept next time
+            if not is_busy(error):
+                raise
 
     with Store(path) as store:
         now, saved = ProjectState.of(store), store.saved_figures(view)
