@@ -33,6 +33,8 @@ class Refresher:
     computes them again: right away when the last computation took under ``quick`` seconds
     (the caller gets the new figures), else in a background thread while the previous
     figures are served, so that a page showing them never waits for a slow computation.
+    ``kept`` (state, figures) from an earlier server life are served from the start, and
+    ``keep(state, figures)`` is called after every computation to keep them for the next.
     One computation at a time; safe to share between threads.
     """
 
