@@ -33,8 +33,9 @@ class Refresher:
     computes them again: right away when the last computation took under ``quick`` seconds
     (the caller gets the new figures), else in a background thread while the previous
     figures are served, so that a page showing them never waits for a slow computation.
-    ``kept`` (state, figures) from an earlier server life are served from the start, and
-    ``keep(state, figures)`` is called after every computation to keep them for the next.
+    ``kept`` (state, figures, seconds taken) from an earlier server life are served from the
+    start, and ``keep(state, figures, seconds)`` is called after every computation, to keep
+    them for the next.
     One computation at a time; safe to share between threads.
     """
 
@@ -45,15 +46,14 @@ class Refresher:
         pace: float = PACE,
         quick: float = QUICK,
         clock=time.monotonic,
-        kept: tuple[ProjectState, object] | None = None,
-        keep: Callable[[ProjectState, object], None] | None = None,
+        kept: tuple[ProjectState, object, float] | None = None,
+        keep: Callable[[ProjectState, object, float], None] | None = None,
     ):
         self._compute, self._pace, self._quick, self._clock = compute, pace, quick, clock
         self._keep = keep
         # (state, figures, seconds taken, next due time). Kept figures (an earlier server
-        # life's) are served at once; their cost is unknown, so a newer state is computed
-        # in the background, never while a page waits.
-        self._latest: tuple | None = None if kept is None else (*kept, quick, clock())
+        # life's) are served at once, and their cost says how a newer state is computed.
+        self._latest: tuple | None = None if kept is None else (*kept, clock())
         self._computing = threading.Lock()
         self._error: BaseException | None = None
 
@@ -97,7 +97,7 @@ class Refresher:
         took = finished - started
         self._latest = (state, figures, took, finished + self._pace * took * paced)
         if self._keep is not None:
-            self._keep(state, figures)
+            self._keep(state, figures, took)
 
     def _in_background(self, state: ProjectState, paced: bool = True) -> None:
         try:
@@ -147,10 +147,11 @@ def dashboard_refresher(
             )
             return Dashboard(figures, coverage(store), throughput(store), store.status(), measured)
 
-    def keep(state: ProjectState, figures: Dashboard) -> None:
+    def keep(state: ProjectState, figures: Dashboard, seconds: float) -> None:
         try:
             with Store(path) as store:
-                store.save_figures(view, json.dumps(state.marks), figures_json(figures))
+                marks = json.dumps(state.marks)
+                store.save_figures(view, marks, figures_json(figures), seconds)
         except Exception as error:  # annotators' writes hold the lock: kept next time
             if not is_busy(error):
                 raise
@@ -164,9 +165,9 @@ def dashboard_refresher(
     return refresher
 
 
-def _kept(now: ProjectState, saved: dict | None) -> tuple[ProjectState, Dashboard] | None:
-    """The saved figures as (the state they are of, figures); None without usable ones (a
-    figure that an older goldset kept in another shape is computed again)."""
+def _kept(now: ProjectState, saved: dict | None) -> tuple[ProjectState, Dashboard, float] | None:
+    """The saved figures as (the state they are of, figures, seconds taken); None without
+    usable ones (figures that an older goldset kept in another shape are computed again)."""
     if saved is None:
         return None
     try:
@@ -174,5 +175,6 @@ def _kept(now: ProjectState, saved: dict | None) -> tuple[ProjectState, Dashboar
     except (TypeError, KeyError, ValueError):
         return None
     if saved["marks"] == json.dumps(now.marks):
-        return now, figures
-    return ProjectState(now.path, (("saved", saved["marks"]),)), figures  # an earlier state
+        return now, figures, saved["seconds"]
+    earlier = ProjectState(now.path, (("saved", saved["marks"]),))
+    return earlier, figures, saved["seconds"]

@@ -10,10 +10,11 @@ class MetricCache(Connection):
     """The last figures the dashboard computed for each view, with the marks of their state."""
 
     def saved_figures(self, view: str) -> dict | None:
-        """The figures kept for ``view``: ``{"marks", "figures", "saved_at"}`` (JSON texts and
-        a UTC time), or None when none were kept."""
+        """The figures kept for ``view``: ``{"marks", "figures", "seconds", "saved_at"}`` (JSON
+        texts, the seconds computing them took, a UTC time), or None when none were kept."""
         rows = self._rows(
-            "SELECT marks, figures, saved_at FROM dashboard_figures WHERE view = ?", (view,)
+            "SELECT marks, figures, seconds, saved_at FROM dashboard_figures WHERE view = ?",
+            (view,),
         )
         return rows[0] if rows else None
 
@@ -30,14 +31,15 @@ class MetricCache(Connection):
             )
         ]
 
-    def save_figures(self, view: str, marks: str, figures: str) -> None:
-        """Keep ``figures`` (JSON) for ``view``, computed at the state with ``marks`` (JSON),
-        in place of the figures kept before. The dashboard marks do not move (no label,
-        record or setting changes), so saving never makes the figures stale."""
+    def save_figures(self, view: str, marks: str, figures: str, seconds: float) -> None:
+        """Keep ``figures`` (JSON) for ``view``, computed at the state with ``marks`` (JSON)
+        in ``seconds``, in place of the figures kept before. The dashboard marks do not move
+        (no label, record or setting changes), so saving never makes the figures stale."""
         with self._writing():
             self.conn.execute(
-                "INSERT INTO dashboard_figures (view, marks, figures, saved_at) "
-                "VALUES (?, ?, ?, ?) ON CONFLICT (view) DO UPDATE SET marks = excluded.marks, "
-                "figures = excluded.figures, saved_at = excluded.saved_at",
-                (view, marks, figures, golden.now()),
+                "INSERT INTO dashboard_figures (view, marks, figures, seconds, saved_at) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (view) DO UPDATE SET marks = excluded.marks, "
+                "figures = excluded.figures, seconds = excluded.seconds, "
+                "saved_at = excluded.saved_at",
+                (view, marks, figures, seconds, golden.now()),
             )

@@ -311,6 +311,7 @@ def create_dashboard_figures(db: sqlite_utils.Database) -> None:
             view TEXT PRIMARY KEY,                     -- JSON: the run and the page's inputs
             marks TEXT NOT NULL,                       -- JSON: the dashboard marks computed at
             figures TEXT NOT NULL,                     -- JSON: live.kept's encoding
+            seconds REAL NOT NULL,                     -- how long computing them took
             saved_at TEXT NOT NULL
         );
         """
