@@ -2,10 +2,12 @@
 
 The store keeps an append-only log of events; everything an annotator currently sees (the
 grade of each doc, whether a query is done) is *derived* from that log by :func:`derive_state`.
-:func:`golden_record` merges the annotators' states of one query into the golden-set JSONL
-record of DESIGN.md — or, where a reviewer adjudicated the query, takes the reviewer's
-:class:`Decision` as the golden label and keeps every annotator's label beside it — and
-:func:`events_for_record` is its inverse (importing a golden set). Pure functions: no database.
+:func:`merge` is the one golden-set merge rule: it makes the annotators' states of one query —
+or, where a reviewer adjudicated it, the reviewer's :class:`Decision` — into its golden label
+(the store keeps it as a projection that every reader of the golden set reads).
+:func:`golden_record` writes a golden label as the golden-set JSONL record of DESIGN.md, every
+annotator's label beside it, and :func:`events_for_record` is its inverse (importing a golden
+set). Pure functions: no database.
 """
 
 from __future__ import annotations
@@ -198,7 +200,7 @@ class Decision:
 def merged_status(
     states: Iterable[QueryState], decision: Decision | None = None
 ) -> tuple[str, bool]:
-    """The query's golden status and answerability over all its annotators.
+    """The query's golden status and answerability over all its annotators (see :func:`merge`).
 
     An adjudicated query is done, answerable as the reviewer decided. Otherwise: done if
     anyone completed it (answerability from the latest completion), else in progress if
@@ -216,17 +218,73 @@ def merged_status(
     return "pending", True
 
 
+@dataclass(frozen=True)
+class GoldenLabel:
+    """The golden label of one query, as :func:`merge` makes it and the store keeps it (the
+    ``golden_judgments`` projection): what export, eval and the dashboard read.
+
+    ``status`` (pending, in_progress, skipped or done) and ``answerable`` as
+    :func:`merged_status` gives them; ``mode``: the newest contributor's, None when nobody
+    contributed (the protocol's mode then). Per judged doc: ``grades``; ``order``, the merge
+    order (the label's event id, or the doc's place in the decision); ``sources``, who gave
+    the grade (an annotator, or the reviewer of ``decision_id``, the decision that counts).
+    """
+
+    status: str = "pending"
+    answerable: bool = True
+    mode: str | None = None
+    grades: dict[str, int] = field(default_factory=dict)
+    order: dict[str, int] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)
+    decision_id: int | None = None
+
+
+def merge(states: Mapping[str, QueryState], decision: Decision | None = None) -> GoldenLabel:
+    """The one golden-set merge rule: the golden label of a query from its annotators'
+    states (annotator -> state) and the reviewer's decision that counts, if any.
+
+    A doc's golden grade is the latest label given by any annotator — or, once a reviewer
+    adjudicated the query, the decision's grade (the annotators' labels then do not count).
+    An annotator whose every action was undone has left nothing and does not count.
+    Machine judges are not annotators: their labels are kept apart and never merged.
+    """
+    states = {name: state for name, state in states.items() if state.contributed}
+    status, answerable = merged_status(states.values(), decision)
+    newest = max(states.values(), key=lambda state: state.last_event_id, default=None)
+    mode = newest.mode if newest else None
+    if decision is not None:
+        grades = dict(decision.judgments)
+        order = {doc_id: index for index, doc_id in enumerate(grades)}
+        sources = dict.fromkeys(grades, decision.reviewer)
+        return GoldenLabel(status, answerable, mode, grades, order, sources, decision.id)
+    latest: dict[str, tuple[int, int, str]] = {}
+    for name, state in states.items():
+        for doc_id, grade in state.grades.items():
+            event_id = state.label_events[doc_id]
+            if doc_id not in latest or event_id > latest[doc_id][0]:
+                latest[doc_id] = (event_id, grade, name)
+    return GoldenLabel(
+        status,
+        answerable,
+        mode,
+        grades={doc_id: grade for doc_id, (_, grade, _) in latest.items()},
+        order={doc_id: event_id for doc_id, (event_id, _, _) in latest.items()},
+        sources={doc_id: name for doc_id, (_, _, name) in latest.items()},
+    )
+
+
 def golden_record(
     query: Mapping,
     states: Mapping[str, QueryState],
     context: QueryContext,
+    label: GoldenLabel,
     decision: Decision | None = None,
 ) -> dict:
-    """The golden-set JSONL record (DESIGN.md) of one query, merging its annotators' states.
+    """The golden-set JSONL record (DESIGN.md) of one query: its golden ``label`` (see
+    :func:`merge`; the store reads it from its projection), with its annotators' ``states``
+    beside it and the reviewer's ``decision`` that counts, if any.
 
-    ``query`` holds query_id, query, slice and metadata. A doc's grade is the latest label
-    given by any annotator — or, when a reviewer adjudicated the query, the ``decision``'s
-    grade (the query is then done, answerable as decided). Unjudged docs are absent.
+    ``query`` holds query_id, query, slice and metadata. Unjudged docs are absent.
     ``judgments`` lists candidates in display order, then docs attached from search.
     ``judged_depth`` is the number of judged candidates (for a list judged top-down, the depth
     reached); ``first_relevant_rank`` the display position of the first relevant candidate.
@@ -246,21 +304,7 @@ def golden_record(
     """
     states = {name: state for name, state in states.items() if state.contributed}
     positions = context.positions
-    if decision is None:
-        latest: dict[str, tuple[int, int]] = {}
-        for state in states.values():
-            for doc_id, grade in state.grades.items():
-                event_id = state.label_events[doc_id]
-                if doc_id not in latest or event_id > latest[doc_id][0]:
-                    latest[doc_id] = (event_id, grade)
-        grades = {doc_id: grade for doc_id, (_, grade) in latest.items()}
-        order = {doc_id: event_id for doc_id, (event_id, _) in latest.items()}
-    else:
-        grades = dict(decision.judgments)
-        order = {doc_id: index for index, doc_id in enumerate(grades)}
-    judgments = _in_display_order(grades, positions, order)
-    status, answerable = merged_status(states.values(), decision)
-    newest = max(states.values(), key=lambda state: state.last_event_id, default=None)
+    judgments = _in_display_order(label.grades, positions, label.order)
     updated = [state.updated_at for state in states.values() if state.updated_at]
     if decision is not None:
         updated.append(decision.created_at)
@@ -268,12 +312,12 @@ def golden_record(
         "query_id": query["query_id"],
         "query": query["query"],
         "slice": query["slice"],
-        "status": EXPORTED_STATUS[status],
-        "answerable": answerable,
+        "status": EXPORTED_STATUS[label.status],
+        "answerable": label.answerable,
         "judgments": judgments,
         "first_relevant_rank": first_relevant_rank(judgments, positions, context.threshold),
         "judged_depth": sum(1 for doc_id in judgments if doc_id in positions),
-        "mode": newest.mode if newest else context.default_mode,
+        "mode": label.mode or context.default_mode,
         "annotators": sorted(states),
         "seconds": round(float(sum(state.seconds for state in states.values())), 3),
         "labelled_at": to_export_time(max(updated)) if updated else None,

@@ -11,13 +11,15 @@ Design, in short:
   "database is locked" under concurrent writers (measured in NOTES.md); ``IMMEDIATE`` takes
   the write lock up front, so writers queue on the busy timeout instead of failing.
 - The judgement log (``events``) is append-only: triggers refuse UPDATE and DELETE. Undo is a
-  new event. ``labels``, ``query_state``, ``progress`` and ``queries.status`` are projections
-  of the log, rewritten in the same transaction as each event for the (query, annotator) it
-  touches — so every key press costs a handful of index lookups, never a table scan — and
+  new event. ``labels``, ``query_state``, ``progress`` and the golden projection
+  (``golden_judgments``, ``queries.status``) are projections of the log, rewritten in the
+  same transaction as each event for the (query, annotator) it touches — so every key press
+  costs a handful of index lookups, never a table scan — and
   :meth:`Store.rebuild_projections` can recompute them all from the log.
 
 The package, bottom up (each module imports only those below it; tests/test_architecture.py
-checks it, and docs/architecture.md draws it): ``schema`` (migrations) and ``paths``;
+checks it, and docs/architecture.md draws it): ``schema`` (migrations; ``golden_rows``, the
+golden projection's rows, below it) and ``paths``;
 ``connection`` (opening, transactions, key-press tagging); ``settings`` (the protocol);
 ``corpus`` (queries, documents, search) and ``log`` (the append-only event log); ``states``
 (per-query state and reviewers' decisions); ``projections`` (the tables the log maintains);

@@ -20,7 +20,8 @@ class Export(States):
         """The golden set: one dict per query, in queue order, as DESIGN.md's golden-set JSONL.
 
         Every query is there: done, skipped and unanswerable ones, and pending ones (status
-        ``pending``, with whatever was judged so far). Unjudged docs are absent, never 0.
+        ``pending``, with whatever was judged so far). Unjudged docs are absent, never 0. The
+        golden grades, status and mode are the golden projection's (see :meth:`_refresh`).
         """
         return list(self.iter_golden_records())
 
@@ -62,6 +63,7 @@ class Export(States):
         positions = self._positions(ids)
         rankings = self._rankings(ids)
         states = self._states(ids)
+        labels = self._golden(ids)
         decisions = self._decisions(ids)
         for query in queries:
             query["metadata"] = json.loads(query["metadata"])
@@ -75,6 +77,7 @@ class Export(States):
                 query,
                 states.get(query["query_id"], {}),
                 context,
+                labels[query["query_id"]],
                 decisions.get(query["query_id"]),
             )
 

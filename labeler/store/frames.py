@@ -47,34 +47,22 @@ class Frames(Settings):
         return [row["name"] for row in self._rows("SELECT name FROM runs ORDER BY name")]
 
     def golden_frames(self) -> tuple[pd.DataFrame, pd.DataFrame]:
-        """The golden set as the two frames of :class:`eval.readers.Golden`, read in bulk.
+        """The golden set as the two frames of :class:`eval.readers.Golden`, read in bulk
+        from the golden projection (the labels of :meth:`golden_records`, without building a
+        record per query).
 
         ``queries``: query_id, query, slice, status (done, skipped or pending), answerable and
-        mode, in queue order. ``judgments`` (in no particular order): query_id, doc_id, grade,
-        a doc's latest label by any annotator or, on an adjudicated query, the decision's.
-        The same labels as :meth:`golden_records` (the tests hold them equal), without
-        building a record per query. An annotator left with nothing (every action undone)
-        has status pending and no note: their mode does not count, as in the records.
+        mode, in queue order. ``judgments`` (in no particular order): query_id, doc_id, grade.
         """
         with self._reading():
             queries = pd.read_sql_query(
-                "SELECT q.query_id, q.query, q.slice, q.status, q.answerable, "
-                "coalesce(newest.mode, :mode) AS mode FROM queries q LEFT JOIN ("
-                "  SELECT query_id, mode, max(last_event_id) FROM query_state"
-                "  WHERE status != 'pending' OR note != '' GROUP BY query_id"
-                ") newest ON newest.query_id = q.query_id ORDER BY q.position",
+                "SELECT query_id, query, slice, status, answerable, "
+                "coalesce(golden_mode, :mode) AS mode FROM queries ORDER BY position",
                 self.conn,
                 params={"mode": self.settings()["mode"]},
             )
             judgments = pd.read_sql_query(
-                "SELECT query_id, doc_id, grade FROM labels l "
-                "WHERE event_id = (SELECT max(event_id) FROM labels m "
-                "WHERE m.query_id = l.query_id AND m.doc_id = l.doc_id) "
-                "AND query_id NOT IN (SELECT query_id FROM adjudications) "
-                "UNION ALL SELECT a.query_id, decided.key, decided.value "
-                "FROM adjudications a, json_each(a.judgments) decided "
-                "WHERE a.id = (SELECT max(id) FROM adjudications b WHERE b.query_id = a.query_id)",
-                self.conn,
+                "SELECT query_id, doc_id, grade FROM golden_judgments", self.conn
             )
         queries["status"] = queries["status"].map(golden.EXPORTED_STATUS)
         return (

@@ -371,9 +371,6 @@ class Imports(Projections):
             [(*row[:10], base + row[10], *row[11:]) for row in replay.states],
         )
         self.conn.executemany(
-            "UPDATE queries SET status = ?, answerable = ? WHERE query_id = ?", replay.statuses
-        )
-        self.conn.executemany(
             "INSERT INTO progress (annotator, slice, state, n) VALUES (?, ?, ?, ?) "
             "ON CONFLICT (annotator, slice, state) DO UPDATE SET n = n + excluded.n",
             [(*key, n) for key, n in replay.counts.items()],
@@ -383,6 +380,7 @@ class Imports(Projections):
             "note, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
             replay.decisions,
         )
+        self._refresh_golden(replay.queries)
         self.conn.executemany(
             "INSERT INTO runs (name, path, sha256, depth, pooled_at) VALUES (?, ?, '', ?, ?) "
             "ON CONFLICT (name) DO UPDATE SET depth = max(depth, excluded.depth)",

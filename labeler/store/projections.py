@@ -1,4 +1,5 @@
-"""Projections of the log (labels, query state, progress), refreshed with each event."""
+"""Projections of the log (labels, query state, progress, the golden projection), refreshed
+with each event."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from collections.abc import Mapping, Sequence
 
 from labeler import golden
 from labeler.golden import QueryState
+from labeler.store.golden_rows import golden_labels, write_golden
 from labeler.store.states import States
 
 
@@ -32,8 +34,10 @@ class Projections(States):
 
     def _refresh(self, query_id: str, annotators: Sequence[str] | None = None) -> None:
         """Re-derive the projections of ``query_id`` for these annotators (default: everyone
-        who acted on it) from the log, then its golden status. Inside a write transaction."""
-        if annotators is None:
+        who acted on it) from the log, then its golden label (:func:`labeler.golden.merge`,
+        the one merge rule) into the golden projection. Inside a write transaction."""
+        everyone = annotators is None
+        if everyone:
             annotators = [
                 row[0]
                 for row in self.conn.execute(
@@ -42,28 +46,23 @@ class Projections(States):
             ]
         context = self._context(query_id)
         slice_name = self._value("SELECT slice FROM queries WHERE query_id = ?", (query_id,))
+        fresh = {}
         for annotator in annotators:
-            state = golden.derive_state(self._events(query_id, annotator), context)
-            self._store_state(query_id, annotator, slice_name, state)
-        states = [
-            QueryState(status=status, answerable=bool(answerable), last_event_id=last_event_id)
-            for status, answerable, last_event_id in self.conn.execute(
-                "SELECT status, answerable, last_event_id FROM query_state WHERE query_id = ?",
-                (query_id,),
-            )
-        ]
-        decision = self._decisions([query_id]).get(query_id)
-        status, answerable = golden.merged_status(states, decision)
-        old_status, old_answerable = self.conn.execute(
-            "SELECT status, answerable FROM queries WHERE query_id = ?", (query_id,)
-        ).fetchone()
-        if (old_status, bool(old_answerable)) != (status, answerable):
-            self._count("", slice_name, _progress_key(old_status, bool(old_answerable)), -1)
-            self._count("", slice_name, _progress_key(status, answerable), 1)
-            self.conn.execute(
-                "UPDATE queries SET status = ?, answerable = ? WHERE query_id = ?",
-                (status, int(answerable), query_id),
-            )
+            fresh[annotator] = golden.derive_state(self._events(query_id, annotator), context)
+            self._store_state(query_id, annotator, slice_name, fresh[annotator])
+        # The annotators not refreshed count as stored (none are left when everyone was).
+        others = {} if everyone else self._states([query_id]).get(query_id, {})
+        label = golden.merge({**others, **fresh}, self._decisions([query_id]).get(query_id))
+        before = self._golden([query_id])[query_id]
+        if (before.status, before.answerable) != (label.status, label.answerable):
+            self._count("", slice_name, _progress_key(before.status, before.answerable), -1)
+            self._count("", slice_name, _progress_key(label.status, label.answerable), 1)
+        write_golden(self.conn, [(query_id, label)], {query_id: before})
+
+    def _refresh_golden(self, query_ids: Sequence[str]) -> None:
+        """Re-merge the golden labels of these queries from their stored states and decisions
+        (rows written in bulk, as an import's), into the golden projection."""
+        write_golden(self.conn, golden_labels(self.conn, query_ids))
 
     def _store_state(
         self, query_id: str, annotator: str, slice_name: str, state: QueryState
@@ -119,12 +118,14 @@ class Projections(States):
         )
 
     def rebuild_projections(self) -> None:
-        """Recompute every projection (labels, query states, counts, golden status) from the
-        log alone. The result must equal what the incremental updates produced."""
+        """Recompute every projection (labels, query states, counts, the golden projection)
+        from the log alone. The result must equal what the incremental updates produced."""
         with self._writing() as conn:
-            for table in ("labels", "query_state", "progress"):
+            for table in ("labels", "query_state", "progress", "golden_judgments"):
                 conn.execute(f"DELETE FROM {table}")
-            conn.execute("UPDATE queries SET status = 'pending', answerable = 1")
+            conn.execute(
+                "UPDATE queries SET status = 'pending', answerable = 1, golden_mode = NULL"
+            )
             conn.execute("UPDATE assignments SET open = 1")
             conn.executemany(
                 "INSERT INTO progress (annotator, slice, state, n) VALUES ('', ?, 'pending', ?)",

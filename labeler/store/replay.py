@@ -58,7 +58,7 @@ class Replay:
     events: list[tuple] = default_field(default_factory=list)
     labels: list[tuple] = default_field(default_factory=list)
     states: list[tuple] = default_field(default_factory=list)
-    statuses: list[tuple] = default_field(default_factory=list)
+    queries: list[str] = default_field(default_factory=list)  # their golden labels follow
     counts: dict[tuple[str, str, str], int] = default_field(default_factory=dict)
     decisions: list[tuple] = default_field(default_factory=list)
     runs: dict[str, int] = default_field(default_factory=dict)
@@ -122,7 +122,8 @@ def _replayed(
             replay.decisions.append((query_id, *plan.decision))
             reviewer, judgments, decided_answerable = plan.decision[:3]
             decision = Decision(0, query_id, reviewer, json.loads(judgments), decided_answerable)
-        status, answerable = golden.merged_status(states.values(), decision)
+        label = golden.merge(states, decision)
+        status, answerable = label.status, label.answerable
         for field_name, value in (
             ("status", golden.EXPORTED_STATUS[status]),
             ("answerable", answerable),
@@ -130,8 +131,8 @@ def _replayed(
             if value != plan.expected[field_name]:
                 problem = f"{plan.expected[field_name]!r}, but these labels give {value!r}"
                 raise InputError(source, task.line, field_name, problem)
+        replay.queries.append(query_id)
         if status != "pending":
-            replay.statuses.append((status, int(answerable), query_id))
             replay.count("", task.slice, "pending", -1)
             replay.count("", task.slice, _progress_key(status, answerable), 1)
         for run, ranking in plan.runs.items():

@@ -6,6 +6,7 @@ import sqlite_utils
 from sqlite_utils import Migrations
 
 from labeler import golden
+from labeler.store.golden_rows import backfill
 
 migrations = Migrations("goldset")
 
@@ -302,8 +303,32 @@ def create_machine_judges(db: sqlite_utils.Database) -> None:
 
 
 @migrations()
+def m9_golden_judgments(db: sqlite_utils.Database) -> None:
+    """Version 9: the golden projection, each query's golden label as the one merge rule
+    (:func:`labeler.golden.merge`) makes it — a row per judged doc, and the golden mode beside
+    the golden status — backfilled from the stored states and decisions."""
+    db.executescript(
+        """
+        CREATE TABLE golden_judgments (                -- projection: each query's golden grades
+            query_id TEXT NOT NULL,
+            doc_id TEXT NOT NULL,
+            grade INTEGER NOT NULL,
+            seq INTEGER NOT NULL,                      -- merge order: the label's event id, or
+                                                       -- the doc's place in the decision
+            source TEXT NOT NULL,                      -- who gave it: annotator, or reviewer
+            decision_id INTEGER,                       -- the decision it is from; NULL: a label
+            PRIMARY KEY (query_id, doc_id)
+        ) WITHOUT ROWID;
+        ALTER TABLE queries ADD COLUMN golden_mode TEXT;  -- projection: the newest
+                                                       -- contributor's mode; NULL: the protocol's
+        """
+    )
+    backfill(db.conn)
+
+
+@migrations()
 def create_dashboard_figures(db: sqlite_utils.Database) -> None:
-    """Version 9: the dashboard's last figures per view (run and inputs), with the marks of
+    """Version 10: the dashboard's last figures per view (run and inputs), with the marks of
     the project state they were computed at, so that a server start shows them at once."""
     db.executescript(
         """

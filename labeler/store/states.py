@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 from labeler import golden
-from labeler.golden import Decision, QueryState
+from labeler.golden import Decision, GoldenLabel, QueryState
 from labeler.store.connection import _chunks, _marks
 from labeler.store.corpus import Corpus
+from labeler.store.golden_rows import latest_decisions, stored_golden, stored_states
 from labeler.store.log import IMPORT_RUN, Log
 
 
@@ -48,15 +48,7 @@ class States(Corpus, Log):
                     (query_id, annotator),
                 ).fetchall()
             )
-        decision = self._decisions([query_id]).get(query_id)
-        if decision is not None:  # a reviewer's decision is the golden label
-            return dict(decision.judgments)
-        # Rows in event order: a later label overwrites an earlier one.
-        return dict(
-            self.conn.execute(
-                "SELECT doc_id, grade FROM labels WHERE query_id = ? ORDER BY event_id", (query_id,)
-            ).fetchall()
-        )
+        return self._golden([query_id]).get(query_id, GoldenLabel()).grades
 
     def labels(self, query_id: str, annotator: str | None = None) -> dict[str, int]:
         """Current grades of the query's judged docs (candidates and attached ones) by the
@@ -84,12 +76,14 @@ class States(Corpus, Log):
             context = self._context(query_id)
             if annotator is None:
                 states = self._states([query_id]).get(query_id, {})
+                label = self._golden([query_id])[query_id]
                 decision = self._decisions([query_id]).get(query_id)
-                record = golden.golden_record(self.query(query_id), states, context, decision)
-                status, answerable = golden.merged_status(states.values(), decision)
+                record = golden.golden_record(
+                    self.query(query_id), states, context, label, decision
+                )
                 state = QueryState(
-                    status=status,
-                    answerable=answerable,
+                    status=label.status,
+                    answerable=label.answerable,
                     needs_verdict=any(s.needs_verdict for s in states.values()),
                     mode=record["mode"],
                     first_relevant_rank=record["first_relevant_rank"],
@@ -127,22 +121,7 @@ class States(Corpus, Log):
         return found
 
     def _decisions(self, query_ids: Sequence[str]) -> dict[str, Decision]:
-        rows = self._rows(
-            "SELECT id, query_id, reviewer, judgments, answerable, adopted, note, created_at "
-            f"FROM adjudications a WHERE query_id IN ({_marks(query_ids)}) AND id = "
-            "(SELECT max(id) FROM adjudications b WHERE b.query_id = a.query_id)",
-            query_ids,
-        )
-        return {
-            row["query_id"]: Decision(
-                **{
-                    **row,
-                    "judgments": json.loads(row["judgments"]),
-                    "answerable": bool(row["answerable"]),
-                }
-            )
-            for row in rows
-        }
+        return latest_decisions(self.conn, query_ids)
 
     def _positions(self, query_ids: Sequence[str]) -> dict[str, dict[str, int]]:
         positions: dict[str, dict[str, int]] = {}
@@ -156,30 +135,8 @@ class States(Corpus, Log):
 
     def _states(self, query_ids: Sequence[str]) -> dict[str, dict[str, QueryState]]:
         """Stored per-annotator states (with their labels) of these queries."""
-        marks = _marks(query_ids)
-        labels: dict[tuple[str, str], list[tuple[str, int, int]]] = {}
-        for query_id, annotator, doc_id, grade, event_id in self.conn.execute(
-            "SELECT query_id, annotator, doc_id, grade, event_id FROM labels "
-            f"WHERE query_id IN ({marks}) ORDER BY event_id",
-            query_ids,
-        ):
-            labels.setdefault((query_id, annotator), []).append((doc_id, grade, event_id))
-        states: dict[str, dict[str, QueryState]] = {}
-        for row in self._rows(
-            "SELECT query_id, annotator, status, answerable, needs_verdict, mode, "
-            "first_relevant_rank, judged_depth, seconds, last_event_id, updated_at, note "
-            f"FROM query_state WHERE query_id IN ({marks})",
-            query_ids,
-        ):
-            query_id, annotator = row.pop("query_id"), row.pop("annotator")
-            mine = labels.get((query_id, annotator), [])
-            states.setdefault(query_id, {})[annotator] = QueryState(
-                **{
-                    **row,
-                    "answerable": bool(row["answerable"]),
-                    "needs_verdict": bool(row["needs_verdict"]),
-                },
-                grades={doc_id: grade for doc_id, grade, _ in mine},
-                label_events={doc_id: event_id for doc_id, _, event_id in mine},
-            )
-        return states
+        return stored_states(self.conn, query_ids)
+
+    def _golden(self, query_ids: Sequence[str]) -> dict[str, GoldenLabel]:
+        """The golden labels of these queries, as the golden projection holds them."""
+        return stored_golden(self.conn, query_ids)

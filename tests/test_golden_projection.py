@@ -1,0 +1,237 @@
+"""The golden projection: each query's golden label, written by the one merge rule
+(``labeler.golden.merge``) in the transaction of every event and decision, and read by
+export, ``eval --db`` and the dashboard. Rebuilt from the log alone, it equals the live one."""
+
+import sqlite3
+
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_round_trip import tasks
+
+from eval.readers import Golden, golden_from_records
+from labeler import judges
+from labeler.store import Store
+
+JUDGE = "machine:rule"
+
+
+def projection(store: Store) -> dict:
+    """Everything the golden projection holds, and the progress counts kept beside it."""
+    return {
+        "judgments": store.conn.execute(
+            "SELECT * FROM golden_judgments ORDER BY query_id, doc_id"
+        ).fetchall(),
+        "queries": store.conn.execute(
+            "SELECT query_id, status, answerable, golden_mode FROM queries ORDER BY query_id"
+        ).fetchall(),
+        "progress": store.progress(),
+    }
+
+
+def add_machine_labels(store: Store, pairs) -> None:
+    context = {"judge": JUDGE, "model": "rule", "prompt_sha256": "0" * 64}
+    for query_id, doc_id in pairs:
+        pair = judges.Pair(query_id, doc_id, "", "", "")
+        call = judges.Call("ok", 0.5, 40, 8, grade=1, reason="rule")
+        store.record_judge_calls(judges.call_rows(pair, [call], context))
+
+
+@pytest.fixture
+def mixed(tmp_path):
+    """A project in every state the merge rule meets: first-hit and full passes, overlap
+    with disagreement, a decision, undo, U and M, an attached answer, a skip, a note, a
+    pooled run, and machine labels beside the human ones."""
+    run = tmp_path / "bm25.trec"
+    run.write_text(
+        "".join(
+            f"q{n} Q0 q{n}-d{rank} {rank} {10 - rank} bm25\n" for n in (7, 8) for rank in (4, 3)
+        )
+    )
+    with Store(tmp_path / "mixed.db") as store:
+        store.import_records(tasks(9, prefix="q"))
+        store.pool(None, None, [run], depth=2)
+        store.add_annotator("rita", role="reviewer")
+        store.judge("q1", "q1-d1", 0, "ana")
+        store.judge("q1", "q1-d2", 1, "ana")  # first hit at 2...
+        store.judge("q1", "q1-d1", 2, "ben", mode="full")  # ...ben disagrees, in full mode
+        store.adjudicate("q1", "rita", {"q1-d1": 1, "q1-d3": 0}, True)
+        store.judge("q2", "q2-d1", 1, "ana")
+        store.judge("q2", "q2-d1", 0, "ben")  # the later label wins
+        store.mark("q3", "unanswerable", "ana")  # U at the first candidate
+        store.judge("q4", "q4-d1", 0, "ana")
+        store.mark("q4", "miss", "ana")  # M after one judgement
+        store.attach("q4", "q9-d4", 1, "ben")  # ben found the answer by search
+        store.mark("q5", "skip", "ana")
+        store.judge("q6", "q6-d1", 1, "ana")
+        store.undo("ana")  # ana leaves nothing on q6
+        store.set_note("q6", "ben", "ambiguous")
+        for doc in ("q7-d1", "q7-d2", "q7-d3"):
+            store.judge("q7", doc, 0, "ana", mode="full")  # full mode, in progress
+        store.judge("q8", "q8-d4", 1, "ben")  # the pooled run's first doc
+        store.adjudicate("q8", "rita", {"q8-d4": 0}, False)
+        store.adjudicate("q8", "rita", {"q8-d4": 2}, True)  # deciding again: the latest counts
+        add_machine_labels(store, [("q9", "q9-d1"), ("q9", "q9-d2"), ("q2", "q2-d3")])
+        yield store
+
+
+def test_rebuilding_the_golden_projection_from_the_log_equals_the_live_one(mixed):
+    live = projection(mixed)
+    assert len(live["judgments"]) > 5, "the scenario wrote no golden judgements"
+    mixed.rebuild_projections()
+    assert projection(mixed) == live
+
+
+def test_machine_labels_never_enter_the_golden_projection(mixed):
+    golden_pairs = {(q, d) for q, d, *_ in projection(mixed)["judgments"]}
+    assert ("q2", "q2-d1") in golden_pairs
+    assert {("q9", "q9-d1"), ("q9", "q9-d2"), ("q2", "q2-d3")} & golden_pairs == set()
+    sources = {row[0] for row in mixed.conn.execute("SELECT source FROM golden_judgments")}
+    assert sources == {"ana", "ben", "rita"}
+
+
+def test_a_decision_replaces_the_annotators_labels_and_names_the_reviewer(mixed):
+    rows = mixed.conn.execute(
+        "SELECT doc_id, grade, source, decision_id FROM golden_judgments WHERE query_id = 'q1' "
+        "ORDER BY seq"
+    ).fetchall()
+    decision = mixed.decision("q1")
+    assert rows == [("q1-d1", 1, "rita", decision.id), ("q1-d3", 0, "rita", decision.id)]
+    assert mixed.labels("q1") == {"q1-d1": 1, "q1-d3": 0}
+
+
+def test_the_latest_label_of_any_annotator_is_the_golden_one(mixed):
+    rows = mixed.conn.execute(
+        "SELECT doc_id, grade, source, decision_id FROM golden_judgments WHERE query_id = 'q2'"
+    ).fetchall()
+    assert rows == [("q2-d1", 0, "ben", None)]
+
+
+def test_export_and_eval_frames_read_the_same_golden_set_from_the_projection(mixed):
+    from_frames = Golden(*mixed.golden_frames())
+    from_records = golden_from_records(mixed.golden_records())
+    assert from_frames.version == from_records.version
+    pd.testing.assert_frame_equal(from_frames.queries, from_records.queries)
+    stored = {(q, d): g for q, d, g, *_ in projection(mixed)["judgments"]}
+    assert {(q, d): g for q, d, g in from_frames.judgments.itertuples(index=False)} == stored
+    modes = dict(zip(from_frames.queries["query_id"], from_frames.queries["mode"], strict=True))
+    assert (modes["q1"], modes["q7"], modes["q9"]) == ("full", "full", "first_hit")
+    decided = {r["query_id"]: r for r in mixed.golden_records()}["q8"]
+    assert decided["judgments"] == {"q8-d4": 2} and decided["answerable"]
+
+
+def test_the_migration_backfills_the_projection_of_an_existing_project(mixed, tmp_path):
+    live = projection(mixed)
+    path = mixed.path
+    mixed.close()
+    old = sqlite3.connect(path)  # the project as it was before the golden projection
+    old.executescript(
+        "DROP TABLE golden_judgments; ALTER TABLE queries DROP COLUMN golden_mode; "
+        "DELETE FROM _sqlite_migrations WHERE name = 'm9_golden_judgments';"
+    )
+    old.close()
+    with Store(path) as upgraded:
+        assert projection(upgraded) == live
+
+
+def test_an_imported_golden_set_writes_the_projection_a_rebuild_finds(mixed, tmp_path):
+    exported = tmp_path / "golden.jsonl"
+    mixed.write_jsonl(exported)
+    with Store(tmp_path / "fresh.db") as fresh:
+        fresh.import_tasks(exported)
+        imported = projection(fresh)
+        assert len(imported["judgments"]) == len(projection(mixed)["judgments"])
+        fresh.rebuild_projections()
+        assert projection(fresh) == imported
+
+
+def test_a_key_press_reads_and_writes_the_projection_by_index_only(mixed):
+    statements = []
+    mixed.conn.set_trace_callback(statements.append)
+    try:
+        mixed.judge("q7", "q7-d4", 1, "ana", mode="full")
+    finally:
+        mixed.conn.set_trace_callback(None)
+    touching = [sql for sql in statements if "golden_judgments" in sql]
+    assert touching, "the press did not refresh the golden projection"
+    plans = [
+        detail
+        for sql in touching
+        for *_, detail in mixed.conn.execute(f"EXPLAIN QUERY PLAN {sql}").fetchall()
+    ]
+    assert not [detail for detail in plans if detail.startswith("SCAN")]
+
+
+# --- the property: any sequence of actions ------------------------------------------------------
+
+ANNOTATORS = ("ana", "ben")
+DOCS = [f"q{n}-d{rank}" for n in (1, 2) for rank in range(1, 5)]
+ACTIONS = st.one_of(
+    st.tuples(
+        st.just("judge"),
+        st.sampled_from(ANNOTATORS),
+        st.sampled_from(DOCS),
+        st.integers(0, 3),
+        st.sampled_from(["first_hit", "full"]),
+    ),
+    st.tuples(
+        st.sampled_from(["unanswerable", "miss", "skip"]),
+        st.sampled_from(ANNOTATORS),
+        st.sampled_from(["q1", "q2"]),
+    ),
+    st.tuples(st.just("undo"), st.sampled_from(ANNOTATORS)),
+    st.tuples(st.just("attach"), st.sampled_from(ANNOTATORS), st.sampled_from(DOCS)),
+    st.tuples(
+        st.just("configure"),
+        st.sampled_from([0, 2, 3]),
+        st.integers(1, 2),
+        st.sampled_from(["first_hit", "full"]),
+    ),
+    st.tuples(
+        st.just("decide"),
+        st.sampled_from(["q1", "q2"]),
+        st.dictionaries(st.sampled_from(DOCS[:4]), st.integers(0, 3), max_size=3),
+        st.booleans(),
+    ),
+)
+
+
+def apply(store: Store, action: tuple) -> None:
+    kind, *args = action
+    if kind == "judge":
+        annotator, doc_id, grade, mode = args
+        store.judge(doc_id.split("-")[0], doc_id, grade, annotator, mode=mode)
+    elif kind == "undo":
+        store.undo(args[0])
+    elif kind == "attach":
+        annotator, doc_id = args
+        other = "q2" if doc_id.startswith("q1") else "q1"  # a doc of another query: search
+        store.attach(other, doc_id, 1, annotator)
+    elif kind == "configure":  # a change of protocol re-derives every labelled query
+        depth, threshold, mode = args
+        store.configure(depth=depth, rel_threshold=threshold, mode=mode)
+    elif kind == "decide":
+        query_id, judgments, answerable = args
+        store.adjudicate(query_id, "rita", judgments, answerable)
+    else:
+        annotator, query_id = args
+        store.mark(query_id, kind, annotator)
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(actions=st.lists(ACTIONS, min_size=1, max_size=12))
+def test_any_sequence_of_actions_leaves_a_projection_that_a_rebuild_reproduces(
+    tmp_path_factory, actions
+):
+    with Store(tmp_path_factory.mktemp("any") / "any.db") as store:
+        store.import_records(tasks(2, prefix="q"))
+        for action in actions:
+            apply(store, action)
+        live = projection(store)
+        store.rebuild_projections()
+        assert projection(store) == live
