@@ -170,20 +170,6 @@ def _rate(hits: int, trials: int) -> dict:
     }
 
 
-def disagreeing_queries(
-    first_human: pd.DataFrame, machine: pd.DataFrame, rel_threshold: int = 1
-) -> list[str]:
-    """The queries to send to a second annotator first: those labelled by one human so far
-    (``first_human``: query_id, doc_id, grade, annotators) where the machine and that human
-    disagree on the relevance of a pair, most disagreeing pairs first (then query_id)."""
-    alone = first_human[first_human["annotators"] == 1]
-    both = alone.merge(machine, on=["query_id", "doc_id"], suffixes=("_human", "_machine"))
-    differ = (both["grade_human"] >= rel_threshold) != (both["grade_machine"] >= rel_threshold)
-    counts = both.loc[differ, "query_id"].value_counts()
-    ordered = counts.reset_index().sort_values(["count", "query_id"], ascending=[False, True])
-    return ordered["query_id"].tolist()
-
-
 # --- metric impact --------------------------------------------------------------------------------
 
 

@@ -87,11 +87,17 @@ class Prompt:
         """Fill a template's ``$scale`` and ``$max_grade`` (``string.Template``: braces in the
         template's JSON example need no escaping). ``path`` None: the shipped template."""
         text = Path(path or DEFAULT_PROMPT).read_text(encoding="utf-8")
+        return cls.from_text(text, max_grade, source=str(path))
+
+    @classmethod
+    def from_text(cls, text: str, max_grade: int, source: str = "the prompt") -> Prompt:
+        """Fill a template given as text (see :meth:`from_template`); ``source`` names it in
+        the error about a bad placeholder."""
         try:
             system = Template(text).substitute(scale=grade_scale(max_grade), max_grade=max_grade)
         except (KeyError, ValueError) as error:
             raise ValueError(
-                f"{path}: the prompt template has a bad placeholder: {error}"
+                f"{source}: the prompt template has a bad placeholder: {error}"
             ) from None
         return cls(system, max_grade)
 

@@ -46,11 +46,13 @@ def query_terms(query: str) -> list[str]:
 
 @lru_cache(maxsize=256)
 def _term_pattern(terms: tuple[str, ...]) -> re.Pattern[str] | None:
-    """A pattern matching any term at the start of a word (``_`` counts as a separator)."""
+    """A pattern matching any term at the start of a word (``_`` counts as a separator) or
+    of a CamelCase part (``auth`` in ``LegacyAuthClient``, as search finds it)."""
     if not terms:
         return None
     alternatives = "|".join(re.escape(term) for term in sorted(terms, key=len, reverse=True))
-    return re.compile(rf"(?<![^\W_])(?:{alternatives})", re.IGNORECASE)
+    camel = r"(?-i:(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z]))"
+    return re.compile(rf"(?:(?<![^\W_])|{camel})(?:{alternatives})", re.IGNORECASE)
 
 
 def highlight(text: str, terms: Sequence[str]) -> str:

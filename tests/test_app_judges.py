@@ -100,3 +100,100 @@ def test_the_planner_prices_filling_holes_beside_the_human_hours_saved(project):
     assert row["machine dollars"] == pytest.approx((60_000 * 1.0 + 10_800 * 4.0) / 1e6)
     # Every human judgement took 3 s: 1,200 of them are an hour.
     assert row["human hours saved"] == pytest.approx(1.0) and row["labels so far"] == 12
+
+
+def test_the_prompt_edited_on_the_form_is_the_one_the_judge_is_sent(project):
+    with FakeJudge(agreeing) as fake:
+        at = open_page(PAGE)
+        at.text_input[0].input(fake.base_url)
+        at.text_input[1].input("fake-model")
+        at.number_input[0].set_value(1)
+        at.text_area[0].input("Grade on $scale, at most $max_grade. Answer in JSON.")
+        at.button[0].click()
+        at.run()
+    assert not at.exception
+    system = fake.requests[0]["messages"][0]["content"]
+    assert system.startswith("Grade on ") and system.endswith("at most 1. Answer in JSON.")
+
+
+def test_a_prompt_with_a_bad_placeholder_is_refused_on_the_page(project):
+    with FakeJudge(agreeing) as fake:
+        at = open_page(PAGE)
+        at.text_input[0].input(fake.base_url)
+        at.text_input[1].input("fake-model")
+        at.text_area[0].input("Grade on $scales")
+        at.button[0].click()
+        at.run()
+    assert not at.exception and fake.requests == []
+    outcome = " ".join(html.proto.body for html in at.get("html"))
+    assert "bad placeholder" in outcome
+
+
+def test_the_calibration_shows_each_slices_confusion_matrix(project):
+    with FakeJudge(agreeing) as fake:
+        at = run_judge_from_the_form(fake.base_url, 12)
+    agreement = table_with(at, "kappa").set_index("slice")
+    # Six relevant pairs and six not, all agreed on.
+    assert agreement.loc["(all)", "confusion [[TN FP] [FN TP]]"] == "[[6, 0], [0, 6]]"
+
+
+def disagreeing(body: dict, count: int) -> Reply:
+    """A judge that calls every pair relevant: it disagrees with the human on "text 1"."""
+    return Reply('{"grade": 1, "reason": "everything is"}')
+
+
+def test_an_admin_trusts_a_judge_and_sees_the_queries_waiting_for_a_second_annotator(project):
+    with FakeJudge(disagreeing) as fake:
+        at = run_judge_from_the_form(fake.base_url, 4)  # the pairs of q0 and q1
+    assert not at.exception
+    trusted = next(box for box in at.selectbox if box.label.startswith("Trusted judge"))
+    assert trusted.value is None
+    trusted.set_value("machine:fake")
+    at.run()
+    waiting = table_with(at, "first_annotator")
+    assert waiting.to_dict("records") == [
+        {"query_id": "q0", "first_annotator": "ana", "pairs": 1},
+        {"query_id": "q1", "first_annotator": "ana", "pairs": 1},
+    ]
+    with Store(project) as store:  # ana finished every query: bob gets one as a second opinion
+        assert store.trusted_judge() == "machine:fake" and store.next_query("bob") == "q0"
+
+
+def test_only_the_holes_are_judged_when_asked(project):
+    with Store(project) as store:
+        store.import_records(
+            [{"query_id": "q6", "query": "new", "candidates": [{"doc_id": "n1"}, {"doc_id": "n2"}]}]
+        )
+    with FakeJudge(agreeing) as fake:
+        at = open_page(PAGE)
+        at.text_input[0].input(fake.base_url)
+        at.text_input[1].input("fake-model")
+        at.checkbox[0].check()
+        at.button[0].click()
+        at.run()
+    assert not at.exception
+    with Store(project) as store:
+        labelled = store.machine_judgments_frame("machine:fake-model")
+    assert sorted(labelled["doc_id"]) == ["n1", "n2"]  # every other pair has a human label
+
+
+def test_a_pooled_runs_top_k_is_judged_from_the_page(tmp_path, monkeypatch):
+    corpus, queries, run = (tmp_path / name for name in ("corpus.jsonl", "q.jsonl", "r1.trec"))
+    corpus.write_text("".join(f'{{"_id": "d{d}", "text": "doc {d}"}}\n' for d in range(3)))
+    queries.write_text('{"_id": "1", "text": "one"}\n{"_id": "2", "text": "two"}\n')
+    run.write_text("".join(f"{q} Q0 d{d} {d} {9 - d} r1\n" for q in (1, 2) for d in range(3)))
+    with Store(tmp_path / "pooled.db") as store:
+        store.pool(corpus, queries, [run], depth=3)
+    with opened_by_the_app(tmp_path / "pooled.db", monkeypatch), FakeJudge(agreeing) as fake:
+        at = open_page(PAGE)
+        at.text_input[0].input(fake.base_url)
+        at.text_input[1].input("fake-model")
+        at.selectbox[1].set_value("r1")
+        at.number_input[2].set_value(1)  # depth: each query's top 1
+        at.button[0].click()
+        at.run()
+        assert not at.exception
+    with Store(tmp_path / "pooled.db") as store:
+        labelled = store.machine_judgments_frame("machine:fake-model")
+    pairs = sorted(zip(labelled["query_id"], labelled["doc_id"], strict=True))
+    assert pairs == [("1", "d0"), ("2", "d0")]

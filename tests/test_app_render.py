@@ -89,6 +89,12 @@ def test_terms_highlight_at_word_starts_case_insensitively_including_identifiers
     )
 
 
+def test_terms_highlight_at_the_camel_case_parts_search_finds():
+    assert highlight("LegacyAuthClient HTTPServer authorize", ["auth", "server"]) == (
+        "Legacy<mark>Auth</mark>Client HTTP<mark>Server</mark> <mark>auth</mark>orize"
+    )
+
+
 def test_longer_term_wins_over_its_prefix():
     assert highlight("uploads", ["up", "upload"]) == "<mark>upload</mark>s"
 

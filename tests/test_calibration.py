@@ -211,6 +211,7 @@ def test_disagreements_go_to_a_second_annotator_most_disagreeing_first(store):
             "calibrate",
             "--db",
             str(store.path),
+            "--trust",
             "--send-disagreements-to",
             "rita",
             "--json",
@@ -225,6 +226,14 @@ def test_disagreements_go_to_a_second_annotator_most_disagreeing_first(store):
     }
     assert store.assignments("rita") == ["q3", "q5"]
     assert store.next_query("rita") == "q3"
+
+
+def test_disagreements_are_sent_only_after_the_judge_is_trusted(store):
+    add_machine_labels(store, lambda q, d: 1 - human_grade(q, d))
+    args = ["calibrate", "--db", str(store.path), "--send-disagreements-to", "rita"]
+    result = CliRunner().invoke(cli, [*args, "--bootstrap", "0"])
+    assert result.exit_code == 2 and "add --trust" in result.output
+    assert store.assignments("rita") == [] and store.trusted_judge() is None
 
 
 def test_machine_labels_leave_the_human_golden_set_and_its_figures_byte_identical(store, tmp_path):

@@ -1,6 +1,9 @@
 """Full-text search over documents (FTS5 through sqlite-utils), used to attach a missed answer."""
 
-from labeler.store import DEMO_TASKS, Store
+import pytest
+import sqlite_utils
+
+from labeler.store import DEMO_TASKS, Store, migrations
 
 
 def test_search_finds_documents_by_their_words(tmp_path):
@@ -86,3 +89,82 @@ def test_a_document_filled_in_later_is_found_once_by_its_new_text(tmp_path):
         )
         assert [hit["doc_id"] for hit in store.search("propeller")] == ["doc-a"]
         assert [hit["doc_id"] for hit in store.search("slipstream")] == ["doc-a"]
+
+
+def test_one_part_of_a_camel_case_identifier_finds_it(tmp_path):
+    with Store(tmp_path / "project.db") as store:
+        store.import_tasks(DEMO_TASKS)
+        assert [hit["doc_id"] for hit in store.search("legacy")] == [
+            "cirrus/auth/v1.py#LegacyAuthClient"
+        ]
+        found = [hit["doc_id"] for hit in store.search("auth client", limit=10)]
+        assert "cirrus/auth/v1.py#LegacyAuthClient" in found
+
+
+def identifier_project(path) -> Store:
+    store = Store(path)
+    store.import_records(
+        [
+            {
+                "query_id": "q1",
+                "query": "pool sockets",
+                "candidates": [
+                    {"doc_id": "acme/net/http_pool.py#ConnPool", "title": "ConnPool", "text": ""},
+                    {"doc_id": "acme.storage.BlobStore.put", "title": "put(key)", "text": ""},
+                    {"doc_id": "acme/misc.py#noop", "title": "noop()", "text": "does nothing"},
+                ],
+            }
+        ]
+    )
+    return store
+
+
+@pytest.mark.parametrize(
+    ("words", "doc_id"),
+    [
+        ("http", "acme/net/http_pool.py#ConnPool"),  # a snake_case part of a slashed path
+        ("conn", "acme/net/http_pool.py#ConnPool"),  # a CamelCase part of a title
+        ("storage", "acme.storage.BlobStore.put"),  # a dotted path's part
+        ("blob", "acme.storage.BlobStore.put"),  # a CamelCase part inside a dotted path
+    ],
+)
+def test_ids_and_titles_are_found_by_their_parts_as_prefixes(tmp_path, words, doc_id):
+    with identifier_project(tmp_path / "project.db") as store:
+        assert [hit["doc_id"] for hit in store.search(words)] == [doc_id]
+
+
+def test_a_project_made_before_the_parts_column_finds_identifiers_after_the_upgrade(tmp_path):
+    path = tmp_path / "project.db"
+    db = sqlite_utils.Database(path)
+    migrations.apply(db, stop_before="index_identifier_parts")
+    db.execute(
+        "INSERT INTO documents (doc_id, title, text) "
+        "VALUES ('cirrus/auth/v1.py#LegacyAuthClient', 'LegacyAuthClient', 'deprecated')"
+    )
+    db.execute("INSERT INTO documents_fts (documents_fts) VALUES ('rebuild')")
+    db.close()
+    with Store(path) as store:
+        assert [hit["doc_id"] for hit in store.search("legacy")] == [
+            "cirrus/auth/v1.py#LegacyAuthClient"
+        ]
+        assert [hit["doc_id"] for hit in store.search("deprecated")] == [
+            "cirrus/auth/v1.py#LegacyAuthClient"
+        ]
+
+
+def test_a_document_rewritten_by_a_later_import_is_found_by_its_new_title_parts(tmp_path):
+    with Store(tmp_path / "project.db") as store:
+        store.import_records(
+            [{"query_id": "g1", "query": "wing", "status": "done", "judgments": {"doc-a": 1}}]
+        )
+        store.import_records(
+            [
+                {
+                    "query_id": "t1",
+                    "query": "wing",
+                    "candidates": [{"doc_id": "doc-a", "title": "WingFlapModel", "text": "x"}],
+                }
+            ]
+        )
+        assert [hit["doc_id"] for hit in store.search("flap")] == ["doc-a"]
+        assert store.search("flap model")[0]["doc_id"] == "doc-a"

@@ -175,10 +175,16 @@ def _judging_text(summary) -> str:
     help="The paired CI of ΔMRR@10 must lie within ± this.",
 )
 @click.option(
+    "--trust",
+    is_flag=True,
+    help="Trust this judge: a query where it disagrees with the one annotator who judged it "
+    "goes first to every other annotator's queue (a second opinion).",
+)
+@click.option(
     "--send-disagreements-to",
     "second_annotator",
-    help="Assign the queries where the machine and the first human disagree to this "
-    "annotator (a second opinion).",
+    help="With a trusted judge: also assign the queries waiting for a second opinion to "
+    "this annotator, most disagreeing first.",
 )
 @dollars_option("--price-in", "Dollars per million prompt tokens (0: a local server).")
 @dollars_option("--price-out", "Dollars per million completion tokens.")
@@ -195,6 +201,7 @@ def calibrate(
     candidate,
     min_kappa,
     max_mrr_delta,
+    trust,
     second_annotator,
     price_in,
     price_out,
@@ -209,7 +216,7 @@ def calibrate(
     Example:
         goldset calibrate --db project.db --judge gemma-3-270m \\
             --baseline bm25.trec --candidate dense.trec
-        goldset calibrate --db project.db --send-disagreements-to rita
+        goldset calibrate --db project.db --trust --send-disagreements-to rita
 
     Per slice: Cohen's kappa on relevance (bootstrap CI over queries), the machine's
     true-positive and true-negative rates (Wilson 95% intervals), the confusion matrix;
@@ -226,18 +233,25 @@ def calibrate(
 
     if bool(baseline) != bool(candidate):
         raise click.UsageError("give both --baseline and --candidate, or neither")
-    with open_store(db, write=bool(second_annotator)) as store:
+    with open_store(db, write=trust or bool(second_annotator)) as store:
         identity, machine = machine_labels(store, judge_name)
         golden_set = golden_from_records(store.golden_records(), source=db)
         settings = store.settings()
         cost = _machine_cost(store, identity, golden_set, machine, price_in, price_out, rate)
+        if trust:
+            store.trust_judge(identity)
         if second_annotator:
-            from eval.calibration import disagreeing_queries
-
-            queries = disagreeing_queries(
-                store.first_human_frame(), machine, settings["rel_threshold"]
-            )
-            sent = store.assign(second_annotator, queries)
+            if store.trusted_judge() != identity:
+                raise click.UsageError(
+                    f"--send-disagreements-to follows the trusted judge: add --trust to trust "
+                    f"{identity} (now trusted: {store.trusted_judge() or 'none'})"
+                )
+            waiting = [
+                row
+                for row in sorted(store.second_opinions(), key=lambda row: -row["pairs"])
+                if row["first_annotator"] != second_annotator  # never their own work again
+            ]
+            sent = store.assign(second_annotator, [row["query_id"] for row in waiting])
     paths = list(dict.fromkeys([*runs, *filter(None, (baseline, candidate))]))
     readers = [lambda path=path: read_run(path) for path in paths]
     loaded = dict(zip(paths, concurrently(*readers) if readers else [], strict=True))

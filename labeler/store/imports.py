@@ -13,6 +13,7 @@ from pathlib import Path
 
 from eval.readers import InputError
 from labeler import golden
+from labeler.identifiers import identifier_parts
 from labeler.importing import (
     Task,
     collect_documents,
@@ -177,13 +178,13 @@ class Imports(Projections):
         def insert(conn: sqlite3.Connection, chunk: Sequence[tuple]) -> None:
             (last_rowid,) = conn.execute("SELECT coalesce(max(rowid), 0) FROM documents").fetchone()
             conn.executemany(
-                "INSERT INTO documents (doc_id, title, text, metadata, batch) "
-                "VALUES (?, ?, ?, ?, ?)",
-                [(*row, batch) for row in chunk],
+                "INSERT INTO documents (doc_id, title, text, metadata, batch, parts) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                [(*row, batch, identifier_parts(row[0], row[1])) for row in chunk],
             )
             conn.execute(
-                "INSERT INTO documents_fts (rowid, title, text) "
-                "SELECT rowid, title, text FROM documents WHERE rowid > ?",
+                "INSERT INTO documents_fts (rowid, title, text, parts) "
+                "SELECT rowid, title, text, parts FROM documents WHERE rowid > ?",
                 (last_rowid,),
             )
 
@@ -241,12 +242,12 @@ class Imports(Projections):
         while deleted:
             with self._writing() as conn:
                 rows = conn.execute(
-                    "SELECT rowid, title, text FROM documents WHERE batch = ? LIMIT ?",
+                    "SELECT rowid, title, text, parts FROM documents WHERE batch = ? LIMIT ?",
                     (batch, STAGE_ROWS // 4),
                 ).fetchall()
                 conn.executemany(
-                    "INSERT INTO documents_fts (documents_fts, rowid, title, text) "
-                    "VALUES ('delete', ?, ?, ?)",
+                    "INSERT INTO documents_fts (documents_fts, rowid, title, text, parts) "
+                    "VALUES ('delete', ?, ?, ?, ?)",
                     rows,
                 )
                 conn.executemany("DELETE FROM documents WHERE rowid = ?", [(r[0],) for r in rows])
@@ -329,19 +330,22 @@ class Imports(Projections):
 
     def _rewrite_document(self, doc_id: str, title: str, text: str) -> None:
         """Change a document's title and text, and its full-text entry with them."""
-        rowid, old_title, old_text = self.conn.execute(
-            "SELECT rowid, title, text FROM documents WHERE doc_id = ?", (doc_id,)
+        rowid, *old = self.conn.execute(
+            "SELECT rowid, title, text, parts FROM documents WHERE doc_id = ?", (doc_id,)
         ).fetchone()
         self.conn.execute(
-            "INSERT INTO documents_fts (documents_fts, rowid, title, text) "
-            "VALUES ('delete', ?, ?, ?)",
-            (rowid, old_title, old_text),
+            "INSERT INTO documents_fts (documents_fts, rowid, title, text, parts) "
+            "VALUES ('delete', ?, ?, ?, ?)",
+            (rowid, *old),
+        )
+        parts = identifier_parts(doc_id, title)
+        self.conn.execute(
+            "UPDATE documents SET title = ?, text = ?, parts = ? WHERE rowid = ?",
+            (title, text, parts, rowid),
         )
         self.conn.execute(
-            "UPDATE documents SET title = ?, text = ? WHERE rowid = ?", (title, text, rowid)
-        )
-        self.conn.execute(
-            "INSERT INTO documents_fts (rowid, title, text) VALUES (?, ?, ?)", (rowid, title, text)
+            "INSERT INTO documents_fts (rowid, title, text, parts) VALUES (?, ?, ?, ?)",
+            (rowid, title, text, parts),
         )
 
     def _replay_golden(self, replay: Replay, batch: int) -> None:

@@ -11,13 +11,21 @@ from labeler.pooling import (
 )
 from labeler.store.connection import _marks
 from labeler.store.log import StaleTarget
+from labeler.store.machine import MachineJudges
 from labeler.store.projections import Projections
 
 ANY_GRADE = object()  # Store.judge without a compare-and-set on the doc's current grade
 
 
-class Labelling(Projections):
+class Labelling(Projections, MachineJudges):
     """Labelling: the work queue and the actions, each one event in the log."""
+
+    def _refresh(self, query_id: str, annotators: Sequence[str] | None = None) -> None:
+        """Re-derive the query's projections (see :meth:`Projections._refresh`), and whether
+        it waits for a second annotator first: every path that refreshes a query after its
+        events (actions, decisions, a new protocol, a rebuild) keeps the queue rule true."""
+        super()._refresh(query_id, annotators)
+        self._refresh_second_opinions([query_id])
 
     def configure(
         self,
@@ -103,20 +111,43 @@ class Labelling(Projections):
     def next_query(self, annotator: str, after: str | None = None) -> str | None:
         """The next query for the annotator to work on, or None when nothing is left.
 
-        Open queries (not done, not skipped by this annotator) come first, in queue order,
-        starting after ``after`` and wrapping around; then the annotator's skipped queries,
-        oldest skip first. An annotator with assignments gets only their assigned queries
-        (blind to others' work); without assignments everyone shares one queue, and a query
-        someone completed is no longer offered. ``after`` itself is never returned.
-        Index-backed: no table scan per call.
+        First a query waiting for a second opinion (see :meth:`second_opinions`: a machine
+        judge disagrees with the one annotator who judged it) — never to that annotator, nor
+        to one who skipped it; blind, as every query is: nobody sees another's labels. Then
+        open queries (not done, not skipped by this annotator), in queue order, starting
+        after ``after`` and wrapping around; then the annotator's skipped queries, oldest
+        skip first. An annotator with assignments gets only their assigned queries (blind to
+        others' work); without assignments everyone shares one queue, and a query someone
+        completed is no longer offered (but as a second opinion). ``after`` itself is never
+        returned. Index-backed: no table scan per call (the second opinions are a table of
+        their own, holding only the queries that wait for one).
         """
         with self._reading():
             assigned = self.conn.execute(
                 "SELECT 1 FROM assignments WHERE annotator = ? LIMIT 1", (annotator,)
             ).fetchone()
+            second = self._next_second_opinion(annotator, after, bool(assigned))
+            if second is not None:
+                return second
             if assigned:
                 return self._next_assigned(annotator, after)
             return self._next_shared(annotator, after)
+
+    def _next_second_opinion(self, annotator: str, after: str | None, assigned: bool) -> str | None:
+        among_assigned = (
+            "AND EXISTS (SELECT 1 FROM assignments a WHERE a.annotator = :annotator "
+            "AND a.query_id = p.query_id AND a.open = 1) "
+            if assigned
+            else ""
+        )
+        row = self.conn.execute(
+            "SELECT p.query_id FROM second_opinions p WHERE p.first_annotator != :annotator "
+            "AND p.query_id != :after AND NOT EXISTS (SELECT 1 FROM query_state s WHERE "
+            "s.query_id = p.query_id AND s.annotator = :annotator AND s.status = 'skipped') "
+            f"{among_assigned}ORDER BY p.position LIMIT 1",
+            {"annotator": annotator, "after": after or ""},
+        ).fetchone()
+        return row[0] if row else None
 
     def _next_shared(self, annotator: str, after: str | None) -> str | None:
         start = self._queue_position("SELECT position FROM queries WHERE query_id = ?", after)

@@ -8,7 +8,28 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 
 from labeler import golden
-from labeler.store.connection import Connection
+from labeler.store.settings import Settings
+
+# The queries of ``{scope}`` (SQL giving query ids) that wait for a second annotator first:
+# one annotator, and only one, has started the query and finished it, nobody decided it, and
+# the judge the project trusts (settings key 'second_opinion_judge') disagrees with that
+# annotator on the relevance of a pair.
+SECOND_OPINIONS_SQL = """
+INSERT INTO second_opinions (query_id, position, first_annotator, pairs)
+WITH alone AS (
+    SELECT query_id, min(annotator) AS annotator FROM query_state
+    WHERE query_id IN ({scope}) AND status IN ('in_progress', 'done') GROUP BY query_id
+    HAVING count(*) = 1 AND min(status) = 'done'
+)
+SELECT a.query_id, q.position, a.annotator, count(*)
+FROM alone a JOIN queries q ON q.query_id = a.query_id
+JOIN labels l ON l.query_id = a.query_id AND l.annotator = a.annotator
+JOIN machine_judgments m ON m.query_id = l.query_id AND m.doc_id = l.doc_id
+WHERE m.judge = (SELECT value FROM settings WHERE key = 'second_opinion_judge')
+AND (l.grade >= :threshold) != (m.grade >= :threshold)
+AND NOT EXISTS (SELECT 1 FROM adjudications d WHERE d.query_id = a.query_id)
+GROUP BY a.query_id
+"""
 
 JUDGE_CALL_COLUMNS = (
     *("judge", "model", "prompt_sha256", "query_id", "doc_id", "attempt", "outcome", "grade"),
@@ -16,7 +37,7 @@ JUDGE_CALL_COLUMNS = (
 )
 
 
-class MachineJudges(Connection):
+class MachineJudges(Settings):
     """Machine labels under a judge identity ``machine:<name>``, and every call it made."""
 
     # --- machine judges ---------------------------------------------------------------------------
@@ -59,7 +80,55 @@ class MachineJudges(Connection):
                     call_id,
                 ),
             )
+            if cursor.rowcount:
+                self._refresh_second_opinions([last["query_id"]])
             return bool(cursor.rowcount)
+
+    def _refresh_second_opinions(self, query_ids: Sequence[str] | None = None) -> None:
+        """Re-derive whether these queries (None: all) wait for a second annotator first
+        (see :meth:`second_opinions`), inside the caller's write transaction: after a machine
+        label or a human event on them. A few index lookups per query."""
+        if query_ids is None:
+            self.conn.execute("DELETE FROM second_opinions")
+            scope, params = "SELECT query_id FROM queries", {}
+        else:
+            params = {f"q{i}": query_id for i, query_id in enumerate(query_ids)}
+            scope = ", ".join(f":{name}" for name in params)
+            self.conn.execute(f"DELETE FROM second_opinions WHERE query_id IN ({scope})", params)
+        self.conn.execute(
+            SECOND_OPINIONS_SQL.format(scope=scope),
+            {**params, "threshold": self.settings()["rel_threshold"]},
+        )
+
+    def trust_judge(self, judge: str | None) -> None:
+        """Name the machine judge (``machine:<name>``) whose disagreements with the one human
+        who judged a query send it to a second annotator first, or None for none (the
+        default): from now on, and for the labels already stored."""
+        if judge is not None and not (isinstance(judge, str) and judge.startswith("machine:")):
+            raise ValueError(f"a machine judge is named machine:<name>, got {judge!r}")
+        with self._writing() as conn:
+            conn.execute("DELETE FROM settings WHERE key = 'second_opinion_judge'")
+            if judge is not None:
+                conn.execute(
+                    "INSERT INTO settings (key, value) VALUES ('second_opinion_judge', ?)",
+                    (judge,),
+                )
+            self._refresh_second_opinions()
+
+    def trusted_judge(self) -> str | None:
+        """The judge named by :meth:`trust_judge`, or None."""
+        return self._value("SELECT value FROM settings WHERE key = 'second_opinion_judge'")
+
+    def second_opinions(self) -> list[dict]:
+        """The queries offered first to every annotator but the one who judged them (see
+        :meth:`Store.next_query`), in queue order: query_id, first_annotator and ``pairs``, how
+        many of its pairs the trusted judge (:meth:`trust_judge`) labelled otherwise (relevant
+        or not) than that annotator. A query is on this list while one annotator alone has
+        started it and finished it, that judge disagrees with them on a pair and no reviewer
+        decided it; once a second annotator starts it, it is back in the ordinary queue."""
+        return self._rows(
+            "SELECT query_id, first_annotator, pairs FROM second_opinions ORDER BY position"
+        )
 
     def machine_pairs(
         self,
@@ -152,20 +221,3 @@ class MachineJudges(Connection):
                 self.conn,
                 params=(judge,),
             )
-
-    def first_human_frame(self) -> pd.DataFrame:
-        """Each query's first human annotator's current labels (the annotator who acted on
-        the query first), with how many annotators have labelled the query:
-        DataFrame(query_id, doc_id, grade, annotator, annotators)."""
-        with self._reading():
-            return pd.read_sql_query(
-                "WITH firsts AS (SELECT query_id, annotator, min(id) AS first_event, "
-                "count(*) OVER (PARTITION BY query_id) AS annotators FROM events "
-                "GROUP BY query_id, annotator), "
-                "ranked AS (SELECT *, row_number() OVER (PARTITION BY query_id "
-                "ORDER BY first_event) AS n FROM firsts) "
-                "SELECT l.query_id, l.doc_id, l.grade, l.annotator, r.annotators "
-                "FROM ranked r JOIN labels l ON l.query_id = r.query_id "
-                "AND l.annotator = r.annotator WHERE r.n = 1",
-                self.conn,
-            ).astype({"query_id": str, "doc_id": str, "grade": "int64"})

@@ -6,6 +6,7 @@ import sqlite_utils
 from sqlite_utils import Migrations
 
 from labeler import golden
+from labeler.identifiers import identifier_parts
 from labeler.store.golden_rows import backfill
 
 migrations = Migrations("goldset")
@@ -327,8 +328,42 @@ def m9_golden_judgments(db: sqlite_utils.Database) -> None:
 
 
 @migrations()
+def create_second_opinions(db: sqlite_utils.Database) -> None:
+    """Version 10: the queries the next annotator gets first: a machine judge the project
+    trusts disagrees with the one human who judged them (see labeler/store/machine.py).
+    Empty until an admin names that judge."""
+    db.executescript(
+        """
+        CREATE TABLE second_opinions (
+            query_id TEXT PRIMARY KEY REFERENCES queries(query_id),
+            position INTEGER NOT NULL,                 -- the query's queue position
+            first_annotator TEXT NOT NULL,             -- who judged it: not offered it first
+            pairs INTEGER NOT NULL                     -- pairs the trusted judge disagrees on
+        );
+        CREATE INDEX second_opinions_order ON second_opinions(position);
+        CREATE INDEX machine_judgments_pair ON machine_judgments(query_id, doc_id);
+        """
+    )
+
+
+@migrations()
+def index_identifier_parts(db: sqlite_utils.Database) -> None:
+    """Version 11: documents are found by the parts of their id and of their title's
+    identifiers (``legacy`` finds ``LegacyAuthClient``): a column ``parts`` (see
+    :func:`labeler.identifiers.identifier_parts`), indexed beside title and text."""
+    db.execute("ALTER TABLE documents ADD COLUMN parts TEXT NOT NULL DEFAULT ''")
+    documents = db.execute("SELECT rowid, doc_id, title FROM documents").fetchall()
+    db.conn.executemany(
+        "UPDATE documents SET parts = ? WHERE rowid = ?",
+        [(identifier_parts(doc_id, title), rowid) for rowid, doc_id, title in documents],
+    )
+    db.execute("DROP TABLE documents_fts")
+    db["documents"].enable_fts(["title", "text", "parts"], tokenize="porter")
+
+
+@migrations()
 def create_dashboard_figures(db: sqlite_utils.Database) -> None:
-    """Version 10: the dashboard's last figures per view (run and inputs), with the marks of
+    """Version 12: the dashboard's last figures per view (run and inputs), with the marks of
     the project state they were computed at, so that a server start shows them at once."""
     db.executescript(
         """

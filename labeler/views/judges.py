@@ -32,7 +32,8 @@ def judges_section(store: Store) -> list[str]:
 
 
 def run_form(store: Store, admin: str) -> None:
-    """Run a judge on the pairs it has not labelled yet, at most ``limit`` of them."""
+    """Run a judge on the pairs it has not labelled yet, at most ``limit`` of them: every
+    candidate, or a pooled run's top k, and of these only the holes if asked."""
     with st.form("run_judge"):
         st.markdown("**Run a judge** (any OpenAI-compatible chat-completions server)")
         base_url = st.text_input("Base URL", "http://127.0.0.1:8080/v1")
@@ -40,28 +41,59 @@ def run_form(store: Store, admin: str) -> None:
         name = st.text_input("Judge name (default: the model)")
         key_env = st.text_input("Environment variable of the API key", judges.DEFAULT_API_KEY_ENV)
         response_format = st.selectbox("Ask for JSON as", judges.RESPONSE_FORMATS)
+        template = st.text_area(
+            "Prompt template ($scale and $max_grade are the project's grade scale)",
+            judges.DEFAULT_PROMPT.read_text(encoding="utf-8"),
+            height=200,
+        )
+        run = st.selectbox(
+            "Pairs of",
+            [None, *store.pooled_run_names()],
+            format_func=lambda run: "every candidate" if run is None else f"pooled run {run}",
+        )
         limit = st.number_input("Pairs", min_value=1, max_value=MOST_PAIRS, value=20)
         retries = st.number_input("Retries on 429/5xx/timeouts", min_value=0, value=4)
+        depth = st.number_input("Depth k (a pooled run's top k)", min_value=1, value=10)
+        timeout = st.number_input("Timeout per request (s)", min_value=1.0, value=60.0)
+        concurrency = st.number_input("Requests at once", min_value=1, max_value=16, value=4)
+        holes_only = st.checkbox("Only the holes: pairs no human labelled")
         if st.form_submit_button("Judge"):
             try:
                 accounts.authorize(store, admin, "admin")
                 endpoint = judges.Endpoint.from_env(
-                    base_url, model, key_env, response_format=response_format, retries=retries
+                    base_url,
+                    model,
+                    key_env,
+                    response_format=response_format,
+                    retries=retries,
+                    timeout=timeout,
                 )
-                context.report(_run(store, endpoint, name or model, limit))
+                pairs = {"run": run, "depth": depth, "holes_only": holes_only, "limit": limit}
+                outcome = _run(store, endpoint, name or model, template, pairs, concurrency)
+                context.report(outcome)
             except (ValueError, PermissionError) as error:
                 context.report(f"Not done: {error}")
             st.rerun()
 
 
-def _run(store: Store, endpoint: judges.Endpoint, name: str, limit: int) -> str:
+def _run(
+    store: Store,
+    endpoint: judges.Endpoint,
+    name: str,
+    template: str,
+    pairs: dict,
+    concurrency: int,
+) -> str:
+    """Judge the ``pairs`` asked for (:meth:`Store.machine_pairs`' options); the outcome."""
     if not endpoint.base_url or not endpoint.model:
         raise ValueError("a judge needs a base URL and a model")
     identity = judges.judge_identity(name)
-    prompt = judges.Prompt.from_template(None, store.settings()["max_grade"])
-    rows = store.machine_pairs(identity, limit=int(limit))
+    prompt = judges.Prompt.from_text(template, store.settings()["max_grade"])
+    rows = store.machine_pairs(identity, **pairs)
     with st.spinner(f"judging {len(rows)} pairs"):
-        summary = judges.judge_project(store, endpoint, prompt, identity, rows)
+        summary = judges.judge_project(
+            store, endpoint, prompt, identity, rows, concurrency=int(concurrency)
+        )
     failed = ", ".join(f"{outcome} {count}" for outcome, count in sorted(summary.failed.items()))
     stopped = f"; stopped ({summary.stopped}): run again to resume" if summary.stopped else ""
     return (
@@ -111,6 +143,7 @@ def _agreement_rows(report: dict) -> list[dict]:
                 "TPR 95% CI": _bounds(figures["tpr"]["ci95"]),
                 "TNR": figures["tnr"]["value"],
                 "TNR 95% CI": _bounds(figures["tnr"]["ci95"]),
+                "confusion [[TN FP] [FN TP]]": str(figures["confusion"]["relevance"]),
             }
         )
     return rows
@@ -120,8 +153,37 @@ def _bounds(ci: list) -> str:
     return "n/a" if None in ci else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
 
 
+def second_opinions_section(store: Store, admin: str, names: list[str]) -> None:
+    """The judge the project trusts, and the queries where it disagrees with the one human
+    who judged them: every other annotator gets those first, until a second one judged them."""
+    st.subheader("Second opinions first")
+    current = store.trusted_judge()
+    options = list(dict.fromkeys([None, *names, current]))
+    chosen = st.selectbox(
+        "Trusted judge: where it disagrees with the one human who judged a query, the query "
+        "goes to a second annotator first (blind)",
+        options,
+        index=options.index(current),
+        format_func=lambda judge: "none" if judge is None else judge,
+    )
+    if chosen != current:
+        try:
+            accounts.authorize(store, admin, "admin")
+            store.trust_judge(chosen)
+            context.report(f"Trusted judge: {chosen or 'none'}.")
+        except (ValueError, PermissionError) as error:
+            context.report(f"Not done: {error}")
+        st.rerun()
+    waiting = store.second_opinions()
+    if current is not None:
+        st.caption(f"{len(waiting)} queries wait for a second annotator.")
+    if waiting:
+        st.dataframe(pd.DataFrame(waiting), hide_index=True)
+
+
 user = context.open_page("admin", "Machine judges")
 project = context.store()
 known = judges_section(project)
 run_form(project, user["name"])
 calibration_section(project, known)
+second_opinions_section(project, user["name"], known)
