@@ -33,7 +33,6 @@ FIGURE_LABELS = {
     "miss@10": "miss rate",
     live.UNANSWERABLE: "unanswerable",
 }
-NUMBER = st.column_config.NumberColumn(format="%.3f")
 STALE = (
     "These figures are from before the newest labels (or from the last server run): "
     "new ones are being computed in the background and replace them at a coming refresh."
