@@ -11,25 +11,30 @@ slow. Two cheaper tools do most of the work here:
   searching integers. Equal strings always share a fingerprint, so nothing equal is ever
   missed; every match of fingerprints is confirmed on the strings themselves, so a hash
   collision can never make two different ids look equal.
+
+A string column is an Arrow array, or (as the plain parser reads a small file) a numpy array
+of ``str`` objects: every helper here takes both and answers alike, the numpy form without
+ever importing pyarrow (see :mod:`eval.arrow`).
 """
 
 from __future__ import annotations
 
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
+
+from eval.arrow import arrow_loaded, pa, pc
 
 if TYPE_CHECKING:  # pandas is not imported on the eval path: a small eval would pay 0.3 s
     import pandas as pd
 
-Strings = pa.ChunkedArray | pa.Array
+Strings = "pa.ChunkedArray | pa.Array | np.ndarray"
 
 # Rows hashed per numpy pass: small enough that the temporaries stay in the CPU cache.
 SLICE_ROWS = 1 << 15
+# Rows from which strings read from JSON are held by Arrow rather than numpy.
+ARROW_ROWS = 100_000
 # Rows from which first_repeat splits the work over two threads.
 PARALLEL_ROWS = 1 << 20
 # Odd 64-bit constants (from splitmix64): multiplying by them spreads bits upwards.
@@ -70,20 +75,79 @@ def arrow_array(values: object, type: pa.DataType | None = None) -> pa.Array | p
             data = pa.py_buffer(np.ascontiguousarray(values))
             array = pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), count, [None, data])
     else:
-        try:
-            encoded = [value.encode() for value in values]
-        except AttributeError:
-            raise TypeError("arrow_array takes numbers, booleans or str values") from None
-        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-        np.cumsum([len(value) for value in encoded], out=offsets[1:])
-        buffers = [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))]
-        array = pa.Array.from_buffers(pa.large_string(), len(encoded), buffers)
+        offsets, data = _utf8_buffers(values)
+        buffers = [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+        array = pa.Array.from_buffers(pa.large_string(), len(offsets) - 1, buffers)
     return array if type is None or array.type == type else array.cast(type)
+
+
+def _utf8_buffers(values: object) -> tuple[np.ndarray, bytes]:
+    """Strings (any sequence of str) as Arrow lays them out: int64 offsets and UTF-8 data."""
+    try:
+        encoded = [value.encode() for value in values]
+    except AttributeError:
+        raise TypeError("arrow_array takes numbers, booleans or str values") from None
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, encoded), np.int64, len(encoded)), out=offsets[1:])
+    return offsets, b"".join(encoded)
+
+
+def strings_column(values: list[str]) -> Strings:
+    """Strings read one by one (from JSON) as a column: numpy for a small file, Arrow beyond
+    ``ARROW_ROWS`` (its hashing and buffers then beat Python's, and its import costs little)."""
+    return arrow_array(values) if len(values) > ARROW_ROWS else np.array(values, dtype=object)
+
+
+def as_strings(values: np.ndarray) -> Strings:
+    """Ids (a numpy array of str) in the form the helpers here handle quickest: Arrow when
+    pyarrow is loaded already (a large file was read), else numpy as they are."""
+    return arrow_array(values) if arrow_loaded() else values
+
+
+def take_rows(column: Strings, rows: np.ndarray) -> Strings:
+    """``column[rows]`` (positions), for a numpy or an Arrow column."""
+    return column[rows] if isinstance(column, np.ndarray) else column.take(arrow_array(rows))
+
+
+def filter_rows(column: Strings, keep: np.ndarray) -> Strings:
+    """The rows of ``column`` where ``keep`` (booleans) is true, for a numpy or an Arrow column."""
+    return column[keep] if isinstance(column, np.ndarray) else column.filter(arrow_array(keep))
+
+
+def slice_rows(column: Strings, start: int, length: int) -> Strings:
+    """``length`` rows of ``column`` from ``start`` on (fewer at its end), without copying."""
+    if isinstance(column, np.ndarray):
+        return column[start : start + length]
+    return column.slice(start, length)
+
+
+def to_pylist(column: Strings) -> list[str]:
+    """The column's strings as a list of str."""
+    return column.tolist() if isinstance(column, np.ndarray) else column.to_pylist()
+
+
+def sort_order(groups: np.ndarray, strings: Strings, descending: bool = False) -> np.ndarray:
+    """The stable order that sorts rows by group (ascending), then by string (byte order,
+    ascending or ``descending``); equal pairs keep their order."""
+    if isinstance(strings, np.ndarray):
+        # Python compares str by code point, which is UTF-8's byte order; its sort is stable,
+        # reversed or not, and so is numpy's by group that follows.
+        values = strings.tolist()
+        order = np.array(sorted(range(len(values)), key=values.__getitem__, reverse=descending))
+        order = order.astype(np.int64, copy=False)
+        return order[np.argsort(groups[order], kind="stable")]
+    keys = pa.table({"group": arrow_array(groups), "value": strings})
+    direction = "descending" if descending else "ascending"
+    sort_keys = [("group", "ascending"), ("value", direction)]
+    return as_numpy(pc.sort_indices(keys, sort_keys=sort_keys)).astype(np.int64, copy=False)
 
 
 def as_numpy(values: pa.Array | pa.ChunkedArray, null: object = None) -> np.ndarray:
     """An Arrow array's values as a numpy array: strings as objects, nulls as ``null``
-    (which must then be given). Numbers are not copied (the array is then read-only)."""
+    (which must then be given). Numbers are not copied (the array is then read-only).
+    A numpy array is returned as it is."""
+    if isinstance(values, np.ndarray):
+        return values
     if isinstance(values, pa.ChunkedArray):
         values = values.chunk(0) if values.num_chunks == 1 else values.combine_chunks()
     kind = values.type
@@ -134,6 +198,8 @@ def equal_to_next(column: Strings) -> np.ndarray:
     """True where a value equals the next one (the last one never does)."""
     if len(column) < 2:
         return np.zeros(len(column), dtype=bool)
+    if isinstance(column, np.ndarray):
+        return np.r_[(column[:-1] == column[1:]).astype(bool), False]
     same = pc.equal(column.slice(0, len(column) - 1), column.slice(1))
     return np.r_[as_numpy(same), False]
 
@@ -142,7 +208,7 @@ def runs_of_equals(column: Strings) -> tuple[np.ndarray, Strings]:
     """Where each run of equal neighbouring values begins (ascending), and its value."""
     starts_run = np.r_[True, ~equal_to_next(column)[:-1]] if len(column) else np.zeros(0, bool)
     # A filter works chunk by chunk; a take from a chunked array would join the chunks.
-    return np.flatnonzero(starts_run), column.filter(arrow_array(starts_run))
+    return np.flatnonzero(starts_run), filter_rows(column, starts_run)
 
 
 def factorize_runs(column: Strings) -> tuple[np.ndarray, np.ndarray]:
@@ -154,21 +220,32 @@ def factorize_runs(column: Strings) -> tuple[np.ndarray, np.ndarray]:
     if len(column) == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=object)
     starts, run_values = runs_of_equals(column)
-    if isinstance(run_values, pa.ChunkedArray):
-        run_values = run_values.combine_chunks()
-    # Arrow's dictionary numbers the values in order of first appearance, as pd.factorize.
-    encoded = pc.dictionary_encode(run_values)
-    run_codes = as_numpy(encoded.indices).astype(np.int64)
-    uniques = as_numpy(encoded.dictionary)
+    if isinstance(run_values, np.ndarray):
+        codes: dict[str, int] = {}
+        run_codes = np.array([codes.setdefault(v, len(codes)) for v in run_values.tolist()])
+        uniques = np.array(list(codes), dtype=object)
+    else:
+        if isinstance(run_values, pa.ChunkedArray):
+            run_values = run_values.combine_chunks()
+        # Arrow's dictionary numbers the values in order of first appearance, as pd.factorize.
+        encoded = pc.dictionary_encode(run_values)
+        run_codes = as_numpy(encoded.indices).astype(np.int64)
+        uniques = as_numpy(encoded.dictionary)
     return np.repeat(run_codes, np.diff(np.r_[starts, len(column)])), uniques
 
 
 def lookup(column: Strings, values: np.ndarray) -> np.ndarray:
     """Per element of ``column``, its position in ``values`` (-1 when absent)."""
     starts, run_values = runs_of_equals(column)
-    # Arrow's hash lookup: several times faster here than pandas' for Python strings.
-    value_set = arrow_array(np.asarray(values, dtype=object), run_values.type)
-    positions = as_numpy(pc.index_in(run_values, value_set=value_set), null=-1)
+    if isinstance(run_values, np.ndarray):
+        # The first position of each value, as Arrow's index_in gives it.
+        listed = np.asarray(values, dtype=object).tolist()
+        first = {value: position for position, value in reversed(list(enumerate(listed)))}
+        positions = np.array([first.get(value, -1) for value in run_values.tolist()])
+    else:
+        # Arrow's hash lookup: several times faster here than pandas' for Python strings.
+        value_set = arrow_array(np.asarray(values, dtype=object), run_values.type)
+        positions = as_numpy(pc.index_in(run_values, value_set=value_set), null=-1)
     lengths = np.diff(starts, append=len(column))
     return np.repeat(positions.astype(np.int64), lengths)
 
@@ -181,7 +258,9 @@ def take_distinct(column: Strings, rows: np.ndarray) -> Strings:
     in column order, and a small take then puts them in the order asked (when they were
     not asked in that order). The result is one contiguous array.
     """
-    if not isinstance(column, pa.ChunkedArray) or column.num_chunks == 1:
+    if isinstance(column, np.ndarray) or not isinstance(column, pa.ChunkedArray):
+        return take_rows(column, rows)
+    if column.num_chunks == 1:
         return column.take(arrow_array(rows))
     wanted = np.zeros(len(column), dtype=bool)
     wanted[rows] = True
@@ -196,20 +275,24 @@ def fingerprints(column: Strings) -> np.ndarray:
 
     Different strings almost never share one, but they may: confirm matches on the strings.
     """
-    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    chunked = not isinstance(column, np.ndarray) and isinstance(column, pa.ChunkedArray)
+    chunks = column.chunks if chunked else [column]
     # Kept apart until the end: filling one big array slice by slice makes the allocator
     # hand the slices' temporaries back to the kernel and fault them in again, each time.
     parts = [
-        _slice_fingerprints(chunk.slice(start, SLICE_ROWS))
+        _slice_fingerprints(slice_rows(chunk, start, SLICE_ROWS))
         for chunk in chunks
         for start in range(0, len(chunk), SLICE_ROWS)
     ]
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint64)
 
 
-def string_buffers(strings: pa.Array) -> tuple[np.ndarray, pa.Buffer]:
+def string_buffers(strings: pa.Array | np.ndarray) -> tuple[np.ndarray, pa.Buffer | bytes]:
     """An Arrow string (or binary) array's offsets (as int64, ``len + 1`` of them: string i
-    is ``data[offsets[i]:offsets[i + 1]]``) and its data buffer, without copying the data."""
+    is ``data[offsets[i]:offsets[i + 1]]``) and its data buffer, without copying the data.
+    A numpy array of str is laid out so (its strings encoded) first."""
+    if isinstance(strings, np.ndarray):
+        return _utf8_buffers(strings.tolist())
     wide = pa.types.is_large_string(strings.type) or pa.types.is_large_binary(strings.type)
     offset_type = np.int64 if wide else np.int32
     _, offset_buffer, data_buffer = strings.buffers()
@@ -300,8 +383,10 @@ def first_repeat(groups: np.ndarray, values: Strings) -> int | None:
         return _first_repeat(groups, values)
 
     def check(start: int, stop: int) -> int | None:
-        found = _first_repeat(groups[start:stop], values.slice(start, stop - start))
+        found = _first_repeat(groups[start:stop], slice_rows(values, start, stop - start))
         return None if found is None else start + found
+
+    from concurrent.futures import ThreadPoolExecutor  # only for a large file: 5 ms to import
 
     with ThreadPoolExecutor(2) as pool:
         halves = list(pool.map(check, (0, middle), (middle, len(groups))))
@@ -323,15 +408,14 @@ def _first_repeat(groups: np.ndarray, values: Strings) -> int | None:
         return None
     suspects = np.flatnonzero(np.isin(pair_keys(groups, values), shared))
     # Sorted by group and string, a repeated pair stands right after its earlier rows
-    # (Arrow's sort is stable, so they stay in row order): each row equal to the one
+    # (the sort is stable, so they stay in row order): each row equal to the one
     # before it is a repeat, and the first repeat is the smallest such row.
-    pairs = pa.table(
-        {"group": arrow_array(groups[suspects]), "value": values.take(arrow_array(suspects))}
-    )
-    by_pair = pc.sort_indices(pairs, sort_keys=[("group", "ascending"), ("value", "ascending")])
-    pairs = pairs.take(by_pair)
-    repeats = (np.diff(as_numpy(pairs["group"])) == 0) & equal_to_next(pairs["value"])[:-1]
-    return int(suspects[as_numpy(by_pair)][1:][repeats].min()) if repeats.any() else None
+    suspect_groups, suspect_values = groups[suspects], take_rows(values, suspects)
+    by_pair = sort_order(suspect_groups, suspect_values)
+    repeats = (np.diff(suspect_groups[by_pair]) == 0) & equal_to_next(
+        take_rows(suspect_values, by_pair)
+    )[:-1]
+    return int(suspects[by_pair][1:][repeats].min()) if repeats.any() else None
 
 
 class PairIndex:
@@ -379,6 +463,9 @@ def _equal_strings(
     """Whether ``left[left_rows[i]] == right[right_rows[i]]``, for each i."""
     if len(left_rows) == 0:
         return np.zeros(0, dtype=bool)
-    left_values = left.take(arrow_array(left_rows))
-    right_values = right.take(arrow_array(right_rows)).cast(left_values.type)
+    left_values, right_values = take_rows(left, left_rows), take_rows(right, right_rows)
+    if isinstance(left_values, np.ndarray) and isinstance(right_values, np.ndarray):
+        return (left_values == right_values).astype(bool)
+    left_values = arrow_array(left_values)
+    right_values = arrow_array(right_values).cast(left_values.type)
     return as_numpy(pc.equal(left_values, right_values), null=False)

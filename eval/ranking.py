@@ -18,17 +18,27 @@ golden set) overlap on a second core.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
-from eval.columns import PairIndex, arrow_array, as_numpy, lookup, take_distinct
+from eval.columns import (
+    PairIndex,
+    as_strings,
+    filter_rows,
+    lookup,
+    sort_order,
+    take_distinct,
+    take_rows,
+)
 from eval.readers import Golden, Run
+
+if TYPE_CHECKING:  # a small file's ids are numpy arrays: pyarrow is imported only for a large one
+    import pyarrow as pa
 
 NOT_RANKED = np.iinfo(np.int64).max  # first_relevant_rank of a query with no relevant doc
 FIRST_HIT = "first_hit"  # the golden set's labelling mode where only the first hit is known
@@ -56,9 +66,25 @@ def concurrently(*calls: Callable[[], object]) -> list:
     >>> concurrently(lambda: 1 + 1, lambda: "two")
     [2, 'two']
     """
-    with ThreadPoolExecutor(len(calls)) as pool:
-        futures = [pool.submit(call) for call in calls]
-        return [future.result() for future in futures]
+    # Plain threads: concurrent.futures (with logging and queue) costs a small eval 5 ms to import.
+    results: list = [None] * len(calls)
+    errors: list[BaseException | None] = [None] * len(calls)
+
+    def run(position: int, call: Callable[[], object]) -> None:
+        try:
+            results[position] = call()
+        except BaseException as error:  # re-raised on the calling thread, below
+            errors[position] = error
+
+    threads = [threading.Thread(target=run, args=item) for item in enumerate(calls)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    failed = next((error for error in errors if error is not None), None)
+    if failed is not None:
+        raise failed
+    return results
 
 
 @dataclass(frozen=True)
@@ -218,7 +244,7 @@ class _Ranked:
     query_index: np.ndarray
     rank: np.ndarray
     score: np.ndarray
-    doc_ids: pa.Array | None
+    doc_ids: pa.Array | np.ndarray | None
     grade: np.ndarray | None = None
     judged: np.ndarray | None = None
     relevant: np.ndarray | None = None
@@ -233,7 +259,7 @@ class _Ranked:
         if limit is not None:
             top = rank <= limit
             query_index, score, rank = query_index[top], score[top], rank[top]
-            doc_ids = doc_ids.filter(arrow_array(top))
+            doc_ids = filter_rows(doc_ids, top)
         return cls(query_index, rank, score, doc_ids)
 
     def with_grades(self, judgments: _Judgments, rel_threshold: int) -> _Ranked:
@@ -288,7 +314,7 @@ def _query_runs(run: Run, query_ids: np.ndarray, by_score: bool) -> _QueryRuns:
     begins_run = np.ones(len(query_index), dtype=bool)
     begins_run[1:] = query_index[1:] != query_index[:-1]
     starts = np.flatnonzero(begins_run)
-    scored_position = lookup(arrow_array(run.query_ids), query_ids)
+    scored_position = lookup(as_strings(run.query_ids), query_ids)
     run_query = scored_position[query_index[starts]]
     in_order = not by_score or _descending_within(score, starts)
     lengths = np.diff(starts, append=len(score))
@@ -301,10 +327,9 @@ def _query_runs(run: Run, query_ids: np.ndarray, by_score: bool) -> _QueryRuns:
         return _QueryRuns(None, score, starts[by_query], lengths[by_query], run_query[by_query])
     row_query = np.repeat(run_query, lengths)
     rows = _ranges(starts, lengths)
-    sort_keys = [("query", "ascending"), ("score", "descending")][: 2 if by_score else 1]
-    table = pa.table({"query": arrow_array(row_query), "score": arrow_array(score[rows])})
-    # Arrow's sort is stable: equal scores keep the file's order.
-    by_rank = as_numpy(pc.sort_indices(table, sort_keys=sort_keys))
+    # A stable sort: equal scores keep the file's order.
+    keys = (-score[rows], row_query) if by_score else (row_query,)
+    by_rank = np.lexsort(keys)
     order, row_query = rows[by_rank], row_query[by_rank]
     new_starts = np.flatnonzero(np.diff(row_query, prepend=-1) != 0)
     return _QueryRuns(
@@ -354,8 +379,11 @@ def _top_positions(
 
 
 def _ranked_rows(
-    doc_ids: pa.Array | pa.ChunkedArray, runs: _QueryRuns, limit: int | None, keep_order: bool
-) -> tuple[np.ndarray, np.ndarray, pa.Array]:
+    doc_ids: pa.Array | pa.ChunkedArray | np.ndarray,
+    runs: _QueryRuns,
+    limit: int | None,
+    keep_order: bool,
+) -> tuple[np.ndarray, np.ndarray, pa.Array | np.ndarray]:
     """The rows that may rank within ``limit`` (all rows when None), in ranking order:
     the query index, score and doc id of each."""
     positions, query_index = _top_positions(runs, limit, with_ties=not keep_order)
@@ -366,7 +394,7 @@ def _ranked_rows(
     doc_ids = take_distinct(doc_ids, rows)
     if not keep_order:
         # Breaking ties moves docs only within equal (query, score): query_index, score stay.
-        doc_ids = doc_ids.take(arrow_array(_doc_order_within_ties(query_index, score, doc_ids)))
+        doc_ids = take_rows(doc_ids, _doc_order_within_ties(query_index, score, doc_ids))
     return query_index, score, doc_ids
 
 
@@ -389,7 +417,7 @@ def _extend_over_ties(runs: _QueryRuns, length: np.ndarray) -> np.ndarray:
 
 
 def _doc_order_within_ties(
-    query_index: np.ndarray, score: np.ndarray, doc_ids: pa.Array
+    query_index: np.ndarray, score: np.ndarray, doc_ids: pa.Array | np.ndarray
 ) -> np.ndarray:
     """The order that sorts each run of equal (query, score) rows by doc_id descending,
     trec_eval's tie-break, leaving every other row in place.
@@ -402,9 +430,8 @@ def _doc_order_within_ties(
     tied = np.flatnonzero(np.bincount(group)[group] > 1) if len(group) else group
     order = np.arange(len(query_index))
     if len(tied):
-        keys = pa.table({"group": arrow_array(group[tied]), "doc": doc_ids.take(arrow_array(tied))})
-        by_doc = pc.sort_indices(keys, sort_keys=[("group", "ascending"), ("doc", "descending")])
-        order[tied] = tied[as_numpy(by_doc)]
+        by_doc = sort_order(group[tied], take_rows(doc_ids, tied), descending=True)
+        order[tied] = tied[by_doc]
     return order
 
 
@@ -435,7 +462,7 @@ class _Judgments:
         known = query_index >= 0
         query_index = query_index[known]
         grade = golden.judgment_column("grade")[known]
-        doc_ids = golden.judgment_column("doc_id").filter(arrow_array(known))
+        doc_ids = filter_rows(golden.judgment_column("doc_id"), known)
         return cls(
             query_index,
             grade,
@@ -444,7 +471,7 @@ class _Judgments:
         )
 
     def grades_of(
-        self, query_index: np.ndarray, doc_ids: pa.Array
+        self, query_index: np.ndarray, doc_ids: pa.Array | np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
         """Grade and judged flag of each ranked row, matched on (query, doc)."""
         match = self.pairs.find(query_index, doc_ids)

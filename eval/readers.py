@@ -17,11 +17,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from eval import trec, validation
-from eval.columns import arrow_array, arrow_strings, factorize_runs, fingerprints, lookup
+from eval.arrow import arrow_loaded, pa, pc
+from eval.columns import (
+    arrow_array,
+    arrow_strings,
+    as_strings,
+    factorize_runs,
+    fingerprints,
+    lookup,
+    strings_column,
+)
 from eval.errors import InputError
 from eval.trec import Layout, Rows
 from eval.validation import GOLDEN_STATUSES, decoded_lines, json_lines
@@ -43,10 +50,12 @@ __all__ = [
 ]
 
 QUERY_COLUMNS = ("query_id", "query", "slice", "status", "answerable", "mode")
-# Files up to this size are read by the plain parser, larger ones by Arrow's fast path or
-# general parser; every parser gives the same reading (eval/trec.py). Measured with Arrow
-# already imported: 4 KB, plain 0.38 ms, fast 0.42 ms; 16 KB, plain 1.1 ms, fast 0.47 ms.
-PLAIN_MAX_BYTES = 1 << 12
+# Files up to this size are read by the plain parser (into numpy: pyarrow is never imported),
+# larger ones by Arrow's fast path or general parser; every parser gives the same reading
+# (eval/trec.py). Measured in fresh processes, import included, on `short` runs (36 bytes a
+# line): 20,000 lines (0.5 MiB) plain 26 ms quicker than Arrow, 50,000 lines (1.4 MiB) 8 ms
+# slower, 100,000 lines 94 ms slower.
+PLAIN_MAX_BYTES = 1 << 20
 Parser = Literal["auto", "fast", "general", "plain"]
 
 
@@ -94,9 +103,12 @@ class Golden:
         return self._column("queries", name)
 
     def judgment_column(self, name: str) -> np.ndarray | pa.Array | pa.ChunkedArray:
-        """One column of ``judgments``: the ids as Arrow strings, the grades as int64."""
+        """One column of ``judgments``: the grades as int64, the ids as strings (as the
+        reader gave them: Arrow, or numpy for a small file; Arrow from a DataFrame)."""
         values = self._column("judgments", name)
-        return arrow_strings(values) if name != "grade" else values.astype(np.int64, copy=False)
+        if name == "grade":
+            return values.astype(np.int64, copy=False)
+        return values if isinstance(self._given["judgments"], Mapping) else arrow_strings(values)
 
     def _column(self, part: str, name: str) -> np.ndarray | pa.Array | pa.ChunkedArray:
         given = self._given[part]
@@ -108,7 +120,7 @@ class Golden:
     def query_values(self, name: str, query_ids: np.ndarray) -> np.ndarray:
         """The ``name`` column's value for each of ``query_ids`` (ids of this golden set)."""
         ids = self.query_column("query_id")
-        positions = lookup(arrow_strings(np.asarray(query_ids, dtype=object)), ids)
+        positions = lookup(as_strings(np.asarray(query_ids, dtype=object)), ids)
         return self.query_column(name)[positions]
 
     @cached_property
@@ -149,7 +161,7 @@ class Run:
 
     query_ids: np.ndarray
     query_index: np.ndarray
-    doc_ids: pa.Array | pa.ChunkedArray
+    doc_ids: pa.Array | pa.ChunkedArray | np.ndarray
     scores: np.ndarray
     name: str
 
@@ -160,7 +172,7 @@ class Run:
         return pa.table(
             {
                 "query_id": query_id,
-                "doc_id": self.doc_ids.cast(pa.large_string()),
+                "doc_id": arrow_array(self.doc_ids, pa.large_string()),
                 "score": self.scores,
             }
         ).to_pandas()
@@ -178,17 +190,21 @@ def _rows_digest(columns: list[np.ndarray | pa.Array | pa.ChunkedArray]) -> int:
 
 def _as_text(column: np.ndarray | pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
     """The column's values as Arrow strings, spelled as Python's ``str`` spells them."""
-    if isinstance(column, pa.Array | pa.ChunkedArray):
+    if not isinstance(column, np.ndarray):
         return column
     if column.dtype == bool:
-        return arrow_array(np.where(column, "True", "False").astype(object))
-    if np.issubdtype(column.dtype, np.integer):
+        return np.where(column, "True", "False").astype(object)
+    if np.issubdtype(column.dtype, np.integer) and arrow_loaded():
         # Arrow writes integers as str() does, and much faster than Python.
         return pc.cast(arrow_array(column), pa.large_string())
-    try:
-        return arrow_array(column)
-    except TypeError:  # not all str: spelled one by one
-        return arrow_array([str(value) for value in column])
+    if column.dtype == object and all(isinstance(value, str) for value in column.tolist()):
+        return column
+    return np.array([str(value) for value in column.tolist()], dtype=object)
+
+
+def _large_strings(column: np.ndarray | pa.Array | pa.ChunkedArray) -> np.ndarray | pa.Array:
+    """Arrow strings as large strings (as the other readers give them); numpy as it is."""
+    return column if isinstance(column, np.ndarray) else column.cast(pa.large_string())
 
 
 def _arrow_or_numpy(values: np.ndarray | pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
@@ -245,8 +261,8 @@ def golden_from_records(records: Iterable[dict], source: str = "<records>") -> G
     columns = {name: np.array(values, dtype=object) for name, values in queries.items()}
     columns["answerable"] = np.array(queries["answerable"], dtype=bool)
     judgments = {
-        "query_id": arrow_array(judged_queries),
-        "doc_id": arrow_array(doc_ids),
+        "query_id": strings_column(judged_queries),
+        "doc_id": strings_column(doc_ids),
         "grade": np.array(grades, dtype=np.int64),
     }
     return Golden(columns, judgments)
@@ -257,7 +273,7 @@ def _golden_from_rows(rows: Rows, source: str) -> Golden:
     rows.check_no_repeated_docs(source)
     judgments = {
         "query_id": rows.query_id_column(),
-        "doc_id": rows.doc_ids.cast(pa.large_string()),
+        "doc_id": _large_strings(rows.doc_ids),
         "grade": rows.values.astype(np.int64, copy=False),
     }
     count = len(rows.query_ids)
@@ -336,7 +352,7 @@ def _run_from_rows(
     known, query_index = rows.query_ids, rows.query_index
     if query_ids is not None:
         given = np.array(list(query_ids), dtype=object)
-        row_queries = arrow_array(rows.query_ids)
+        row_queries = rows.query_ids
         unlisted = rows.query_ids[lookup(row_queries, given) < 0]
         known = np.concatenate([given, unlisted])
         query_index = lookup(row_queries, known)[query_index]
@@ -359,11 +375,11 @@ def _read_jsonl_run(path: Path, name: str) -> Run:
         query_ids.append(query_id)
         rows.extend(_jsonl_results(query_id, results, where))
     row_queries, doc_ids, scores, lines = list(zip(*rows, strict=True)) or ([], [], [], [])
-    query_index, known = factorize_runs(arrow_array(row_queries))
+    query_index, known = factorize_runs(strings_column(list(row_queries)))
     read = Rows(
         known,
         query_index,
-        arrow_array(doc_ids),
+        strings_column(list(doc_ids)),
         np.array(scores, dtype=np.float64),
         np.array(lines, dtype=np.int64),
     )

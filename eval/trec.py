@@ -20,8 +20,9 @@ The reading (trec_eval's, made explicit, so that every path applies the same one
 
 Three parsers give that reading, row for row and byte for byte:
 
-- :func:`read_plain`: pure Python, line by line. The reference, the quickest for small files,
-  and the one that words every refusal.
+- :func:`read_plain`: pure Python, line by line. The reference, the quickest for small files
+  (it needs neither pyarrow nor its start-up: its ids are numpy arrays of str), and the one
+  that words every refusal.
 - :func:`read_general`: Arrow, vectorised, any layout. A file it would refuse goes to
   :func:`read_plain`, so a refusal names the same line and field whichever path met it.
 - :func:`read_fast`: Arrow's multi-threaded CSV reader on the clean layout (one space or one
@@ -36,10 +37,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.csv as pcsv
 
+from eval.arrow import pa, pc, pcsv
 from eval.columns import (
     arrow_array,
     arrow_strings,
@@ -60,6 +59,18 @@ GRADE = re.compile(r"[+-]?[0-9]+")
 SCORE = re.compile(r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf(?:inity)?)", re.I)
 # The longest decimal text of an int64: a sign and 19 digits (leading zeros aside).
 INT64_DIGITS = 19
+# Characters that make the plain parser's quick pass hand a file to its line-by-line loop:
+# control characters other than the ASCII whitespace that separates fields (an id may not
+# hold one), and the Unicode spaces that str.split() splits on and bytes.split() does not.
+QUICK_UNSAFE = re.compile(
+    "[\x00-\x08\x0e-\x1f\x7f-\x9f\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+)
+# QUICK_UNSAFE's characters of ASCII, as bytes.
+ASCII_UNSAFE = bytes([*range(0x09), *range(0x0E, 0x20), 0x7F])
+# Not NUL: numpy drops trailing NULs from a str, and would compare every token with "".
+LINE_MARK = "\x01"
+ALL_GRADES = re.compile(f"(?:{GRADE.pattern}\n)*")
+ALL_SCORES = re.compile(f"(?:(?:{SCORE.pattern})\n)*", re.I)
 
 
 @dataclass(frozen=True)
@@ -109,7 +120,7 @@ class Rows:
 
     query_ids: np.ndarray
     query_index: np.ndarray
-    doc_ids: pa.Array | pa.ChunkedArray
+    doc_ids: pa.Array | pa.ChunkedArray | np.ndarray
     values: np.ndarray
     lines: np.ndarray | None = None
 
@@ -129,15 +140,18 @@ class Rows:
         """The line number of a row."""
         return row + 1 if self.lines is None else int(self.lines[row])
 
-    def query_id_column(self) -> pa.Array:
-        """The query id of each row, as Arrow strings."""
+    def query_id_column(self) -> pa.Array | np.ndarray:
+        """The query id of each row, in the doc ids' form (Arrow or numpy strings)."""
+        if isinstance(self.doc_ids, np.ndarray):
+            return self.query_ids[self.query_index]
         return arrow_array(self.query_ids).take(arrow_array(self.query_index))
 
     def check_no_repeated_docs(self, source: str) -> None:
         """Raise an input error, naming the second line, if a doc is given twice for a query."""
         row = first_repeat(self.query_index, self.doc_ids)
         if row is not None:
-            doc_id = self.doc_ids[row].as_py()
+            doc_id = self.doc_ids[row]
+            doc_id = doc_id if isinstance(doc_id, str) else doc_id.as_py()
             query_id = self.query_ids[self.query_index[row]]
             problem = f"{doc_id!r} repeated within query {query_id!r}"
             raise InputError(source, self.line(row), "doc_id", problem)
@@ -147,10 +161,21 @@ class Rows:
 
 
 def read_plain(path: Path, layout: Layout) -> Rows:
-    """Read a TREC file line by line in Python (see the module's docstring for the reading)."""
-    source = str(path)
+    """Read a TREC file line by line in Python (see the module's docstring for the reading).
+
+    A quick pass reads a file with no control character, odd space or bad value in bulk
+    (:func:`read_quick`); any other file is read line by line, which words the refusal.
+    """
     data = path.read_bytes()
-    lines = LINE_END.split(data[len(BOM) :] if data.startswith(BOM) else data)
+    data = data[len(BOM) :] if data.startswith(BOM) else data
+    quick = read_quick(data, layout)
+    return quick if quick is not None else read_lines(data, layout, str(path))
+
+
+def read_lines(data: bytes, layout: Layout, source: str) -> Rows:
+    """The plain parser's line-by-line loop over a file's bytes (its BOM removed): the
+    reference reading, and the wording of every refusal."""
+    lines = LINE_END.split(data)
     query_ids: dict[str, int] = {}
     query_index, doc_ids, values, numbers = [], [], [], []
     header_pending = layout.header
@@ -179,10 +204,60 @@ def read_plain(path: Path, layout: Layout) -> Rows:
     return Rows(
         np.array(list(query_ids), dtype=object),
         np.array(query_index, dtype=np.int64),
-        arrow_array(doc_ids, pa.string()),
+        np.array(doc_ids, dtype=object),
         np.array(values, dtype=np.int64 if layout.integer else np.float64),
         np.array(numbers, dtype=np.int64),
     )
+
+
+def read_quick(data: bytes, layout: Layout) -> Rows | None:
+    """The rows of a file that the line-by-line loop would read without a refusal, read in
+    bulk; None for any file in doubt (the loop then reads it, or words its refusal).
+
+    Without control characters (the field-separating ASCII whitespace aside) and Unicode
+    spaces, ``str.split`` splits where ``bytes.split`` does and every id is clean. The whole
+    file is split at once, each line end marked by a token ``LINE_MARK`` (a control character:
+    in no such file), so that the fields of each line are found with numpy; one regex checks
+    all the values.
+    """
+    if data.isascii():  # the usual file: its bytes are checked quicker than by a regex
+        if len(data.translate(None, ASCII_UNSAFE)) < len(data):
+            return None
+        text = data.decode("ascii")
+    else:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        if QUICK_UNSAFE.search(text):
+            return None
+    if "\r" in text:  # a line ends at LF, CR LF or a lone CR
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    marked = text.replace("\n", f" {LINE_MARK} ") + f" {LINE_MARK}"
+    tokens = np.array(marked.split(), dtype=object)
+    ends = np.flatnonzero(tokens == LINE_MARK)
+    starts = np.r_[0, ends[:-1] + 1]
+    content = ends > starts
+    starts, counts = starts[content], (ends - starts)[content]
+    numbers = np.flatnonzero(content) + 1
+    if "#" in text and f"{LINE_MARK}#" in LINE_MARK + LINE_MARK.join(tokens[starts].tolist()):
+        return None  # a comment line
+    if layout.header:
+        starts, counts, numbers = starts[1:], counts[1:], numbers[1:]
+    if len(starts) == 0 or any(layout.count_problem(int(n)) for n in np.unique(counts)):
+        return None
+    values = tokens[starts + layout.value].tolist()
+    if not (ALL_GRADES if layout.integer else ALL_SCORES).fullmatch("\n".join(values) + "\n"):
+        return None
+    try:
+        if layout.integer:
+            parsed = np.array(list(map(int, values)), dtype=np.int64)
+        else:
+            parsed = np.array(list(map(float, values)), dtype=np.float64)
+    except (OverflowError, ValueError):  # a grade past int64 (or past Python's digit limit)
+        return None
+    query_index, query_ids = factorize_runs(tokens[starts + layout.query])
+    return Rows(query_ids, query_index, tokens[starts + layout.doc], parsed, numbers)
 
 
 def _trec_id(field: bytes, name: str, where: tuple[str, int]) -> str:

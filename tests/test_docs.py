@@ -14,7 +14,9 @@ README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding=
 
 def commands(group: click.Group = cli, path: tuple[str, ...] = ("goldset",)):
     """(path, command) of every command below ``group``, e.g. (("goldset", "user", "add"), ...)."""
-    for name, command in sorted(group.commands.items()):
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):  # commands are loaded lazily: ask the group
+        command = group.get_command(ctx, name)
         if isinstance(command, click.Group):
             yield from commands(command, (*path, name))
         else:

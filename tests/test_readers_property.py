@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from eval import trec
+from eval.columns import to_pylist
 from eval.errors import InputError
 
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -110,7 +111,7 @@ def read_with(parser: str, data: bytes, layout: trec.Layout):
             return ("refused", error.line, error.field, error.problem)
     query_ids = rows.query_ids[rows.query_index] if len(rows.query_index) else []
     values = rows.values.tolist()
-    return list(zip(list(query_ids), rows.doc_ids.to_pylist(), values, strict=True))
+    return list(zip(list(query_ids), to_pylist(rows.doc_ids), values, strict=True))
 
 
 def same_rows(found: list, written: list) -> bool:

@@ -9,32 +9,46 @@ click only, and `goldset eval` never loads Streamlit or sqlite-utils (tests/test
 
 from __future__ import annotations
 
+import importlib
+
 import click
 
-from labeler.cli import evaluation, judges, project, team
+# Each command by name, as "module:attribute" of labeler.cli: a command's module is imported
+# when that command runs (or --help lists them all), so `goldset eval` loads only its own.
+COMMANDS = {
+    "eval": "evaluation:eval_command",
+    "compare": "evaluation:compare",
+    "cost": "project:cost_command",
+    "import": "project:import_command",
+    "configure": "project:configure",
+    "pool": "project:pool",
+    "export": "project:export",
+    "status": "project:status",
+    "app": "project:app",
+    "user": "team:user",
+    "assign": "team:assign",
+    "agreement": "team:agreement_command",
+    "adjudicate": "team:adjudicate",
+    "judge": "judges:judge",
+    "calibrate": "judges:calibrate",
+}
 
 
-@click.group()
+class LazyGroup(click.Group):
+    """A group whose commands are imported on first use (click's documented lazy-loading
+    pattern)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        module, attribute = COMMANDS[name].split(":")
+        return getattr(importlib.import_module(f"labeler.cli.{module}"), attribute)
+
+
+@click.group(cls=LazyGroup)
 @click.version_option(package_name="goldset")
 def cli() -> None:
     """goldset: build golden sets for search and RAG evaluation, and evaluate systems on them."""
-
-
-for command in (
-    evaluation.eval_command,
-    evaluation.compare,
-    project.cost_command,
-    project.import_command,
-    project.configure,
-    project.pool,
-    project.export,
-    project.status,
-    project.app,
-    team.user,
-    team.assign,
-    team.agreement_command,
-    team.adjudicate,
-    judges.judge,
-    judges.calibrate,
-):
-    cli.add_command(command)

@@ -15,6 +15,8 @@ from labeler.live.formats import _FIGURE_COLUMNS, JUDGED
 from labeler.live.project import CUTOFF
 from labeler.store import Store
 
+__all__ = ["compare_pair", "evaluate_runs", "label_the_holes"]
+
 
 def evaluate_runs(
     golden: Golden, runs: Sequence[Run], bootstrap: int = BOOTSTRAP, seed: int = SEED

@@ -27,6 +27,23 @@ from labeler.live.planning import TARGET_HALF_WIDTH, CostSummary, QueriesNeeded,
 from labeler.live.project import CUTOFF
 from labeler.store import Store
 
+__all__ = [
+    "Alert",
+    "alerts",
+    "APART_GAP",
+    "APART_STEP",
+    "coverage",
+    "Dashboard",
+    "dashboard_table",
+    "MISS_RATE_LIMIT",
+    "moving_apart",
+    "Snapshot",
+    "snapshot",
+    "throughput",
+    "UNANSWERABLE_RANGE",
+    "WORST",
+]
+
 WORST = 15
 # The field's operating rules (see the MRR notes in DESIGN.md's background).
 MISS_RATE_LIMIT = 0.15  # above it: a first-stage recall problem
@@ -56,6 +73,17 @@ class Snapshot:
     alerts: list[Alert]
 
 
+@dataclass(frozen=True)
+class Dashboard:
+    """What the dashboard shows at one state of the project."""
+
+    snapshot: Snapshot
+    coverage: pd.DataFrame
+    throughput: pd.DataFrame
+    status: dict
+    cost: CostSummary
+
+
 def snapshot(
     golden: Golden,
     run: Run,
@@ -65,10 +93,13 @@ def snapshot(
     target: float = TARGET_HALF_WIDTH,
     bootstrap: int = BOOTSTRAP,
     seed: int = SEED,
+    first_ranks: pd.Series | None = None,
 ) -> Snapshot:
     """The dashboard's figures for ``run``: eval's report (default metrics, as ``goldset
     eval``), the headline table with the unanswerable share, first-relevant ranks, the worst
-    queries, how many more queries, and the alerts (``history``: the run history)."""
+    queries, how many more queries, and the alerts (``history``: the run history).
+    ``first_ranks``: :func:`first_relevant` of the run when already known (kept up to date
+    by :class:`labeler.live.incremental.LiveGolden`)."""
     report = build_report(golden, run, DEFAULT_METRICS, bootstrap=bootstrap, seed=seed, worst=WORST)
     per_query = report.pop("per_query")
     shares = unanswerable_shares(golden, bootstrap, seed)
@@ -77,7 +108,9 @@ def snapshot(
         report=report,
         table=dashboard_table(report, shares),
         wide=wide_figures(report, shares),
-        first_relevant=first_relevant_ranks(first_relevant(golden, run), golden),
+        first_relevant=first_relevant_ranks(
+            first_relevant(golden, run) if first_ranks is None else first_ranks, golden
+        ),
         worst=worst_table(report),
         needed=queries_needed(per_query, report, measured, left, target),
         alerts=alerts(report, shares[ALL], [r for r in history if r["run"] == run.name]),

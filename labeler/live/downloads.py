@@ -13,6 +13,17 @@ from eval.readers import Run, read_run
 from labeler.live.figures import report_table
 from labeler.store import Store
 
+__all__ = [
+    "exported",
+    "golden_jsonl",
+    "golden_qrels",
+    "read_uploaded_run",
+    "report_csv",
+    "report_json",
+    "saved_uploads",
+    "uploaded_file",
+]
+
 
 def read_uploaded_run(file_name: str, data: bytes) -> Run:
     """Read a run file uploaded from the browser (TREC or JSONL; its name's stem names the

@@ -27,6 +27,25 @@ from labeler.live.formats import (
 )
 from labeler.live.project import CUTOFF
 
+__all__ = [
+    "BOOTSTRAP",
+    "changed_queries",
+    "CHANGES",
+    "first_relevant",
+    "first_relevant_ranks",
+    "HEADLINE",
+    "LABEL_LINK",
+    "label_link",
+    "paired_table",
+    "paired_wide",
+    "report_table",
+    "runs_table",
+    "SEED",
+    "unanswerable_shares",
+    "wide_figures",
+    "worst_table",
+]
+
 HEADLINE = ("mrr@10", "hit@1", "hit@10", "miss@10")  # never MRR alone: hit@1 and misses beside it
 BOOTSTRAP = 1000  # resamples per CI, as `goldset eval` by default
 SEED = 0

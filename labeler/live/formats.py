@@ -8,6 +8,23 @@ from collections.abc import Mapping
 
 import pandas as pd
 
+__all__ = [
+    "ALL",
+    "duration_text",
+    "figure_text",
+    "finite",
+    "id_order",
+    "is_rate",
+    "JUDGED",
+    "metric_label",
+    "METRIC_WORDS",
+    "NOT_MEASURED",
+    "RATES",
+    "UNANSWERABLE",
+    "UNMEASURABLE",
+    "value_text",
+]
+
 JUDGED = "judged@10"
 UNANSWERABLE = "unanswerable"  # the figure name of the unanswerable share
 ALL = "all"  # the row of the whole golden set, beside its slices

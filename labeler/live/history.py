@@ -26,6 +26,20 @@ from labeler.live.project import CANDIDATES, CUTOFF
 from labeler.pooling import file_sha256
 from labeler.store import Store
 
+__all__ = [
+    "Flag",
+    "history_flags",
+    "HISTORY_MISS_RISE_POINTS",
+    "HISTORY_MRR_DROP",
+    "history_records",
+    "history_table",
+    "parse_tags",
+    "project_run_sha256",
+    "record_report",
+    "record_run",
+    "run_sha256",
+]
+
 
 def parse_tags(tags: str | Iterable[str]) -> dict[str, str]:
     """Tags as ``{key: value}``, from ``"model=e5, chunking=512"`` (the page's text field) or

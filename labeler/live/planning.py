@@ -19,6 +19,21 @@ from labeler.live.formats import finite
 from labeler.live.project import CUTOFF
 from labeler.store import Store
 
+__all__ = [
+    "answerable_share",
+    "cost_summary",
+    "CostSummary",
+    "DEFAULT_RATE",
+    "measured_first_relevant",
+    "plans",
+    "pool_sizes",
+    "queries_needed",
+    "QueriesNeeded",
+    "runs_to_pool",
+    "TARGET_HALF_WIDTH",
+    "work_text",
+]
+
 TARGET_HALF_WIDTH = 0.05  # the MRR@10 CI half-width that "how many more queries" aims at
 DEFAULT_RATE = 60.0  # dollars per annotator hour, the field's figure, until the user sets one
 

@@ -8,6 +8,17 @@ from dataclasses import dataclass
 from eval.readers import Golden, Run, run_from_frame
 from labeler.store import Store
 
+__all__ = [
+    "CANDIDATES",
+    "CUTOFF",
+    "golden_at",
+    "golden_set",
+    "project_run",
+    "project_runs",
+    "ProjectState",
+    "run_at",
+]
+
 CUTOFF = 10  # the k of MRR@k, hit@k, miss@k and judged@k on the dashboard
 CANDIDATES = "candidates"  # the run name of the project's own candidate lists (as `goldset eval`)
 

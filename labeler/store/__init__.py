@@ -25,7 +25,8 @@ golden projection's rows, below it) and ``paths``;
 (per-query state and reviewers' decisions); ``projections`` (the tables the log maintains);
 above them ``imports`` (with ``replay``, pure) and ``pool``, ``labelling`` (queue and actions),
 ``accounts`` (users, sign-in, sessions), ``team`` (assignments, adjudication), ``frames``
-(bulk frames for eval and the dashboard, run history) and ``export``. :class:`Store` is the
+(bulk frames for eval and the dashboard, run history), ``metric_cache`` (the dashboard's
+last figures) and ``export``. :class:`Store` is the
 one facade composed of them: callers import only it and the constants re-exported here.
 """
 
@@ -41,6 +42,7 @@ from labeler.store.imports import STAGE_PAUSE, STAGE_ROWS, STAGE_SECONDS
 from labeler.store.labelling import ANY_GRADE, Labelling
 from labeler.store.log import IMPORT_RUN, StaleTarget
 from labeler.store.machine import MachineJudges
+from labeler.store.metric_cache import MetricCache
 from labeler.store.paths import (
     DATA_DIR,
     DEFAULT_DB,
@@ -85,7 +87,7 @@ __all__ = [
 ]
 
 
-class Store(Export, Frames, Team, Accounts, Labelling, Pool, MachineJudges):
+class Store(Export, Frames, Team, Accounts, Labelling, Pool, MachineJudges, MetricCache):
     """A goldset project database.
 
     >>> store = Store("project.db")                           # doctest: +SKIP

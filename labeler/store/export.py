@@ -38,28 +38,48 @@ class Export(States):
                 )
                 if not queries:
                     return
-                ids = [query["query_id"] for query in queries]
-                positions = self._positions(ids)
-                rankings = self._rankings(ids)
-                states = self._states(ids)
-                labels = self._golden(ids)
-                decisions = self._decisions(ids)
-                for query in queries:
-                    query["metadata"] = json.loads(query["metadata"])
-                    context = QueryContext(
-                        rankings.get(query["query_id"], {}),
-                        positions.get(query["query_id"], {}),
-                        settings["rel_threshold"],
-                        settings["mode"],
-                    )
-                    yield golden.golden_record(
-                        query,
-                        states.get(query["query_id"], {}),
-                        context,
-                        labels[query["query_id"]],
-                        decisions.get(query["query_id"]),
-                    )
+                yield from self._golden_records(queries, settings)
                 last_position = queries[-1]["position"]
+
+    def golden_records_of(self, query_ids: Sequence[str]) -> list[dict]:
+        """The :meth:`golden_records` of ``query_ids`` only (unknown ids are left out), in
+        queue order within each chunk of ids: what changed, read without reading the rest."""
+        records: list[dict] = []
+        with self._reading():
+            settings = self.settings()
+            for start in range(0, len(query_ids), CHUNK):
+                chunk = list(query_ids[start : start + CHUNK])
+                queries = self._rows(
+                    "SELECT query_id, query, slice, metadata, position FROM queries "
+                    f"WHERE query_id IN ({_marks(chunk)}) ORDER BY position",
+                    chunk,
+                )
+                records += self._golden_records(queries, settings)
+        return records
+
+    def _golden_records(self, queries: list[dict], settings: dict) -> Iterator[dict]:
+        """The golden record of each of ``queries`` (rows of the queries table)."""
+        ids = [query["query_id"] for query in queries]
+        positions = self._positions(ids)
+        rankings = self._rankings(ids)
+        states = self._states(ids)
+        labels = self._golden(ids)
+        decisions = self._decisions(ids)
+        for query in queries:
+            query["metadata"] = json.loads(query["metadata"])
+            context = QueryContext(
+                rankings.get(query["query_id"], {}),
+                positions.get(query["query_id"], {}),
+                settings["rel_threshold"],
+                settings["mode"],
+            )
+            yield golden.golden_record(
+                query,
+                states.get(query["query_id"], {}),
+                context,
+                labels[query["query_id"]],
+                decisions.get(query["query_id"]),
+            )
 
     def _rankings(self, query_ids: Sequence[str]) -> dict[str, dict[str, list[str]]]:
         """Each query's rankings as :meth:`_context` gives them: the imported list, then

@@ -359,3 +359,20 @@ def index_identifier_parts(db: sqlite_utils.Database) -> None:
     )
     db.execute("DROP TABLE documents_fts")
     db["documents"].enable_fts(["title", "text", "parts"], tokenize="porter")
+
+
+@migrations()
+def create_dashboard_figures(db: sqlite_utils.Database) -> None:
+    """Version 12: the dashboard's last figures per view (run and inputs), with the marks of
+    the project state they were computed at, so that a server start shows them at once."""
+    db.executescript(
+        """
+        CREATE TABLE dashboard_figures (
+            view TEXT PRIMARY KEY,                     -- JSON: the run and the page's inputs
+            marks TEXT NOT NULL,                       -- JSON: the dashboard marks computed at
+            figures TEXT NOT NULL,                     -- JSON: live.kept's encoding
+            seconds REAL NOT NULL,                     -- how long computing them took
+            saved_at TEXT NOT NULL
+        );
+        """
+    )

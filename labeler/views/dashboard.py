@@ -6,7 +6,9 @@ reads the store's dashboard marks (one cheap SQL statement). The figures, comput
 :class:`labeler.live.Refresher` shared by every session: they are computed again only when
 the marks changed — at once on a small project, so a new label shows at the next refresh;
 in the background on a large one (the page shows the previous figures meanwhile and never
-waits for eval), and then no more often than the computation's pace allows.
+waits for eval), and then no more often than the computation's pace allows. The figures
+are kept in the project, so a server start shows the last ones at once (saying so when
+labels came since, while newer ones are computed).
 
 Data text (queries, slices, ids) reaches the page only inside dataframe cells and chart
 labels, which show it as text.
@@ -31,7 +33,10 @@ FIGURE_LABELS = {
     "miss@10": "miss rate",
     live.UNANSWERABLE: "unanswerable",
 }
-NUMBER = st.column_config.NumberColumn(format="%.3f")
+STALE = (
+    "These figures are from before the newest labels (or from the last server run): "
+    "new ones are being computed in the background and replace them at a coming refresh."
+)
 
 refresher = st.cache_resource(max_entries=16, show_spinner=False)(live.dashboard_refresher)
 
@@ -163,7 +168,8 @@ def needed_text(needed: live.QueriesNeeded, rate: float) -> str:
 @st.fragment(run_every=live.REFRESH_SECONDS)
 def live_figures(store: Store, run: str | None, target: float, rate: float) -> None:
     """Everything that changes while annotators work."""
-    figures = refresher(str(store.path), run, target, rate).get(live.ProjectState.of(store))
+    figures_of, state = refresher(str(store.path), run, target, rate), live.ProjectState.of(store)
+    figures = figures_of.get(state)
     snap, report = figures.snapshot, figures.snapshot.report
     pooled = len(figures.status["runs"])
     st.html(  # the run's name is a file name: data, escaped
@@ -174,6 +180,8 @@ def live_figures(store: Store, run: str | None, target: float, rate: float) -> N
             f"{datetime.now(UTC):%H:%M:%S} UTC, refreshed every {live.REFRESH_SECONDS} s"
         )
     )
+    if not figures_of.current(state):
+        st.caption(STALE)
     for alert in snap.alerts:
         st.warning(alert.message, icon=":material/warning:")
     headline(snap.table)

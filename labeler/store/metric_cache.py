@@ -1,0 +1,45 @@
+"""The dashboard's figures kept between server lives (the SQL; the encoding is live.kept's)."""
+
+from __future__ import annotations
+
+from labeler import golden
+from labeler.store.connection import Connection
+
+
+class MetricCache(Connection):
+    """The last figures the dashboard computed for each view, with the marks of their state."""
+
+    def saved_figures(self, view: str) -> dict | None:
+        """The figures kept for ``view``: ``{"marks", "figures", "seconds", "saved_at"}`` (JSON
+        texts, the seconds computing them took, a UTC time), or None when none were kept."""
+        rows = self._rows(
+            "SELECT marks, figures, seconds, saved_at FROM dashboard_figures WHERE view = ?",
+            (view,),
+        )
+        return rows[0] if rows else None
+
+    def labels_changed_since(self, event: int | None, adjudication: int | None) -> list[str]:
+        """The queries whose golden labels may differ from what they were when ``event`` and
+        ``adjudication`` were the last ids (the ``events`` and ``adjudications`` dashboard
+        marks; None: there were none): the queries of every later event and decision."""
+        return [
+            row["query_id"]
+            for row in self._rows(
+                "SELECT query_id FROM events WHERE id > ? UNION "
+                "SELECT query_id FROM adjudications WHERE id > ?",
+                (event or 0, adjudication or 0),
+            )
+        ]
+
+    def save_figures(self, view: str, marks: str, figures: str, seconds: float) -> None:
+        """Keep ``figures`` (JSON) for ``view``, computed at the state with ``marks`` (JSON)
+        in ``seconds``, in place of the figures kept before. The dashboard marks do not move
+        (no label, record or setting changes), so saving never makes the figures stale."""
+        with self._writing():
+            self.conn.execute(
+                "INSERT INTO dashboard_figures (view, marks, figures, seconds, saved_at) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (view) DO UPDATE SET marks = excluded.marks, "
+                "figures = excluded.figures, seconds = excluded.seconds, "
+                "saved_at = excluded.saved_at",
+                (view, marks, figures, seconds, golden.now()),
+            )

@@ -1,0 +1,182 @@
+"""A small golden set (what a CI gate evaluates) is read and scored with numpy alone.
+
+`goldset eval` on a small file must not import pyarrow or pandas (their start-up would be
+most of its time), and the numpy path must give the very report the Arrow path gives.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from eval import columns, trec
+from eval.columns import to_pylist
+from eval.errors import InputError
+from eval.readers import read_golden, read_run
+from eval.report import build_report, compare_runs
+
+CRANFIELD = Path(__file__).parent.parent.parent / "shared" / "datasets" / "cranfield"
+
+# Runs the CLI in this interpreter, then prints which heavy modules it loaded.
+CLI_THEN_MODULES = """
+import sys
+from labeler.cli import cli
+try:
+    cli(sys.argv[1:])
+except SystemExit as done:
+    assert done.code in (0, None), done.code
+heavy = ("pyarrow", "pandas", "streamlit", "sqlite_utils", "sqlite3",
+         "labeler.cli.project", "labeler.cli.team", "labeler.cli.judges")  # other commands
+print("MODULES " + " ".join(sorted(name for name in heavy if name in sys.modules)))
+"""
+
+
+def modules_loaded_by(*arguments: str | Path) -> list[str]:
+    """The heavy modules that a `goldset` command line loads, run in a fresh interpreter."""
+    done = subprocess.run(
+        [sys.executable, "-c", CLI_THEN_MODULES, *map(str, arguments)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    line = done.stdout.strip().splitlines()[-1]
+    assert line.startswith("MODULES"), done.stdout
+    return line.split()[1:]
+
+
+def test_eval_of_a_small_golden_set_imports_neither_pyarrow_nor_pandas():
+    qrels, run = CRANFIELD / "qrels.tsv", CRANFIELD / "runs" / "bm25.trec"
+    loaded = modules_loaded_by("eval", "--golden", qrels, "--run", run, "--json")
+    assert loaded == []
+
+
+def test_compare_of_small_runs_with_a_gate_imports_neither_pyarrow_nor_pandas(tmp_path: Path):
+    qrels, runs = CRANFIELD / "qrels.tsv", CRANFIELD / "runs"
+    arguments = ["compare", "--golden", qrels, "--baseline", runs / "bm25.trec"]
+    arguments += ["--candidate", runs / "tfidf-title.trec", "--bootstrap", "200", "--json"]
+    assert modules_loaded_by(*arguments) == []
+
+
+def test_numpy_and_arrow_paths_give_the_same_reports_on_cranfield():
+    qrels, runs = CRANFIELD / "qrels.tsv", CRANFIELD / "runs"
+    reports = {}
+    for parser in ("plain", "fast"):
+        golden = read_golden(qrels, parser=parser)
+        baseline = read_run(runs / "bm25.trec", parser=parser)
+        candidate = read_run(runs / "tfidf-title.trec", parser=parser)
+        report = build_report(golden, baseline, bootstrap=200, frame=False)
+        values = report.pop("per_query")
+        comparison = compare_runs(golden, baseline, candidate, bootstrap=200)
+        reports[parser] = (json.dumps(report), values.values.tolist(), json.dumps(comparison))
+    assert isinstance(read_run(runs / "bm25.trec", parser="plain").doc_ids, np.ndarray)
+    assert not isinstance(read_run(runs / "bm25.trec", parser="fast").doc_ids, np.ndarray)
+    assert reports["plain"] == reports["fast"]
+
+
+# Pieces of TREC lines, the awkward ones included (each now and then): every ASCII separator,
+# a no-break space, a NEL and a DEL (an id's, for the reading; NEL is whitespace to str.split),
+# '#' inside an id and at the start of a line, grades and scores in every spelling, int64 + 1.
+ODD_FIELDS = ["d\xa03", "d\x854", "d\x7f5", "#c"]
+FIELD = st.sampled_from(["q1", "q2", "d1", "d#2", "é", "Q0"] * 4 + ODD_FIELDS)
+GRADE = st.sampled_from(["0", "1", "+2", "-1", "007"])
+SCORE = st.sampled_from(["1", "-2", "1.5", ".5", "5.", "1e400", "-inf", "Infinity"])
+ODD_VALUE = st.sampled_from(["nan", "0x1p3", "1_0", "٣", "9223372036854775808", "x"])
+SEPARATOR = st.sampled_from([" ", "\t", "  ", "\x0b", "\x0c", " \x0c "])
+LINE_END = st.sampled_from(["\n", "\r\n", "\r"])
+
+
+@st.composite
+def trec_text(draw: st.DrawFn, layout: trec.Layout) -> bytes:
+    """A small file mostly of the layout's lines (some a field short or long, some with an
+    odd value), with blank lines and comments."""
+    needed = len(layout.names)
+    lines = ["query-id\tcorpus-id\tscore\n"] if layout.header else []
+    for _ in range(draw(st.integers(0, 6))):
+        count = draw(st.sampled_from([needed] * 8 + [needed - 1, needed + 1]))
+        fields = draw(st.lists(FIELD, min_size=count, max_size=count))
+        if layout.value < count:
+            value = GRADE if layout.integer else SCORE
+            fields[layout.value] = draw(st.one_of(*[value] * 8, ODD_VALUE))
+        gaps = [draw(SEPARATOR) for _ in fields[1:]]
+        line = fields[0] + "".join(gap + field for gap, field in zip(gaps, fields[1:], strict=True))
+        lines.append(draw(st.sampled_from(["", "", " ", "# note "])) + line + draw(LINE_END))
+        if draw(st.integers(0, 3)) == 0:
+            lines.append(draw(st.sampled_from(["", "   ", "#q1 Q0 d 1 1 t"])) + draw(LINE_END))
+    return "".join(lines).encode()
+
+
+def read_by(reader, data: bytes, layout: trec.Layout):
+    """The reader's rows as (query_id, doc_id, value text, line), or its refusal."""
+    try:
+        rows = reader(data, layout)
+    except InputError as error:
+        return ("refused", error.line, error.field)
+    if rows is None:
+        return None
+    query_ids = rows.query_ids[rows.query_index].tolist()
+    lines = [rows.line(row) for row in range(len(rows.values))]
+    values = [repr(value) for value in rows.values.tolist()]
+    return list(zip(query_ids, to_pylist(rows.doc_ids), values, lines, strict=True))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.sampled_from([trec.RUN, trec.QRELS, trec.BEIR_QRELS]).flatmap(
+        lambda layout: st.tuples(st.just(layout), trec_text(layout))
+    )
+)
+def test_quick_pass_reads_every_file_it_takes_as_the_line_by_line_loop(case):
+    layout, data = case
+    quick = read_by(trec.read_quick, data, layout)
+    by_line = read_by(lambda data, layout: trec.read_lines(data, layout, "f"), data, layout)
+    assert quick is None or quick == by_line
+
+
+def test_quick_pass_takes_a_clean_run_and_leaves_a_comment_to_the_loop():
+    clean = b"q1 Q0 d#1 1 2.5 t\r\nq1\tQ0\td2\t2\t-inf\tt extra\n\nq2 Q0 d1 1 .5 t"
+    rows = trec.read_quick(clean, trec.RUN)
+    assert rows.query_ids.tolist() == ["q1", "q2"]
+    assert to_pylist(rows.doc_ids) == ["d#1", "d2", "d1"]
+    assert rows.values.tolist() == [2.5, float("-inf"), 0.5]
+    assert rows.lines.tolist() == [1, 2, 4]
+    assert trec.read_quick(b"# a comment\n" + clean, trec.RUN) is None
+
+
+def test_concurrently_gives_results_in_order_and_raises_the_first_failure_in_order():
+    from eval.ranking import concurrently
+
+    def fail(message: str):
+        raise InputError("f", 1, None, message)
+
+    assert concurrently(lambda: 1, lambda: "two") == [1, "two"]
+    with pytest.raises(InputError, match="second"):
+        concurrently(lambda: 1, lambda: fail("second"), lambda: fail("third"))
+
+
+def test_jsonl_files_give_the_same_report_held_by_numpy_or_by_arrow(tmp_path, monkeypatch):
+    golden_path, run_path = tmp_path / "golden.jsonl", tmp_path / "run.jsonl"
+    with golden_path.open("w") as golden, run_path.open("w") as run:
+        for query in range(40):
+            judged = {f"d{query * 7 + i}": (query + i) % 3 for i in range(6)}
+            golden.write(json.dumps({"query_id": f"q{query}", "mode": "full", "judgments": judged}))
+            results = [{"doc_id": f"d{query * 7 + i}", "score": (i * 7) % 5} for i in range(8)]
+            run.write(json.dumps({"query_id": f"q{query}", "results": results}) + "\n")
+            golden.write("\n")
+    reports, kinds = [], []
+    for arrow_rows in (10, 10**9):  # a "large" file (held by Arrow), then a small one
+        monkeypatch.setattr(columns, "ARROW_ROWS", arrow_rows)
+        golden, run = read_golden(golden_path), read_run(run_path)
+        kinds.append((type(golden.judgment_column("doc_id")), type(run.doc_ids)))
+        report = build_report(golden, run, bootstrap=50, frame=False)
+        values = report.pop("per_query").values.tolist()
+        reports.append((json.dumps(report), values))
+    assert kinds[0][0] is not np.ndarray and kinds[1] == (np.ndarray, np.ndarray)
+    assert reports[0] == reports[1]

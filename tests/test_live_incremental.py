@@ -1,0 +1,87 @@
+"""The dashboard's incremental update: after new labels only the queries they touch are
+read and ranked again, and the figures equal a full recompute (a mixed project: first-hit
+and full-mode labels, slices, undo, a miss, an unanswerable query, a reviewer's decision)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from test_live import label, labelled_demo
+
+from labeler import live
+from labeler.live.incremental import LiveGolden
+from labeler.store import Store
+
+
+def judge_fully(store: Store, query_id: str, grades: list[int], annotator: str = "ana") -> None:
+    """Full mode: every candidate graded, in rank order: ``grades`` first, then 0s."""
+    candidates = store.candidates(query_id)
+    for candidate, grade in zip(candidates, grades + [0] * len(candidates), strict=False):
+        store.judge(query_id, candidate["doc_id"], grade, annotator, 3.0, mode="full")
+
+
+@pytest.fixture
+def mixed(tmp_path) -> Store:
+    """The labelled demo (first-hit, slices head and tail) with two queries in full mode."""
+    store = labelled_demo(tmp_path / "mixed.db")
+    judge_fully(store, "q08", [0, 2, 0, 1, 3])
+    judge_fully(store, "q09", [1, 0, 0])
+    yield store
+    store.close()
+
+
+def assert_same_figures(incremental: live.Snapshot, full: live.Snapshot) -> None:
+    assert incremental.report == full.report
+    for name in ("table", "wide", "first_relevant", "worst"):
+        pd.testing.assert_frame_equal(getattr(incremental, name), getattr(full, name))
+    assert incremental.needed == full.needed
+    assert incremental.alerts == full.alerts
+
+
+def test_new_labels_are_read_for_the_queries_they_touch_and_give_the_full_figures(mixed):
+    run = live.project_run(mixed)
+    labels = LiveGolden()
+    labels.update(mixed, live.ProjectState.of(mixed), run)
+    assert labels.changed is None  # the first update reads the whole golden set
+
+    judge_fully(mixed, "q10", [3, 0, 1, 0], annotator="ben")  # full mode, a new query done
+    label(mixed, "q11", 2)  # first-hit, found at rank 2
+    label(mixed, "q12", None)  # first-hit, a miss
+    mixed.mark("q13", "unanswerable", "ben", seconds=2.0)
+    mixed.judge("q01", mixed.candidates("q01")[0]["doc_id"], 0, "ana", 1.0)  # q01 loses rank 1
+    mixed.undo("ana", "q08")  # q08's last full grade taken back
+    decided = {mixed.candidates("q02")[0]["doc_id"]: 1}
+    mixed.adjudicate("q02", "rita", decided, answerable=True)
+    golden, first_ranks = labels.update(mixed, live.ProjectState.of(mixed), run)
+
+    assert sorted(labels.changed) == ["q01", "q02", "q08", "q10", "q11", "q12", "q13"]
+    full = live.golden_set(mixed)
+    assert golden.version == full.version
+    pd.testing.assert_series_equal(first_ranks, live.first_relevant(full, run))
+    assert_same_figures(
+        live.snapshot(golden, run, first_ranks=first_ranks), live.snapshot(full, run)
+    )
+    report = live.snapshot(golden, run).report
+    # nDCG over the full-mode queries done: q09 and q10 (the undo left q08 in progress)
+    assert report["metrics"]["ndcg@10"]["queries"] == 2
+    assert set(report["slices"]) == {"head", "tail"}
+
+
+def test_an_update_with_nothing_new_reads_no_labels(mixed):
+    run = live.project_run(mixed)
+    labels = LiveGolden()
+    state = live.ProjectState.of(mixed)
+    first = labels.update(mixed, state, run)
+    again = labels.update(mixed, state, run)
+    assert labels.changed == [] and again[0] is first[0]
+
+
+def test_the_dashboard_refresher_updates_incrementally_to_the_full_figures(mixed):
+    refresher = live.dashboard_refresher(str(mixed.path), None, pace=0)
+    before = refresher.get(live.ProjectState.of(mixed)).snapshot.report["queries"]
+    judge_fully(mixed, "q14", [0, 0, 2], annotator="ben")
+    label(mixed, "q15", 1)
+    shown = refresher.get(live.ProjectState.of(mixed))  # quick on a small project: at once
+    golden, run, measured = live.golden_set(mixed), live.project_run(mixed), shown.cost
+    assert_same_figures(shown.snapshot, live.snapshot(golden, run, measured))
+    assert shown.snapshot.report["queries"]["answerable"] == before["answerable"] + 2
