@@ -308,3 +308,15 @@ def test_a_pooled_runs_pairs_are_judged_to_the_depth_asked(tmp_path):
         assert len(pooled.machine_pairs(JUDGE)) == 6
         with pytest.raises(ValueError, match="no pooled run"):
             pooled.machine_pairs(JUDGE, run="c")
+
+
+def test_holes_are_the_pairs_without_a_golden_label_as_the_golden_set_merges_them(store):
+    store.judge("q0", "d0-0", 0, "ana")
+    store.judge("q0", "d0-1", 0, "ana")
+    store.judge("q0", "d0-0", 1, "ben")
+    store.adjudicate("q0", "rita", {"d0-0": 1}, answerable=True)  # the decision replaces both
+    store.judge("q1", "d1-0", 0, "ana")
+    holes = {(p["query_id"], p["doc_id"]) for p in store.machine_pairs("m", holes_only=True)}
+    golden = {(r["query_id"], d) for r in store.golden_records() for d in r["judgments"]}
+    assert golden == {("q0", "d0-0"), ("q1", "d1-0")}
+    assert holes == {("q0", "d0-1"), ("q1", "d1-1"), ("q2", "d2-0"), ("q2", "d2-1")}

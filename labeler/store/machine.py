@@ -145,8 +145,8 @@ class MachineJudges(Settings):
 
         Which pairs: ``pairs`` (query_id, doc_id) in their order (a new run's top k; pairs
         whose query or document the project lacks are left out), else pooled run ``run``'s
-        top ``depth``, else every candidate of the project. ``holes_only`` leaves out pairs a
-        human has labelled (or a reviewer decided): what is left are the holes to fill.
+        top ``depth``, else every candidate of the project. ``holes_only`` leaves out pairs with a
+        golden label (a human's, or a reviewer's decision): what is left are the holes to fill.
         """
         if pairs is not None:
             wanted = (
@@ -162,10 +162,9 @@ class MachineJudges(Settings):
             )
         else:
             wanted = "SELECT query_id, doc_id, position AS rank FROM candidates"
-        holes = (
-            "AND NOT EXISTS (SELECT 1 FROM labels l WHERE l.query_id = w.query_id "
-            "AND l.doc_id = w.doc_id) AND NOT EXISTS (SELECT 1 FROM adjudications a, "
-            "json_each(a.judgments) j WHERE a.query_id = w.query_id AND j.key = w.doc_id) "
+        holes = (  # a hole: no golden label (the one merge rule, see golden_rows)
+            "AND NOT EXISTS (SELECT 1 FROM golden_judgments g WHERE g.query_id = w.query_id "
+            "AND g.doc_id = w.doc_id) "
             if holes_only
             else ""
         )
