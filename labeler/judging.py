@@ -204,14 +204,15 @@ class LabelSession:
             next_id = self.store.next_query(self.annotator, after=self.query_id)
             return None if next_id is None else self._view(next_id, own_cursor=False)
 
-    def undo_view(self) -> QueryView | None:
-        """The query that Z would return to, when it is another than the open one (the last
-        one completed, usually), so that the page can show it before the server answers."""
-        last = self.store.last_undoable(self.annotator)
-        if last is None or last["query_id"] == self.query_id:
-            return None
+    def undo_preview(self) -> tuple[dict | None, QueryView | None]:
+        """The action Z would take back now (see :meth:`Store.last_undoable`), and the view
+        of its query when that is another than the open one (the last one completed,
+        usually), so that the page can show Z's result before the server answers."""
         with self.store.snapshot():
-            return self._view(last["query_id"], own_cursor=False)
+            last = self.store.last_undoable(self.annotator)
+            if last is None or last["query_id"] == self.query_id:
+                return last, None
+            return last, self._view(last["query_id"], own_cursor=False)
 
     def progress(self) -> dict[str, dict[str, int]]:
         """The annotator's progress per slice (see :meth:`Store.progress`)."""

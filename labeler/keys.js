@@ -140,7 +140,17 @@ function step(m, key) {
   }
   const next = reduce(m, key);
   if (next === m || !isUndoable(m, key)) return next;
-  return { ...next, undo: [...kept.slice(-(UNDO_KEPT - 1)), { ...m, undo: undefined }] };
+  const pressed = [m.query, m.grades.includes(key) ? m.current : null]; // as the log has it
+  return { ...next, undo: [...kept.slice(-(UNDO_KEPT - 1)), { ...m, undo: undefined, pressed }] };
+}
+
+// The models kept for Z are this page's own: they stand only while the server's last
+// undoable action (`undo_to`: query and doc) is the press that kept the newest — a click or
+// another tab may have acted since.
+function keptStands(kept, panel) {
+  const last = kept[kept.length - 1];
+  const to = panel && panel.undo_to;
+  return Boolean(last && to && last.pressed[0] === to[0] && last.pressed[1] === to[1]);
 }
 
 function targetOf(m, key) {
@@ -330,6 +340,7 @@ export default function ({ data, parentElement, setStateValue }) {
   const applied = data && data.page === pageId ? data.applied : 0;
   while (pending.length && pending[0][0] <= applied) ackedUndo = pending.shift()[5] || [];
   base = (data && data.panel) || null;
+  if (!keptStands(ackedUndo, base)) ackedUndo = [];
   const aimedNow = replay(applied);
   send = () => {
     attempt += 1;

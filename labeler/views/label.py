@@ -125,10 +125,15 @@ def candidate_cards(view: QueryView, terms: list[str], *, ahead: bool = False) -
 
 
 def panel_model(
-    session: LabelSession, view: QueryView | None, ahead: QueryView | None = None
+    session: LabelSession,
+    view: QueryView | None,
+    ahead: QueryView | None = None,
+    last_action: dict | None = None,
 ) -> dict | None:
     """What the key listener needs to show a press's effect before the server answers:
-    the query on screen and (``ahead``) the one its completion leads to."""
+    the query on screen, (``ahead``) the one its completion leads to and (``last_action``)
+    what Z would take back, so that the listener keeps its own undo models only while they
+    end with that action (a click or another tab may have acted since)."""
     if view is None:
         return None
     protocol = session.protocol
@@ -138,6 +143,7 @@ def panel_model(
         "text": query["query"],
         "meta": render.query_meta(query["query_id"], query["slice"], escape=False),
         "next": panel_model(session, ahead),
+        "undo_to": last_action and [last_action["query_id"], last_action["doc_id"]],
         "cards": [[c["doc_id"], c["grade"]] for c in view.candidates],
         "current": view.current["doc_id"] if view.current else None,
         "mode": view.mode,
@@ -284,6 +290,7 @@ def judging_panel(session: LabelSession) -> None:
         st.rerun(scope="app")
     view = session.view()  # presses were applied by the listener's callback, before this
     ahead = session.next_view()
+    last_action, behind = session.undo_preview()
     search = session.search
     keys.listen(
         [*session.accepted_keys, "enter", "escape"],
@@ -292,7 +299,7 @@ def judging_panel(session: LabelSession) -> None:
         follow=".gs-cards:not(.gs-hidden) .gs-current",
         applied_before=session.store.applied_key_press,
         retry_on=(StillBusy,),
-        panel=panel_model(session, view, ahead),
+        panel=panel_model(session, view, ahead, last_action),
         autofocus=f"{SEARCH_LABEL}\n{id(search)}" if search else None,
     )
     with st.container(key="gs-header"):
@@ -313,7 +320,7 @@ def judging_panel(session: LabelSession) -> None:
         # listener to show before the server answers.
         others = {
             other.query["query_id"]: other
-            for other in (ahead, session.undo_view())
+            for other in (ahead, behind)
             if other is not None and other.query["query_id"] != view.query["query_id"]
         }
         hidden = "".join(

@@ -19,11 +19,18 @@ KEYS_JS = Path(__file__).resolve().parents[2] / "labeler" / "keys.js"
 NAMES = ["not relevant", "relevant"]
 
 
-def panel(query: str, cards: list[tuple[str, int | None]], next_panel: dict | None = None):
-    """A first-hit panel as labeler/views/label.py sends it: the first unjudged card current."""
+def panel(
+    query: str,
+    cards: list[tuple[str, int | None]],
+    next_panel: dict | None = None,
+    undo_to: list | None = None,
+):
+    """A first-hit panel as labeler/views/label.py sends it: the first unjudged card current;
+    ``undo_to``: (query, doc) of the action the server's Z would take back."""
     current = next((doc for doc, grade in cards if grade is None), None)
     return {
         "query": query, "text": f"text of {query}", "meta": query, "next": next_panel,
+        "undo_to": undo_to,
         "cards": [list(card) for card in cards], "current": current, "mode": "first_hit",
         "threshold": 1, "done": False, "searching": False, "grades": "01", "names": NAMES,
     }  # fmt: skip
@@ -156,7 +163,7 @@ def test_undo_of_the_press_that_completed_a_query_shows_that_query_again_at_once
     assert painted(page) == {"query": "q0", "greyed": False, "cards": [["a", "current", None]]}
 
     # The server's answer to the "1" (q1 open, q0 rendered hidden as Z's target) keeps it so.
-    render_answer(panel("q1", [("b", None), ("c", None)]), applied=1)
+    render_answer(panel("q1", [("b", None), ("c", None)], undo_to=["q0", "a"]), applied=1)
     assert painted(page)["query"] == "q0" and not painted(page)["greyed"]
     assert targets(sent()[-1])[-1][1:] == ("z", {"query": "q1"})  # sent at once, aimed
 
@@ -174,3 +181,17 @@ def test_undo_on_the_open_query_unmarks_the_card_and_an_undo_with_nothing_kept_w
     assert painted(page)["cards"] == [["b", "current", None], ["c", "waiting", None]]
     page.keyboard.press("z")  # what came before this page is the server's to tell
     assert painted(page)["greyed"]
+
+
+def test_after_an_action_the_page_did_not_type_an_undo_waits_for_the_server(listener):
+    page, render_answer, _ = listener
+    page.evaluate(
+        "html => { document.querySelector('main').innerHTML = html; }",
+        cards_html(("q1", ["b", "c"]), current="b"),
+    )
+    render_answer(panel("q1", [("b", None), ("c", None)]))
+    page.keyboard.press("0")
+    # The server applied it, then a click (or another tab) judged c: Z would undo that.
+    render_answer(panel("q1", [("b", 0), ("c", 1)], undo_to=["q1", "c"]), applied=1)
+    page.keyboard.press("z")
+    assert painted(page)["greyed"]  # not b unmarked, which the kept model would show
