@@ -13,6 +13,17 @@ UNPUBLISHED_HIDDEN = (
 )
 
 
+def published(column: str = "query_id") -> str:
+    """SQL true for a row whose query (``column``) is published: an import writes the labels,
+    states, golden judgments and candidates of its queries before it publishes them, so a
+    reader that does not reach those rows through the queries table filters with this. The
+    first test is constant (evaluated once): with no import under way no row is looked up."""
+    return (
+        "(NOT EXISTS (SELECT 1 FROM import_batches WHERE published_at IS NULL) "
+        f"OR {column} IN (SELECT query_id FROM queries))"
+    )
+
+
 class Corpus(Connection):
     """Queries, candidates and documents: reading them and full-text search."""
 

@@ -6,6 +6,7 @@ import math
 
 from labeler import golden
 from labeler.golden import Event, QueryContext
+from labeler.store.corpus import UNPUBLISHED_HIDDEN
 from labeler.store.settings import Settings
 
 IMPORT_RUN = "import"  # provenance name of a list imported from a tasks file
@@ -109,6 +110,7 @@ class Log(Settings):
         return [
             row[0]
             for row in self.conn.execute(
-                "SELECT query_id FROM events UNION SELECT query_id FROM adjudications"
+                f"SELECT query_id FROM events WHERE {UNPUBLISHED_HIDDEN} "
+                f"UNION SELECT query_id FROM adjudications WHERE {UNPUBLISHED_HIDDEN}"
             )
         ]

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from labeler import golden
 from labeler.golden import Decision, GoldenLabel, QueryState
 from labeler.store.connection import _chunks, _marks
-from labeler.store.corpus import Corpus
+from labeler.store.corpus import UNPUBLISHED_HIDDEN, Corpus
 from labeler.store.golden_rows import latest_decisions, stored_golden, stored_states
 from labeler.store.log import IMPORT_RUN, Log
 
@@ -113,7 +113,10 @@ class States(Corpus, Log):
         """The decision that counts on every adjudicated query: query_id -> Decision."""
         with self._reading():
             ids = [
-                row[0] for row in self.conn.execute("SELECT DISTINCT query_id FROM adjudications")
+                row[0]
+                for row in self.conn.execute(
+                    f"SELECT DISTINCT query_id FROM adjudications WHERE {UNPUBLISHED_HIDDEN}"
+                )
             ]
             found: dict[str, Decision] = {}
             for chunk in _chunks(ids):
