@@ -147,11 +147,15 @@ def test_readers_see_all_of_an_import_or_none_of_it(project):
         candidates = store.conn.execute(
             "SELECT count(*) FROM candidates c JOIN queries q USING (query_id)"
         ).fetchone()[0]
-        return queries, candidates, len(store.search("500", limit=100)) > 0  # query 500's docs
+        found = len(store.search("500", limit=100)) > 0  # query 500's docs
+        # the two run frames read candidates without starting from a query
+        frames = len(store.candidate_run_frame()), len(store.top_ranked_frame(None, 5))
+        return queries, candidates, found, *frames
 
     seen = seen_during_import(path, big, look)
-    assert seen <= {(50, 50 * CANDIDATES, False), (650, 650 * CANDIDATES, True)}
-    assert (650, 650 * CANDIDATES, True) in seen
+    after = (650, 650 * CANDIDATES, True, 650 * CANDIDATES, 650 * 5)
+    assert seen <= {(50, 50 * CANDIDATES, False, 50 * CANDIDATES, 50 * 5), after}
+    assert after in seen
 
 
 def test_readers_see_all_of_a_golden_set_import_or_none_of_it(project, golden_set):
