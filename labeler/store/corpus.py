@@ -12,6 +12,10 @@ UNPUBLISHED_HIDDEN = (
     "batch IS NULL OR batch IN (SELECT id FROM import_batches WHERE published_at IS NOT NULL)"
 )
 
+# Pool ranks are written before their run is registered (see Pool.pool): a rank counts once
+# its run does.
+POOLED_RUN = "run IN (SELECT name FROM runs)"
+
 
 def published(column: str = "query_id") -> str:
     """SQL true for a row whose query (``column``) is published: an import writes the labels,

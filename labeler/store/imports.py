@@ -22,6 +22,7 @@ from labeler.importing import (
     tasks_from_records,
 )
 from labeler.store.connection import _chunks, _marks
+from labeler.store.corpus import POOLED_RUN
 from labeler.store.golden_rows import write_golden
 from labeler.store.projections import Projections
 from labeler.store.replay import Replay, _golden_plan, _imported_rows, _replayed, _stored_metadata
@@ -340,6 +341,14 @@ class Imports(Projections):
             with self._writing() as conn:
                 for table in _ORPHANED:
                     conn.execute(f"DELETE FROM {table} WHERE query_id IN ({_marks(chunk)})", chunk)
+        deleted = 1  # the ranks of known queries under a run never registered (Pool.pool)
+        while deleted:
+            with self._writing() as conn:
+                deleted = conn.execute(
+                    "DELETE FROM pool_ranks WHERE (query_id, run, rank) IN (SELECT query_id, run, "
+                    f"rank FROM pool_ranks WHERE NOT {POOLED_RUN} LIMIT ?)",
+                    (STAGE_ROWS,),
+                ).rowcount
         with self._writing() as conn:
             conn.execute("DELETE FROM import_batches WHERE id = ?", (batch,))
 

@@ -200,8 +200,9 @@ class Pool(Imports):
         fresh: set[str],
         new_runs: set[str],
     ) -> tuple[int, set[str]]:
-        """Stage in TEMP tables, for the publishing transaction, the ranks not yet stored
-        of the project's queries (and of new queries under runs already pooled), and the new
+        """Stage the ranks not yet stored of the project's queries (and of new queries under
+        runs already pooled) — those under new runs written in place, the others in a TEMP
+        table for the publishing transaction, like the new
         display order of each known query that gained any: its new candidates and every
         candidate's fused position, as :meth:`_context` would rank them once the ranks are
         in. Read and computed outside the lock; an import or pool is the only writer of
@@ -261,7 +262,12 @@ class Pool(Imports):
                 (query_id, doc_id, position, scores[doc_id])
                 for position, doc_id in enumerate(fuse(rankings), start=1)
             ]
-        self._stage_rows("pool_ranks", _POOL_COLUMNS, new_ranks)
+        # ranks under a new run count only once it is registered (see corpus.POOLED_RUN):
+        # they are written now, in short transactions; the others wait for the publishing
+        self._stage_ranks([row for row in new_ranks if row[1] in new_runs])
+        self._stage_rows(
+            "pool_ranks", _POOL_COLUMNS, [r for r in new_ranks if r[1] not in new_runs]
+        )
         self._stage_rows("candidates", _ORDER_COLUMNS, order)
         return added, touched - fresh
 
