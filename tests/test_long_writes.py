@@ -493,3 +493,61 @@ def test_a_writer_with_a_short_busy_timeout_gets_in_between_an_imports_transacti
             stop.set()
             writer.join()
     assert errors == [] and len(judged) > 10
+
+
+def next_query_run(tmp_path, queries: int) -> str:
+    """A run "B" over q0.. whose top 10 for each query are 5 of its own candidates, then the
+    next query's first 5 docs."""
+    run = tmp_path / "B.trec"
+    run.write_text(
+        "".join(
+            f"q{n} Q0 d{n if r <= 5 else (n + 1) % queries}-{r + 9 if r <= 5 else r - 6} "
+            f"{r} {11 - r} B\n"
+            for n in range(queries)
+            for r in range(1, 11)
+        ),
+        encoding="utf-8",
+    )
+    return str(run)
+
+
+def test_readers_see_all_of_pooling_a_run_over_known_queries_or_none_of_it(project, tmp_path):
+    path, _ = project
+    run, seen, stop = next_query_run(tmp_path, 50), set(), threading.Event()
+
+    def reader() -> None:
+        with Store(path) as store:
+            while not stop.is_set():
+                with store.snapshot():
+                    shown = store.candidates("q7")
+                    seen.add((len(shown), sum("B" in c["provenance"] for c in shown)))
+
+    watcher = threading.Thread(target=reader)
+    watcher.start()
+    with Store(path) as store:
+        counts = store.pool(None, None, [run], depth=10)
+    time.sleep(0.1)
+    stop.set()
+    watcher.join()
+    assert counts["candidates_added"] == 50 * 5
+    after = (CANDIDATES + 5, 10)  # its ranks are written first, its candidates last
+    assert seen <= {(CANDIDATES, 0), after} and after in seen
+
+
+def test_a_failing_pool_over_known_queries_leaves_none_of_the_runs_ranks(
+    project, tmp_path, monkeypatch
+):
+    path, _ = project
+
+    def fail(self, pooled):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(Store, "_register_runs", fail)
+    with Store(path) as store:
+        with pytest.raises(RuntimeError, match="disk full"):
+            store.pool(None, None, [next_query_run(tmp_path, 50)], depth=10)
+        left = [
+            store.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+            for table in ("pool_ranks", "runs", "candidates", "import_batches")
+        ]
+    assert left == [0, 0, 50 * CANDIDATES, 1]
