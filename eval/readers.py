@@ -326,6 +326,14 @@ def read_rows(path: Path, layout: Layout, parser: Parser = "auto") -> Rows:
     return trec.read_general(path, layout)
 
 
+def worth_reading_together(*paths: str | Path) -> bool:
+    """Whether these files are worth reading on threads at once (``eval.ranking.concurrently``):
+    only when one of them is large enough for Arrow, whose readers release the GIL; the
+    plain parser holds it, and two threads of it would only take turns."""
+    sizes = [Path(path).stat().st_size for path in paths if Path(path).is_file()]
+    return any(size > PLAIN_MAX_BYTES for size in sizes)
+
+
 def run_from_frame(
     frame: pd.DataFrame, name: str, query_ids: Iterable[str] | None = None, source: str = "<frame>"
 ) -> Run:

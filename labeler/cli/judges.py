@@ -229,7 +229,7 @@ def calibrate(
     """
     from eval.calibration import calibration_report
     from eval.ranking import concurrently
-    from eval.readers import golden_from_records, read_run
+    from eval.readers import golden_from_records, read_run, worth_reading_together
 
     if bool(baseline) != bool(candidate):
         raise click.UsageError("give both --baseline and --candidate, or neither")
@@ -254,7 +254,8 @@ def calibrate(
             sent = store.assign(second_annotator, [row["query_id"] for row in waiting])
     paths = list(dict.fromkeys([*runs, *filter(None, (baseline, candidate))]))
     readers = [lambda path=path: read_run(path) for path in paths]
-    loaded = dict(zip(paths, concurrently(*readers) if readers else [], strict=True))
+    threads = worth_reading_together(*paths)
+    loaded = dict(zip(paths, concurrently(*readers, threads=threads), strict=True))
     report = calibration_report(
         golden_set,
         machine,
