@@ -71,11 +71,25 @@ def test_compare_of_small_runs_with_a_gate_imports_neither_pyarrow_nor_pandas(tm
     assert cli_footprint(*arguments) == ([], 0)
 
 
+def test_a_small_run_of_long_ids_is_read_without_arrow(tmp_path: Path):
+    qrels, run = tmp_path / "qrels.txt", tmp_path / "run.trec"
+    doc = "corpus/section-{:04d}/document-{:012d}.html"
+    qrels.write_text("".join(f"topic-{q:08d}-en 0 {doc.format(q, 0)} 1\n" for q in range(200)))
+    lines = (
+        f"topic-{q:08d}-en Q0 {doc.format(q, d)} {d + 1} {100 - d} bm25-run-long-tag\n"
+        for q in range(200)
+        for d in range(100)
+    )
+    run.write_text("".join(lines))  # 20,000 lines but 1.9 MiB: its size alone would say Arrow
+    loaded = cli_footprint("eval", "--golden", qrels, "--run", run, "--json")
+    assert loaded == ([], 0)
+
+
 def test_a_large_run_is_read_and_ranked_on_two_threads(tmp_path: Path):
     qrels, run = tmp_path / "qrels.txt", tmp_path / "run.trec"
-    qrels.write_text("".join(f"q{q} 0 d{q} 1\n" for q in range(600)))
-    lines = (f"q{q} Q0 d{d} {d + 1} {100 - d} t\n" for q in range(600) for d in range(100))
-    run.write_text("".join(lines))  # 60,000 lines, 1.4 MiB: read by Arrow, which frees the GIL
+    qrels.write_text("".join(f"q{q} 0 d{q} 1\n" for q in range(800)))
+    lines = (f"q{q} Q0 d{d} {d + 1} {100 - d} t\n" for q in range(800) for d in range(100))
+    run.write_text("".join(lines))  # 80,000 lines: read by Arrow, which frees the GIL
     loaded, threads = cli_footprint("eval", "--golden", qrels, "--run", run, "--json")
     assert "pyarrow" in loaded and threads > 0
 
