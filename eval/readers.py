@@ -198,7 +198,7 @@ def _as_text(column: np.ndarray | pa.Array | pa.ChunkedArray) -> pa.Array | pa.C
     if np.issubdtype(column.dtype, np.integer) and arrow_loaded():
         # Arrow writes integers as str() does, and much faster than Python.
         return pc.cast(arrow_array(column), pa.large_string())
-    if column.dtype == object and all(isinstance(value, str) for value in column.tolist()):
+    if column.dtype == object and set(map(type, column.tolist())) <= {str}:
         return column
     return np.array([str(value) for value in column.tolist()], dtype=object)
 

@@ -237,14 +237,12 @@ def read_quick(data: bytes, layout: Layout) -> Rows | None:
     if lines is None:
         return None
     starts, counts, numbers = lines
-    if "#" in text and any(tokens[start].startswith("#") for start in starts.tolist()):
-        return None  # a comment line
     if layout.header:
         starts, counts, numbers = starts[1:], counts[1:], numbers[1:]
     if len(starts) == 0 or any(layout.count_problem(n) for n in set(counts.tolist())):
         return None
     values = _line_field(tokens, starts, counts, layout.value)
-    if not (ALL_GRADES if layout.integer else ALL_SCORES).fullmatch("\n".join(values) + "\n"):
+    if not _plain_numbers(values, layout.integer):
         return None
     try:
         if layout.integer:
@@ -268,18 +266,38 @@ _SPACE[[0x09, 0x0A, 0x0B, 0x0C, 0x20]] = True
 
 def _line_tokens(data: bytes, token_count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """Per line with content: the index of its first token among the file's tokens, how many
-    it has, and its line number; None if numpy does not find the ``token_count`` tokens that
-    str.split() found (a file read_quick should not have taken)."""
+    it has, and its line number. None for a file with a comment line, or if numpy does not
+    find the ``token_count`` tokens that str.split() found (a file read_quick should not
+    have taken)."""
     codes = np.frombuffer(data, dtype=np.uint8)
     space = _SPACE[codes]
-    token_start = ~space & np.r_[True, space[:-1]]
-    line_of_byte = np.cumsum(codes == 0x0A) - (codes == 0x0A)  # a line's LF belongs to it
-    per_line = np.bincount(line_of_byte[token_start], minlength=int(line_of_byte[-1]) + 1)
-    if per_line.sum() != token_count:
+    first_bytes = np.flatnonzero(~space & np.r_[True, space[:-1]])  # of each token
+    if len(first_bytes) != token_count:
         return None
+    line_ends = np.flatnonzero(codes == 0x0A)
+    per_line = np.bincount(np.searchsorted(line_ends, first_bytes), minlength=len(line_ends) + 1)
     content = np.flatnonzero(per_line)
     counts = per_line[content]
-    return np.cumsum(counts) - counts, counts, content + 1
+    starts = np.cumsum(counts) - counts
+    if (codes[first_bytes[starts]] == ord("#")).any():
+        return None  # a comment line
+    return starts, counts, content + 1
+
+
+# Over these characters, float() and int() take exactly the numbers SCORE and GRADE match
+# (no letters: no inf, nan or hex; no underscore; no space): the regex is needed only beyond.
+_DECIMAL_CHARACTERS = b"0123456789+-.eE\n"
+_INTEGER_CHARACTERS = b"0123456789+-\n"
+
+
+def _plain_numbers(values: list[str], integer: bool) -> bool:
+    """Whether every value is a grade (``integer``) or a score as the line-by-line loop
+    reads them: checked by its characters where that suffices, else by one regex."""
+    joined = "\n".join(values) + "\n"
+    allowed = _INTEGER_CHARACTERS if integer else _DECIMAL_CHARACTERS
+    if not joined.encode().translate(None, allowed):
+        return True  # float()/int() below refuse a malformed one, which the loop then words
+    return (ALL_GRADES if integer else ALL_SCORES).fullmatch(joined) is not None
 
 
 def _line_field(tokens: list[str], starts: np.ndarray, counts: np.ndarray, field: int) -> list[str]:
