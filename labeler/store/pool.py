@@ -60,10 +60,12 @@ class Pool(Imports):
             )
             for doc in corpus_docs.values()
         }
-        # The bulk of the work, the corpus and the pools of new queries under new runs, is
-        # staged in short transactions (invisible: no query, no run reaches it yet); the rest
-        # is computed outside the lock and staged in TEMP tables. The one publishing
-        # transaction adds the queries and runs and copies the pools of known queries in.
+        # The bulk of the work, the corpus and every rank under a new run (and the pools of
+        # new queries), is staged in short transactions (invisible: no published query or
+        # registered run reaches it yet); the rest is computed outside the lock and staged in
+        # TEMP tables. The one publishing transaction adds the queries and runs, and copies
+        # in the ranks under known runs and the known queries' new candidates and fused order
+        # (that copy is its bulk: 1.7 s at 20,000 queries x 30 candidates).
         with self._import_lock(), self._batch(str(corpus or runs[0])) as batch, self._staging():
             new_documents, fill_ins = self._new_documents(documents, str(corpus))
             self._stage_documents(new_documents, batch)
