@@ -257,19 +257,13 @@ class Imports(Projections):
             self._in_short_transactions(rows, insert)
 
     def _stage_ranks(self, rows: Sequence[tuple]) -> None:
-        """Insert ``pool_ranks`` rows (query_id, run, rank, doc_id, score) of queries and runs
-        not in the project yet, in short transactions: readers reach a rank through its
-        query or its run, so they stay invisible until those are published (and a batch
-        that is not is cleared of them, see :meth:`_discard_batch`)."""
-
-        def insert(conn: sqlite3.Connection, chunk: Sequence[tuple]) -> None:
-            conn.executemany(
-                f"INSERT INTO pool_ranks ({', '.join(_POOL_COLUMNS)}) VALUES (?, ?, ?, ?, ?)",
-                chunk,
-            )
-
+        """Insert ``pool_ranks`` rows (query_id, run, rank, doc_id, score) of queries not
+        published or runs not registered yet, in short transactions: readers count a rank
+        only with its query and its run (see ``corpus.POOLED_RUN``), and a batch never
+        published is cleared of them (see :meth:`_discard_batch`)."""
+        sql = _insert("pool_ranks", _POOL_COLUMNS)
         with self._foreign_keys_off():
-            self._in_short_transactions(rows, insert)
+            self._in_short_transactions(rows, lambda conn, chunk: conn.executemany(sql, chunk))
 
     def _in_short_transactions(
         self, rows: Sequence[tuple], write: Callable[[sqlite3.Connection, Sequence[tuple]], None]
