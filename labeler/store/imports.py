@@ -147,7 +147,8 @@ class Imports(Projections):
                 self._stage_candidates(candidates, batch)
                 known_runs = {row[0] for row in self.conn.execute("SELECT name FROM runs")}
                 self._stage_ranks([row for row in replay.pool_ranks if row[1] not in known_runs])
-                self._stage_replay(replay, batch)
+                if replay.queries:  # golden records
+                    self._stage_replay(replay, batch)
                 counts = self._stage_queries(
                     [
                         (t.query_id, t.query, t.slice, _stored_metadata(t), t.content_hash)
