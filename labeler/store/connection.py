@@ -24,6 +24,11 @@ SYNCHRONOUS = ("NORMAL", "FULL")
 CHUNK = 500  # ids per "IN (...)" query, well under SQLite's variable limit
 
 
+# A pool's copy of the candidates table, renamed into place when it publishes, and the table
+# it replaces, until dropped (see Pool._build_next_candidates); a crash may leave either.
+CANDIDATES_NEXT, CANDIDATES_RETIRED = "candidates_next", "candidates_retired"
+
+
 LOCK_POLL = 0.02  # seconds SQLite's busy handler waits per try for the write lock (_begin)
 
 
@@ -236,6 +241,11 @@ class Connection:
                         raise
         finally:
             self.conn.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
+
+    def _drop_table(self, name: str) -> None:
+        """Drop the table ``name`` if there is one, in a write transaction of its own."""
+        with self._writing() as conn:
+            conn.execute(f"DROP TABLE IF EXISTS {name}")
 
     @contextmanager
     def _scratch(self) -> Iterator[sqlite3.Connection]:

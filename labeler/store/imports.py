@@ -21,7 +21,7 @@ from labeler.importing import (
     read_tasks,
     tasks_from_records,
 )
-from labeler.store.connection import _chunks, _marks
+from labeler.store.connection import CANDIDATES_NEXT, CANDIDATES_RETIRED, _chunks, _marks
 from labeler.store.corpus import POOLED_RUN
 from labeler.store.golden_rows import write_golden
 from labeler.store.projections import Projections
@@ -199,6 +199,8 @@ class Imports(Projections):
                     "SELECT id FROM import_batches WHERE published_at IS NULL"
                 ).fetchall():
                     self._discard_batch(batch)
+                for table in (CANDIDATES_NEXT, CANDIDATES_RETIRED):  # a pool's (Pool.pool)
+                    self._drop_table(table)
                 yield
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
