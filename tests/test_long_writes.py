@@ -5,7 +5,9 @@ measured by bench/lock_contention.py.)"""
 
 import json
 import os
+import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -77,10 +79,10 @@ def golden_set(tmp_path):
     return write_golden(tmp_path / "golden.jsonl", 50, 600)
 
 
-@pytest.mark.parametrize("kind", ["tasks", "golden set"])
-def test_judgements_during_a_large_import_are_all_stored_exactly_once(project, golden_set, kind):
-    path, big = project
-    big = golden_set if kind == "golden set" else big
+def judged_meanwhile(path, work) -> dict[str, int]:
+    """Run ``work()`` while three annotators judge the project's first 50 queries flat out;
+    check that no judgement failed and each was stored exactly once; return the count of
+    judgements per annotator."""
     stop, done, errors = threading.Event(), {}, []
 
     def annotator(name: str) -> None:
@@ -99,13 +101,11 @@ def test_judgements_during_a_large_import_are_all_stored_exactly_once(project, g
     writers = [threading.Thread(target=annotator, args=(f"a{n}",)) for n in range(3)]
     for writer in writers:
         writer.start()
-    with Store(path) as store:
-        counts = store.import_tasks(big)
+    work()
     stop.set()
     for writer in writers:
         writer.join()
     assert errors == []
-    assert counts["queries_added"] == 600
     with Store(path) as store:
         stored = dict(
             store.conn.execute(
@@ -116,6 +116,21 @@ def test_judgements_during_a_large_import_are_all_stored_exactly_once(project, g
             "SELECT count(*) FROM (SELECT 1 FROM events GROUP BY id HAVING count(*) > 1)"
         ).fetchone()[0]
     assert stored == done and duplicates == 0
+    return done
+
+
+@pytest.mark.parametrize("kind", ["tasks", "golden set"])
+def test_judgements_during_a_large_import_are_all_stored_exactly_once(project, golden_set, kind):
+    path, big = project
+    big = golden_set if kind == "golden set" else big
+    counts = {}
+
+    def work() -> None:
+        with Store(path) as store:
+            counts.update(store.import_tasks(big))
+
+    judged_meanwhile(path, work)
+    assert counts["queries_added"] == 600
 
 
 def seen_during_import(path, big, look) -> set:
@@ -551,3 +566,149 @@ def test_a_failing_pool_over_known_queries_leaves_none_of_the_runs_ranks(
             for table in ("pool_ranks", "runs", "candidates", "import_batches")
         ]
     assert left == [0, 0, 50 * CANDIDATES, 1]
+
+
+KNOWN = 2_000  # the queries that a run is pooled over in the tests below
+
+
+@pytest.fixture(scope="module")
+def known_project(tmp_path_factory):
+    """A project of KNOWN queries x CANDIDATES candidates, built once (each test copies it)."""
+    folder = tmp_path_factory.mktemp("known")
+    with Store(folder / "project.db") as store:
+        store.import_tasks(write_tasks(folder / "tasks.jsonl", 0, KNOWN))
+    return folder / "project.db"
+
+
+@pytest.fixture
+def known_queries(known_project, tmp_path, monkeypatch):
+    """A copy of the KNOWN-query project, kept to tiny transactions, and a run "B" over all
+    its queries that adds 5 candidates to each (see next_query_run)."""
+    monkeypatch.setattr(store_imports, "STAGE_SECONDS", 0.005)
+    monkeypatch.setattr(store_imports, "STAGE_PAUSE", 0.002)
+    path = tmp_path / "project.db"
+    shutil.copy(known_project, path)
+    return path, next_query_run(tmp_path, KNOWN)
+
+
+def tables(store: Store) -> set[str]:
+    return {row[0] for row in store.conn.execute("SELECT name FROM sqlite_master")}
+
+
+def test_pooling_over_thousands_of_known_queries_writes_in_short_transactions(
+    known_queries, monkeypatch
+):
+    path, run = known_queries
+    monkeypatch.setattr(store_imports, "STAGE_SECONDS", 0)  # each the smallest: 100 items
+    transactions = []
+    with Store(path) as store:
+        store.judge("q3", "d3-0", 1, "ana")  # labelled: refreshed when the pool publishes
+        schema = tables(store)
+        store.transaction_observer = lambda seconds, rows: transactions.append(rows)
+        counts = store.pool(None, None, [run], depth=10)
+        stored = store.conn.execute("SELECT count(*) FROM candidates").fetchone()[0]
+        state = store.query_state("q3", "ana")["status"]
+        after = tables(store)
+    assert counts["queries_touched"] == KNOWN and counts["candidates_added"] == KNOWN * 5
+    assert stored == KNOWN * (CANDIDATES + 5)
+    # the candidates are copied (100 queries' at a time) and reordered in many transactions;
+    # before, the publishing one upserted all KNOWN x 15 new positions (6.8 s at 70,000)
+    assert len(transactions) > 20 and max(transactions) <= 100 * CANDIDATES
+    assert state == "in_progress"  # B put new candidates above the one judged relevant
+    # the copy's indexes have the other names; no copy or old table is left
+    assert {name.removesuffix("_alt") for name in after} == schema
+
+
+def test_readers_see_every_known_query_in_its_old_order_or_all_in_its_new(known_queries):
+    path, run = known_queries
+    looked = ("q0", f"q{KNOWN // 2}", f"q{KNOWN - 1}")
+    seen, ready, stop = set(), threading.Event(), threading.Event()
+
+    def orders(store: Store) -> tuple:
+        with store.snapshot():
+            return tuple(tuple(c["doc_id"] for c in store.candidates(q)) for q in looked)
+
+    def reader() -> None:
+        with Store(path) as store:  # open across the swap: its statements are re-prepared
+            while True:
+                finished = stop.is_set()
+                seen.add(orders(store))
+                ready.set()
+                if finished:
+                    return
+
+    watcher = threading.Thread(target=reader)
+    watcher.start()
+    ready.wait()
+    with Store(path) as store:
+        before = orders(store)
+        store.pool(None, None, [run], depth=10)
+        after = orders(store)
+    stop.set()
+    watcher.join()
+    assert before != after and {len(order) for order in after} == {CANDIDATES + 5}
+    assert seen == {before, after}
+
+
+def test_judgements_during_a_pool_over_known_queries_are_all_stored_exactly_once(
+    known_queries,
+):
+    path, run = known_queries
+    counts = {}
+
+    def work() -> None:
+        with Store(path) as store:
+            counts.update(store.pool(None, None, [run], depth=10))
+
+    done = judged_meanwhile(path, work)
+    assert counts["queries_touched"] == KNOWN and sum(done.values()) >= 60
+
+
+KILLED_POOL = """
+import sys
+from labeler.store import Store, imports
+imports.STAGE_SECONDS, imports.STAGE_PAUSE = 0.005, 0.05
+Store(sys.argv[1]).pool(None, None, [sys.argv[2]], depth=10)
+"""
+
+
+def copied_rows(store: Store) -> int:
+    """How many rows a pool has copied into its next candidates table so far (0: none yet)."""
+    if "candidates_next" not in tables(store):
+        return 0
+    try:
+        return store.conn.execute("SELECT count(*) FROM candidates_next").fetchone()[0]
+    except sqlite3.OperationalError:  # dropped meanwhile
+        return 0
+
+
+def test_a_pool_killed_while_copying_the_candidates_leaves_the_project_as_before(known_queries):
+    path, run = known_queries
+    shown = "SELECT query_id, doc_id, position, score FROM candidates ORDER BY query_id, doc_id"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    with Store(path) as store:
+        before, schema = store.conn.execute(shown).fetchall(), tables(store)
+        pooler = subprocess.Popen([sys.executable, "-c", KILLED_POOL, str(path), run], env=env)
+        copied, deadline = 0, time.monotonic() + 120
+        while copied < 5_000 and time.monotonic() < deadline:
+            copied = copied_rows(store)
+        pooler.send_signal(signal.SIGKILL)
+        pooler.wait()
+        assert copied >= 5_000  # killed with part of the copy written
+        left = store.conn.execute(shown).fetchall()
+        provenance = {p for c in store.candidates("q7") for p in c["provenance"]}
+        runs = store.conn.execute("SELECT count(*) FROM runs").fetchone()[0]
+        assert left == before and runs == 0 and "B" not in provenance
+        counts = store.pool(None, None, [run], depth=10)  # the retry drops the copy first
+        assert counts["candidates_added"] == KNOWN * 5
+        assert {name.removesuffix("_alt") for name in tables(store)} == schema
+
+
+def test_a_table_left_by_a_pool_killed_after_its_swap_is_dropped_by_the_next_import(project):
+    path, big = project
+    with Store(path) as store:
+        schema = tables(store)
+        # what a pool killed between its swap and dropping the old table leaves
+        store.conn.execute("CREATE TABLE candidates_retired AS SELECT * FROM candidates")
+        store.import_tasks(big)
+        assert tables(store) == schema

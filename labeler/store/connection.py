@@ -242,10 +242,11 @@ class Connection:
         finally:
             self.conn.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
 
-    def _drop_table(self, name: str) -> None:
-        """Drop the table ``name`` if there is one, in a write transaction of its own."""
-        with self._writing() as conn:
-            conn.execute(f"DROP TABLE IF EXISTS {name}")
+    def _drop_tables(self, *names: str) -> None:
+        """Drop each table of ``names`` that exists, each in a write transaction of its own."""
+        for name in names:
+            with self._writing() as conn:
+                conn.execute(f"DROP TABLE IF EXISTS {name}")
 
     @contextmanager
     def _scratch(self) -> Iterator[sqlite3.Connection]:

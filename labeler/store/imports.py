@@ -199,8 +199,7 @@ class Imports(Projections):
                     "SELECT id FROM import_batches WHERE published_at IS NULL"
                 ).fetchall():
                     self._discard_batch(batch)
-                for table in (CANDIDATES_NEXT, CANDIDATES_RETIRED):  # a pool's (Pool.pool)
-                    self._drop_table(table)
+                self._drop_tables(CANDIDATES_NEXT, CANDIDATES_RETIRED)  # a pool's (Pool.pool)
                 yield
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
@@ -269,15 +268,18 @@ class Imports(Projections):
             self._in_short_transactions(rows, lambda conn, chunk: conn.executemany(sql, chunk))
 
     def _in_short_transactions(
-        self, rows: Sequence[tuple], write: Callable[[sqlite3.Connection, Sequence[tuple]], None]
+        self,
+        rows: Sequence[tuple],
+        write: Callable[[sqlite3.Connection, Sequence[tuple]], None],
+        size: int = 1_000,
     ) -> None:
-        """``write`` consecutive chunks of ``rows``, each in its own write transaction sized
-        to last about :data:`STAGE_SECONDS` (from the pace of the previous one), with a pause
-        of :data:`STAGE_PAUSE` between them. The pause is what lets waiting writers in:
-        SQLite's busy handler polls (every 100 ms once it has waited a while), it does not
-        queue, so back-to-back transactions would starve an annotator's press (measured:
-        5.7 s waits during a 10,000-query import without it, under 1 s with it)."""
-        size, start = 1_000, 0
+        """``write`` consecutive chunks of ``rows`` (the first of ``size``), each in its own
+        write transaction sized to last about :data:`STAGE_SECONDS` (from the pace of the
+        previous one), with a pause of :data:`STAGE_PAUSE` between them. The pause lets
+        waiting writers in: SQLite's busy handler polls (every 100 ms once it has waited a
+        while), it does not queue, so back-to-back transactions would starve an annotator's
+        press (measured: 5.7 s waits during a 10,000-query import without it, under 1 s)."""
+        start = 0
         while start < len(rows):
             began = time.perf_counter()
             with self._writing() as conn:

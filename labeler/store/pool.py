@@ -106,8 +106,7 @@ class Pool(Imports):
                         self._refresh(query_id)
                     self._publish(batch)
             finally:  # the old table once swapped out, or the copy if anything failed
-                for table in (CANDIDATES_NEXT, CANDIDATES_RETIRED):
-                    self._drop_table(table)
+                self._drop_tables(CANDIDATES_NEXT, CANDIDATES_RETIRED)
         added += staged
         queries_added = len(new_queries)
         documents_added = len(new_documents)
@@ -286,7 +285,7 @@ class Pool(Imports):
         publishing transaction to rename into place. No reader looks at it; the copy stays
         exact because only imports and pools, which hold :meth:`_import_lock`, write
         candidates. A crash leaves it behind, dropped at the next import or pool."""
-        self._drop_table(CANDIDATES_NEXT)
+        self._drop_tables(CANDIDATES_NEXT)
         with self._writing() as conn:
             for (sql,) in conn.execute(
                 "SELECT sql FROM sqlite_master WHERE tbl_name = 'candidates' AND sql IS NOT NULL "
@@ -297,6 +296,7 @@ class Pool(Imports):
         query_ids = self.conn.execute(
             "SELECT DISTINCT query_id FROM candidates ORDER BY query_id"
         ).fetchall()
+        (rows,) = self.conn.execute("SELECT count(*) FROM candidates").fetchone()
 
         def copy(conn: sqlite3.Connection, chunk: Sequence[tuple]) -> None:
             conn.execute(
@@ -311,7 +311,9 @@ class Pool(Imports):
             "SET position = excluded.position, score = excluded.score"
         )
         with self._foreign_keys_off():  # fresh queries' candidates come before their queries
-            self._in_short_transactions(query_ids, copy)
+            # its first transaction about 1,000 rows, as the upsert's: the pace sets the rest
+            first = max(1, 1_000 * len(query_ids) // max(rows, 1))
+            self._in_short_transactions(query_ids, copy, size=first)
             self._in_short_transactions(order, lambda conn, chunk: conn.executemany(upsert, chunk))
 
     def _with_labels(self, query_ids: set[str]) -> list[str]:
