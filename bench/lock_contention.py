@@ -153,6 +153,11 @@ def main() -> None:
         f"{max(seconds for seconds, _ in transactions) * 1000:.0f} ms, most rows in one "
         f"{max(rows for _, rows in transactions):,}"
     )
+    longest = sorted(enumerate(transactions, 1), key=lambda item: -item[1][0])[:5]
+    print(
+        "longest: "
+        + ", ".join(f"#{n} {sec * 1000:.0f} ms ({rows:,} rows)" for n, (sec, rows) in longest)
+    )
     print(
         f"judgements: {len(waits):,}; wait median {statistics.median(waits) * 1000:.1f} ms, "
         f"p99 {waits[int(len(waits) * 0.99)] * 1000:.1f} ms, longest {waits[-1] * 1000:.0f} ms"
