@@ -35,8 +35,6 @@ Strings = "pa.ChunkedArray | pa.Array | np.ndarray"
 SLICE_ROWS = 1 << 15
 # Rows from which strings read from JSON are held by Arrow rather than numpy.
 ARROW_ROWS = 100_000
-# Rows from which first_repeat splits the work over two threads.
-PARALLEL_ROWS = 1 << 20
 # Odd 64-bit constants (from splitmix64): multiplying by them spreads bits upwards.
 SPREAD = np.uint64(0x9E3779B97F4A7C15)
 FINISH = np.uint64(0xBF58476D1CE4E5B9)
@@ -371,27 +369,59 @@ def first_repeat(groups: np.ndarray, values: Strings) -> int | None:
     """Position of the first row whose (group, value) pair also stands on an earlier row.
 
     None when every pair is distinct. When each group's rows stand together (as in a run
-    file written query by query), the rows are checked in two halves, split between two
-    groups, on two threads: numpy and Arrow release the GIL while they hash and sort.
+    file written query by query), only the groups where two values share a fingerprint
+    (:func:`_rows_of_suspect_groups`) are checked value by value.
     """
-    middle = len(groups) // 2
-    if len(groups) < PARALLEL_ROWS or np.any(groups[1:] < groups[:-1]):
-        return _first_repeat(groups, values)
-    # Move the split forward to where a new group begins (a group never straddles it).
-    middle += int(np.argmax(groups[middle:] != groups[middle - 1]))
-    if groups[middle] == groups[middle - 1]:  # one group from the middle to the end
-        return _first_repeat(groups, values)
+    begins = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]]) if len(groups) else None
+    if begins is None or len(np.unique(groups[begins])) < len(begins):
+        return _first_repeat(groups, values)  # a group's rows stand apart (or there are none)
+    suspects = _rows_of_suspect_groups(begins, values)
+    if len(suspects) == 0:
+        return None
+    found = _first_repeat(groups[suspects], take_distinct(values, suspects))
+    return None if found is None else int(suspects[found])
 
-    def check(start: int, stop: int) -> int | None:
-        found = _first_repeat(groups[start:stop], slice_rows(values, start, stop - start))
-        return None if found is None else start + found
 
-    from concurrent.futures import ThreadPoolExecutor  # only for a large file: 5 ms to import
+def _rows_of_suspect_groups(begins: np.ndarray, values: Strings) -> np.ndarray:
+    """The rows (ascending) of the groups where two values share a 32-bit fingerprint, and of
+    the groups longer than twice the mean: every repeated value is on one of them. The
+    groups' rows stand together, each group beginning at one of ``begins``.
 
-    with ThreadPoolExecutor(2) as pool:
-        halves = list(pool.map(check, (0, middle), (middle, len(groups))))
-    # Any repeat in the first half comes before every repeat in the second.
-    return next((row for row in halves if row is not None), None)
+    Each group's fingerprints fill one row of a matrix, padded with the largest value, and
+    the matrix is sorted row by row: sorting many short rows is some 30 times quicker than
+    sorting one long array, and needs no group in the key.
+    """
+    count = len(values)
+    lengths = np.diff(begins, append=count)
+    width = min(int(lengths.max()), 2 * -(-count // len(begins)))
+    keys = (fingerprints(values) >> np.uint64(32)).astype(np.uint32)
+    padding = np.iinfo(np.uint32).max
+    # Padding sorts after every value: a value equal to it moves one down (a false suspect
+    # at worst, which the check value by value clears).
+    np.minimum(keys, padding - 1, out=keys)
+    if width * len(begins) == count:  # every group has as many rows (a run cut at depth k)
+        matrix = keys.reshape(len(begins), width)
+    else:
+        matrix = np.full((len(begins), width), padding, dtype=np.uint32)
+        # Row i goes to cell (group, i - begin) of the flattened matrix.
+        column = np.arange(count) - np.repeat(begins, lengths)
+        cell = column + np.repeat(np.arange(len(begins)) * width, lengths)
+        inside = column < width
+        matrix.ravel()[cell[inside]] = keys[inside]
+    matrix.sort(axis=1)
+    shared = ((matrix[:, 1:] == matrix[:, :-1]) & (matrix[:, 1:] != padding)).any(axis=1)
+    suspect = np.flatnonzero(shared | (lengths > width))
+    return ranges(begins[suspect], lengths[suspect])
+
+
+def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The positions ``start, start + 1, ..., start + length - 1`` of each range, in turn.
+
+    >>> ranges(np.array([5, 0]), np.array([2, 3])).tolist()
+    [5, 6, 0, 1, 2]
+    """
+    ends = np.cumsum(lengths)
+    return np.arange(ends[-1] if len(ends) else 0) + np.repeat(starts - (ends - lengths), lengths)
 
 
 def _first_repeat(groups: np.ndarray, values: Strings) -> int | None:

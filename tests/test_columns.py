@@ -6,11 +6,13 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from eval.columns import PARALLEL_ROWS, PairIndex, fingerprints, first_repeat
+from eval.columns import PairIndex, fingerprints, first_repeat
 
 ROWS_PER_GROUP = 100
-GROUPS = PARALLEL_ROWS // ROWS_PER_GROUP + 100  # enough rows for the two-thread check
+GROUPS = 12_000  # a run-like column of 1.2M rows
 
 
 @functools.cache
@@ -39,7 +41,7 @@ def with_repeats(values: list[str], rows: list[int]) -> list[str]:
 @pytest.mark.parametrize(
     "repeated_rows",
     [[], [150], [GROUPS * ROWS_PER_GROUP - 7], [200_033, GROUPS * ROWS_PER_GROUP - 60]],
-    ids=["none", "first half", "second half", "both halves"],
+    ids=["none", "early", "in the last group", "two groups"],
 )
 def test_first_repeat_on_a_large_grouped_column_finds_the_first_repeat(repeated_rows):
     groups, values = grouped_rows()
@@ -55,6 +57,42 @@ def test_first_repeat_on_a_large_interleaved_column_agrees_with_pandas():
     shuffle = np.random.default_rng(2).permutation(len(groups))
     groups, values = groups[shuffle], [values[row] for row in shuffle]
     assert first_repeat(groups, pa.array(values)) == reference_first_repeat(groups, values)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(1, 40), min_size=1, max_size=12),
+    st.integers(0, 400),
+    st.randoms(use_true_random=False),
+)
+def test_first_repeat_on_groups_of_any_sizes_agrees_with_pandas(lengths, long_group, random):
+    """Groups of unequal sizes (one of them maybe far longer than the rest), standing
+    together or apart, as Arrow (chunked) or numpy strings."""
+    lengths[random.randrange(len(lengths))] += long_group
+    groups = np.repeat(np.arange(len(lengths)), lengths)
+    values = [f"d{random.randrange(3 * max(lengths))}" for _ in groups]
+    if random.random() < 0.2:
+        order = np.array(random.sample(range(len(groups)), len(groups)))
+        groups, values = groups[order], [values[row] for row in order]
+    expected = reference_first_repeat(groups, values)
+    half = len(values) // 2
+    chunked = pa.chunked_array([pa.array(values[:half], pa.string()), values[half:]])
+    for column in (pa.array(values), chunked, np.array(values, dtype=object)):
+        assert first_repeat(groups, column) == expected
+
+
+def test_values_sharing_a_fingerprint_are_not_a_repeat(monkeypatch):
+    import eval.columns
+
+    # Every string hashes alike: only the string comparison can tell them apart.
+    monkeypatch.setattr(
+        eval.columns, "fingerprints", lambda values: np.zeros(len(values), np.uint64)
+    )
+    groups = np.repeat(np.arange(3), 4)
+    values = [f"d{number}" for number in range(12)]
+    assert first_repeat(groups, pa.array(values)) is None
+    values[10] = "d8"
+    assert first_repeat(groups, pa.array(values)) == 10
 
 
 def test_a_repeat_in_another_group_is_not_a_repeat():
