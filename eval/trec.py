@@ -70,6 +70,8 @@ ASCII_UNSAFE = bytes([*range(0x09), *range(0x0E, 0x20), 0x7F])
 # Not NUL: numpy drops trailing NULs from a str, and would compare every token with "".
 LINE_MARK = "\x01"
 ALL_GRADES = re.compile(f"(?:{GRADE.pattern}\n)*")
+# Bytes read at a time by the layout check of the fast path.
+BLOCK_BYTES = 1 << 22
 ALL_SCORES = re.compile(f"(?:(?:{SCORE.pattern})\n)*", re.I)
 
 
@@ -426,20 +428,26 @@ def _single_spaced(path: Path, fields: int, rows: int) -> bool:
     field that Arrow kept whole. Read in blocks, to keep memory flat.
     """
     count, pairs = 0, 0
-    previous = b"\n"  # before the file, as if after a line end
-    with path.open("rb") as handle:
-        while block := handle.read(1 << 22):
-            # The previous block's last byte leads, so that pairs across blocks are seen.
-            data = np.frombuffer(previous + block, dtype=np.uint8)
-            space = data <= 0x20
-            count += int(np.count_nonzero(space[1:]))
-            side_by_side = space[1:] & space[:-1]
-            if side_by_side.any():
-                crlf = (data[:-1] == 0x0D) & (data[1:] == 0x0A)
-                if np.any(side_by_side & ~crlf):
+    # One buffer and its temporaries, filled block by block: fresh memory for each block
+    # would cost more (the kernel zeroes every new page) than the checks themselves.
+    # The previous block's last byte leads, so that pairs across blocks are seen.
+    data = np.empty(BLOCK_BYTES + 1, dtype=np.uint8)
+    data[0] = ord("\n")  # before the file, as if after a line end
+    space = np.empty(len(data), dtype=bool)
+    side_by_side = np.empty(BLOCK_BYTES, dtype=bool)
+    with path.open("rb", buffering=0) as handle:
+        while read := handle.readinto(memoryview(data)[1:]):
+            block, spaces = data[: read + 1], space[: read + 1]
+            np.less_equal(block, 0x20, out=spaces)
+            count += int(np.count_nonzero(spaces[1:]))
+            pair = np.logical_and(spaces[1:], spaces[:-1], out=side_by_side[:read])
+            if pair.any():
+                crlf = (block[:-1] == 0x0D) & (block[1:] == 0x0A)
+                if np.any(pair & ~crlf):
                     return False
                 pairs += int(np.count_nonzero(crlf))
-            previous = block[-1:]
+            data[0] = block[-1]
+    previous = bytes(data[:1])
     if previous not in (b"\n", b"\r") and previous[0] <= 0x20:
         return False  # a delimiter ends the file: an empty last field
     line_ends = rows if previous in (b"\n", b"\r") else rows - 1

@@ -84,9 +84,10 @@ def test_first_repeat_on_groups_of_any_sizes_agrees_with_pandas(lengths, long_gr
 def test_values_sharing_a_fingerprint_are_not_a_repeat(monkeypatch):
     import eval.columns
 
-    # Every string hashes alike: only the string comparison can tell them apart.
+    # Every string's short fingerprint is alike: every group is suspect, and only the
+    # comparison of the strings can tell them apart.
     monkeypatch.setattr(
-        eval.columns, "fingerprints", lambda values: np.zeros(len(values), np.uint64)
+        eval.columns, "short_fingerprints", lambda values: np.zeros(len(values), np.uint32)
     )
     groups = np.repeat(np.arange(3), 4)
     values = [f"d{number}" for number in range(12)]
