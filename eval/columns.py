@@ -38,6 +38,8 @@ ARROW_ROWS = 100_000
 # Odd 64-bit constants (from splitmix64): multiplying by them spreads bits upwards.
 SPREAD = np.uint64(0x9E3779B97F4A7C15)
 FINISH = np.uint64(0xBF58476D1CE4E5B9)
+# Fills the cells of a group matrix (see _group_matrix) that hold no value.
+PADDING = np.iinfo(np.uint32).max
 # BYTE_MASKS[n] keeps the first n bytes of a little-endian word.
 BYTE_MASKS = np.array([(1 << (8 * n)) - 1 for n in range(9)], dtype=np.uint64)
 
@@ -109,7 +111,10 @@ def take_rows(column: Strings, rows: np.ndarray) -> Strings:
 
 def filter_rows(column: Strings, keep: np.ndarray) -> Strings:
     """The rows of ``column`` where ``keep`` (booleans) is true, for a numpy or an Arrow column."""
-    return column[keep] if isinstance(column, np.ndarray) else column.filter(arrow_array(keep))
+    if isinstance(column, np.ndarray):
+        return column[keep]
+    # Arrow arrays are immutable: keeping every row needs no copy (of millions of ids).
+    return column if keep.all() else column.filter(arrow_array(keep))
 
 
 def slice_rows(column: Strings, start: int, length: int) -> Strings:
@@ -409,24 +414,52 @@ def _rows_of_suspect_groups(begins: np.ndarray, values: Strings) -> np.ndarray:
     count = len(values)
     lengths = np.diff(begins, append=count)
     width = min(int(lengths.max()), 2 * -(-count // len(begins)))
-    keys = short_fingerprints(values)
-    padding = np.iinfo(np.uint32).max
     # Padding sorts after every value: a value equal to it moves one down (a false suspect
     # at worst, which the check value by value clears).
-    np.minimum(keys, padding - 1, out=keys)
-    if width * len(begins) == count:  # every group has as many rows (a run cut at depth k)
-        matrix = keys.reshape(len(begins), width)
-    else:
-        matrix = np.full((len(begins), width), padding, dtype=np.uint32)
-        # Row i goes to cell (group, i - begin) of the flattened matrix.
-        column = np.arange(count) - np.repeat(begins, lengths)
-        cell = column + np.repeat(np.arange(len(begins)) * width, lengths)
-        inside = column < width
-        matrix.ravel()[cell[inside]] = keys[inside]
+    keys = np.minimum(short_fingerprints(values), PADDING - 1)
+    matrix = _group_matrix(keys, begins, lengths, width)
     matrix.sort(axis=1)
-    shared = ((matrix[:, 1:] == matrix[:, :-1]) & (matrix[:, 1:] != padding)).any(axis=1)
+    shared = ((matrix[:, 1:] == matrix[:, :-1]) & (matrix[:, 1:] != PADDING)).any(axis=1)
     suspect = np.flatnonzero(shared | (lengths > width))
     return ranges(begins[suspect], lengths[suspect])
+
+
+def _group_matrix(
+    keys: np.ndarray, begins: np.ndarray, lengths: np.ndarray, width: int
+) -> np.ndarray:
+    """``keys`` (uint32) laid out one group per row of a matrix ``width`` wide, padded with
+    ``PADDING``; a group longer than ``width`` keeps its first ``width`` keys. The groups'
+    rows stand together, group g from ``begins[g]`` on for ``lengths[g]`` rows."""
+    if width * len(begins) == len(keys):  # every group has as many rows (a run cut at depth k)
+        return keys.reshape(len(begins), width)
+    matrix = np.full((len(begins), width), PADDING, dtype=np.uint32)
+    # Row i goes to cell (group, i - begin) of the flattened matrix.
+    column = np.arange(len(keys)) - np.repeat(begins, lengths)
+    cell = column + np.repeat(np.arange(len(begins)) * width, lengths)
+    inside = column < width
+    matrix.ravel()[cell[inside]] = keys[inside]
+    return matrix
+
+
+def _grouped_order(groups: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """The order that sorts ``keys`` (pair keys: the group in the high 32 bits).
+
+    When the groups stand in ascending order, the keys are sorted by their high bits
+    already: sorting each group's low bits as a row of a matrix is some 15 times quicker
+    than sorting the whole array (see :func:`_rows_of_suspect_groups`).
+    """
+    if len(groups) == 0 or np.any(groups[1:] < groups[:-1]):
+        return np.argsort(keys)
+    begins = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]])
+    lengths = np.diff(begins, append=len(groups))
+    width = int(lengths.max())
+    if width * len(begins) > 2 * len(groups):
+        return np.argsort(keys)
+    matrix = _group_matrix(keys.astype(np.uint32), begins, lengths, width)
+    columns = np.argsort(matrix, axis=1)
+    # Padding sorts last, or among low bits equal to it: dropping it leaves the order sorted.
+    real = columns < lengths[:, None]
+    return (begins[:, None] + columns)[real]
 
 
 def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -473,7 +506,7 @@ class PairIndex:
     def __init__(self, groups: np.ndarray, values: Strings):
         self.groups, self.values = groups, values
         keys = pair_keys(groups, values)
-        self.order = np.argsort(keys)
+        self.order = _grouped_order(groups, keys)
         self.sorted_keys = keys[self.order]
 
     def find(self, groups: np.ndarray, values: Strings) -> np.ndarray:

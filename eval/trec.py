@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from eval.arrow import pa, pc, pcsv
+from eval.arrow import pa, pc, pcsv, reading_pool
 from eval.columns import (
     arrow_array,
     arrow_strings,
@@ -338,6 +338,7 @@ def _arrow_lines(path: Path) -> pa.Array | None:
                 delimiter="\x1f", quote_char=False, escape_char=False, ignore_empty_lines=False
             ),
             convert_options=pcsv.ConvertOptions(column_types={"line": pa.binary()}),
+            memory_pool=reading_pool(),
         )
         return table["line"].combine_chunks().cast(pa.string())
     except pa.ArrowInvalid:
@@ -398,6 +399,7 @@ def read_fast(path: Path, layout: Layout, first_line: str) -> Rows | None:
                 null_values=[],
                 strings_can_be_null=False,
             ),
+            memory_pool=reading_pool(),
         )
         # The cast checks that the bytes are UTF-8, a whole buffer at a time.
         query_column = table[query_name].cast(pa.string())

@@ -128,3 +128,28 @@ def test_pair_index_tries_the_next_equal_key_when_fingerprints_collide(monkeypat
     table = PairIndex(np.zeros(3, dtype=np.int64), pa.array(["x", "y", "z"]))
     found = table.find(np.zeros(4, dtype=np.int64), pa.array(["z", "x", "w", "y"]))
     assert found.tolist() == [2, 0, -1, 1]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.integers(1, 30), min_size=1, max_size=12),
+    st.integers(0, 200),
+    st.booleans(),
+    st.randoms(use_true_random=False),
+)
+def test_pair_index_finds_every_pair_of_a_grouped_or_shuffled_table(
+    lengths, long_group, shuffled, random
+):
+    """Groups standing in order (sorted group by group) or shuffled (sorted all at once)."""
+    lengths[random.randrange(len(lengths))] += long_group
+    groups = np.repeat(np.arange(len(lengths)), lengths)
+    values = [f"d{row}" for row in random.sample(range(10 * len(groups)), len(groups))]
+    if shuffled:
+        order = np.array(random.sample(range(len(groups)), len(groups)))
+        groups, values = groups[order], [values[row] for row in order]
+    table = PairIndex(groups, pa.array(values))
+    assert np.all(table.sorted_keys[1:] >= table.sorted_keys[:-1])
+    asked = np.array([random.randrange(len(groups)) for _ in range(20)])
+    other_group = (groups[asked] + 1) % (len(lengths) + 1)
+    found = table.find(np.r_[groups[asked], other_group], pa.array([values[r] for r in asked] * 2))
+    assert found.tolist() == asked.tolist() + [-1] * len(asked)
