@@ -468,6 +468,8 @@ def _clean_ids(column: pa.Array | pa.ChunkedArray) -> bool:
             return False
         start, end = int(offsets[0]), int(offsets[-1])
         data = np.frombuffer(data_buffer, dtype=np.uint8, count=end - start, offset=start)
+        if data.min(initial=0x7E) > 0x20 and data.max(initial=0) < 0x7F:
+            continue  # printable ASCII only: two reductions, quicker than a mask of each byte
         if np.any((data <= 0x20) | (data == 0x7F)):
             return False
         lead = np.flatnonzero(data[:-1] == 0xC2)
