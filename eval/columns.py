@@ -184,7 +184,8 @@ def _filled(values: pa.Array, null: object) -> np.ndarray:
 def _bits(buffer: pa.Buffer, offset: int, count: int) -> np.ndarray:
     """``count`` bits of an Arrow bitmap from bit ``offset`` on, as booleans."""
     bytes_ = np.frombuffer(buffer, dtype=np.uint8)
-    return np.unpackbits(bytes_, bitorder="little", count=offset + count)[offset:].astype(bool)
+    # unpackbits gives 0 or 1 per byte: viewed as booleans, not copied (10 MB for a run).
+    return np.unpackbits(bytes_, bitorder="little", count=offset + count)[offset:].view(bool)
 
 
 def arrow_strings(column: pd.Series | np.ndarray) -> Strings:
@@ -414,12 +415,18 @@ def _rows_of_suspect_groups(begins: np.ndarray, values: Strings) -> np.ndarray:
     count = len(values)
     lengths = np.diff(begins, append=count)
     width = min(int(lengths.max()), 2 * -(-count // len(begins)))
-    # Padding sorts after every value: a value equal to it moves one down (a false suspect
-    # at worst, which the check value by value clears).
-    keys = np.minimum(short_fingerprints(values), PADDING - 1)
+    keys = short_fingerprints(values)
+    padded = width * len(begins) != count
+    if padded:
+        # Padding sorts after every value: a value equal to it moves one down (a false
+        # suspect at worst, which the check value by value clears).
+        np.minimum(keys, PADDING - 1, out=keys)
     matrix = _group_matrix(keys, begins, lengths, width)
     matrix.sort(axis=1)
-    shared = ((matrix[:, 1:] == matrix[:, :-1]) & (matrix[:, 1:] != PADDING)).any(axis=1)
+    same = np.equal(matrix[:, 1:], matrix[:, :-1])
+    if padded:
+        same &= matrix[:, 1:] != PADDING
+    shared = same.any(axis=1)
     suspect = np.flatnonzero(shared | (lengths > width))
     return ranges(begins[suspect], lengths[suspect])
 

@@ -425,7 +425,8 @@ def _fast_rows(
         return None
     if not (_clean_ids(query_column) and _clean_ids(doc_column)):
         return None
-    if not layout.integer and np.isnan(values).any():
+    # The minimum is NaN when any value is: a reduction, no mask of every row.
+    if not layout.integer and len(values) and np.isnan(values.min()):
         return None
     query_index, query_ids = factorize_runs(query_column)
     return Rows(query_ids, query_index, doc_column, values)
