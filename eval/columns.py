@@ -399,8 +399,9 @@ def first_repeat(groups: np.ndarray, values: Strings) -> int | None:
     (:func:`_rows_of_suspect_groups`) are checked value by value.
     """
     begins = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]]) if len(groups) else None
-    if begins is None or len(np.unique(groups[begins])) < len(begins):
-        return _first_repeat(groups, values)  # a group's rows stand apart (or there are none)
+    # A group that begins twice has its rows apart (bincount: np.unique imports numpy.ma).
+    if begins is None or np.bincount(groups[begins]).max() > 1:
+        return _first_repeat(groups, values)
     suspects = _rows_of_suspect_groups(begins, values)
     if len(suspects) == 0:
         return None
