@@ -454,14 +454,15 @@ def read_fast(path: Path, layout: Layout, first_line: str) -> Rows | None:
         doc_column = table[doc_name].cast(pa.string())
     except (pa.ArrowInvalid, UnicodeDecodeError):
         return None
-    from concurrent.futures import ThreadPoolExecutor  # 5 ms to import: a large file only
+    from eval.ranking import concurrently  # imported here: eval.ranking imports this module
 
-    # The layout check reads the file again on a second core, while this one checks the
-    # columns (numpy releases the GIL as it scans a block).
-    with ThreadPoolExecutor(1) as pool:
-        spaced = pool.submit(_single_spaced, path, len(layout.names), table.num_rows)
-        rows = _fast_rows(query_column, doc_column, as_numpy(table[layout.value_name]), layout)
-        return rows if spaced.result() else None
+    # The layout check reads the file again on one core while the other checks the columns
+    # (numpy releases the GIL as it scans a block).
+    spaced, rows = concurrently(
+        lambda: _single_spaced(path, len(layout.names), table.num_rows),
+        lambda: _fast_rows(query_column, doc_column, as_numpy(table[layout.value_name]), layout),
+    )
+    return rows if spaced else None
 
 
 def _fast_rows(
