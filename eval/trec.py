@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from eval.arrow import pa, pc, pcsv, reading_pool
+from eval.arrow import pa, pc, pcsv, suit_memory_to_large_files
 from eval.columns import (
     arrow_array,
     arrow_strings,
@@ -344,6 +344,7 @@ def read_general(path: Path, layout: Layout) -> Rows:
     Any file it would refuse (and one it cannot split into lines) goes to :func:`read_plain`,
     which words the refusal: both paths always name the same line and field.
     """
+    suit_memory_to_large_files()
     lines = _arrow_lines(path)
     if lines is None:
         return read_plain(path, layout)
@@ -386,7 +387,6 @@ def _arrow_lines(path: Path) -> pa.Array | None:
                 delimiter="\x1f", quote_char=False, escape_char=False, ignore_empty_lines=False
             ),
             convert_options=pcsv.ConvertOptions(column_types={"line": pa.binary()}),
-            memory_pool=reading_pool(),
         )
         return table["line"].combine_chunks().cast(pa.string())
     except pa.ArrowInvalid:
@@ -427,7 +427,7 @@ def read_fast(path: Path, layout: Layout, first_line: str) -> Rows | None:
     """
     if layout.header:
         return None
-    _small_pages()
+    suit_memory_to_large_files()
     delimiter = "\t" if "\t" in first_line else " "
     query_name, doc_name = layout.names[layout.query], layout.names[layout.doc]
     types = {
@@ -448,7 +448,6 @@ def read_fast(path: Path, layout: Layout, first_line: str) -> Rows | None:
                 null_values=[],
                 strings_can_be_null=False,
             ),
-            memory_pool=reading_pool(),
         )
         # The cast checks that the bytes are UTF-8, a whole buffer at a time.
         query_column = table[query_name].cast(pa.string())
@@ -464,21 +463,6 @@ def read_fast(path: Path, layout: Layout, first_line: str) -> Rows | None:
         lambda: _fast_rows(query_column, doc_column, as_numpy(table[layout.value_name]), layout),
     )
     return rows if spaced else None
-
-
-def _small_pages() -> None:
-    """Ask numpy not to back its large arrays with transparent huge pages (from now on).
-
-    numpy asks the kernel for huge pages for every array from 4 MiB on; where the kernel
-    compacts memory to find one (THP ``defrag=madvise``, as on this project's machines),
-    faulting them in cost more than 4 KiB pages: ``goldset eval`` spent 0.7-1.1 s of
-    system time on the bench's `short` 10M-line run with huge pages and 0.54-0.58 s
-    without (`long`: 3.2-3.4 s and 2.4 s), the same user time. A numpy without the switch
-    keeps its default.
-    """
-    switch = getattr(getattr(np, "_core", None), "multiarray", None)
-    if switch is not None and hasattr(switch, "_set_madvise_hugepage"):
-        switch._set_madvise_hugepage(False)
 
 
 def _fast_rows(
