@@ -339,11 +339,55 @@ def _slice_fingerprints(strings: pa.Array) -> np.ndarray:
     as in splitmix64.
     """
     offsets, data_buffer = string_buffers(strings)
-    first, end = int(offsets[0]), int(offsets[-1])
     length = np.diff(offsets)
+    # Not min(initial=0): that is never above 0, and every word would be masked.
+    shortest = int(length.min()) if len(length) else 0
+    if len(length) and shortest == int(length.max()):
+        hashes = _fixed_width_hashes(data_buffer, int(offsets[0]), len(length), shortest)
+    else:
+        hashes = _hashes(data_buffer, offsets, length, shortest)
+    hashes ^= hashes >> np.uint64(31)
+    hashes *= FINISH
+    hashes ^= hashes >> np.uint64(29)
+    return hashes
+
+
+def _fixed_width_hashes(
+    data_buffer: pa.Buffer | bytes, first: int, count: int, size: int
+) -> np.ndarray:
+    """The unfinished fingerprints of ``count`` strings of ``size`` bytes each (ids such as
+    zero-padded numbers or paths of one pattern), stored one after another from ``first``.
+
+    The same words as :func:`_hashes` mixes, without its gathers: the bytes are laid out
+    one string per row of a zero-padded matrix, whose columns are the words.
+    """
+    width = max((size + 7) // 8, 1)
+    # np.empty and the padding zeroed here, not np.zeros: calloc would take fresh pages from
+    # the kernel for each slice, where malloc reuses the previous slice's.
+    block = np.empty((count, 8 * width), dtype=np.uint8)
+    block[:, size:] = 0
+    if size:
+        data = np.frombuffer(data_buffer, dtype=np.uint8, count=count * size, offset=first)
+        block[:, :size] = data.reshape(count, size)
+    words = block.view(np.uint64)
+    hashes = np.full(count, size, dtype=np.uint64)
+    hashes *= SPREAD
+    for word in range(width):
+        hashes ^= words[:, word]
+        hashes *= SPREAD
+    return hashes
+
+
+def _hashes(
+    data_buffer: pa.Buffer | bytes, offsets: np.ndarray, length: np.ndarray, shortest: int
+) -> np.ndarray:
+    """The unfinished fingerprints of strings of any lengths (see :func:`_slice_fingerprints`)."""
+    first, end = int(offsets[0]), int(offsets[-1])
     word_count = (int(length.max(initial=0)) + 7) // 8
-    # A zero-padded aligned copy of the bytes, with room for the word after the last one.
-    words = np.zeros((end - first) // 8 + word_count + 2, dtype=np.uint64)
+    # A zero-padded aligned copy of the bytes, with room for the word after the last one
+    # (zeroed by hand, as in _fixed_width_hashes).
+    words = np.empty((end - first) // 8 + word_count + 2, dtype=np.uint64)
+    words[(end - first) // 8 :] = 0
     if end > first:
         words.view(np.uint8)[: end - first] = np.frombuffer(
             data_buffer, dtype=np.uint8, count=end - first, offset=first
@@ -353,7 +397,6 @@ def _slice_fingerprints(strings: pa.Array) -> np.ndarray:
     low_shift = ((start << 3) & 56).view(np.uint64)
     # Shifting by 64 is undefined, so the high part moves by (63 - shift) and then by 1.
     high_shift = np.uint64(63) - low_shift
-    shortest = int(length.min(initial=0))
     hashes = length.view(np.uint64) * SPREAD
     for word in range(max(word_count, 1)):
         value = words[word:][aligned] >> low_shift
@@ -367,9 +410,6 @@ def _slice_fingerprints(strings: pa.Array) -> np.ndarray:
             # Only strings that reach this word mix it in: a string's fingerprint must not
             # depend on the strings hashed alongside it.
             hashes = np.where(length > 8 * word, mixed, hashes)
-    hashes ^= hashes >> np.uint64(31)
-    hashes *= FINISH
-    hashes ^= hashes >> np.uint64(29)
     return hashes
 
 

@@ -153,3 +153,20 @@ def test_pair_index_finds_every_pair_of_a_grouped_or_shuffled_table(
     other_group = (groups[asked] + 1) % (len(lengths) + 1)
     found = table.find(np.r_[groups[asked], other_group], pa.array([values[r] for r in asked] * 2))
     assert found.tolist() == asked.tolist() + [-1] * len(asked)
+
+
+def test_fingerprints_of_ids_of_one_width_equal_those_of_mixed_widths():
+    """A slice whose ids all have one length is hashed from a matrix of its bytes: the same
+    fingerprints as when the ids stand among others of other lengths (or sliced out)."""
+    ids = [f"corpus/{number:010d}#passage-é" for number in range(2_000)]
+    mixed = fingerprints(pa.array([*ids, "short", *ids[:3]])).tolist()
+    one_width = fingerprints(pa.array(ids)).tolist()
+    sliced = fingerprints(pa.array(ids).slice(7, 100)).tolist()
+    assert one_width == mixed[: len(ids)]
+    assert mixed[len(ids) + 1 :] == one_width[:3]
+    assert sliced == one_width[7:107]
+    assert len(set(one_width)) == len(ids)
+    assert (
+        fingerprints(pa.array(["", ""])).tolist()
+        == fingerprints(pa.array(["", "a"]))[:1].tolist() * 2
+    )
