@@ -481,16 +481,19 @@ def _group_matrix(
     keys: np.ndarray, begins: np.ndarray, lengths: np.ndarray, width: int
 ) -> np.ndarray:
     """``keys`` (uint32) laid out one group per row of a matrix ``width`` wide, padded with
-    ``PADDING``; a group longer than ``width`` keeps its first ``width`` keys. The groups'
-    rows stand together, group g from ``begins[g]`` on for ``lengths[g]`` rows."""
+    ``PADDING``; a group longer than ``width`` keeps none (its row is all padding). The
+    groups' rows stand together, group g from ``begins[g]`` on for ``lengths[g]`` rows."""
     if width * len(begins) == len(keys):  # every group has as many rows (a run cut at depth k)
         return keys.reshape(len(begins), width)
     matrix = np.full((len(begins), width), PADDING, dtype=np.uint32)
-    # Row i goes to cell (group, i - begin) of the flattened matrix.
-    column = np.arange(len(keys)) - np.repeat(begins, lengths)
-    cell = column + np.repeat(np.arange(len(begins)) * width, lengths)
-    inside = column < width
-    matrix.ravel()[cell[inside]] = keys[inside]
+    # Row i goes to cell (group, i - begin) of the flattened matrix; in place, to spare
+    # arrays as long as the keys.
+    cell = np.arange(len(keys))
+    cell += np.repeat(np.arange(len(begins)) * width - begins, lengths)
+    if lengths.max() > width:
+        inside = np.repeat(lengths <= width, lengths)
+        cell, keys = cell[inside], keys[inside]
+    matrix.ravel()[cell] = keys
     return matrix
 
 
@@ -512,7 +515,8 @@ def _grouped_order(groups: np.ndarray, keys: np.ndarray) -> np.ndarray:
     columns = np.argsort(matrix, axis=1)
     # Padding sorts last, or among low bits equal to it: dropping it leaves the order sorted.
     real = columns < lengths[:, None]
-    return (begins[:, None] + columns)[real]
+    columns += begins[:, None]
+    return columns[real]
 
 
 def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
