@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from eval.arrow import arrow_loaded, pa, pc
+from eval.groups import PADDING, group_begins, group_matrix, grouped_order, ranges
 
 if TYPE_CHECKING:  # pandas is not imported on the eval path: a small eval would pay 0.3 s
     import pandas as pd
@@ -38,8 +39,6 @@ ARROW_ROWS = 100_000
 # Odd 64-bit constants (from splitmix64): multiplying by them spreads bits upwards.
 SPREAD = np.uint64(0x9E3779B97F4A7C15)
 FINISH = np.uint64(0xBF58476D1CE4E5B9)
-# Fills the cells of a group matrix (see _group_matrix) that hold no value.
-PADDING = np.iinfo(np.uint32).max
 # BYTE_MASKS[n] keeps the first n bytes of a little-endian word.
 BYTE_MASKS = np.array([(1 << (8 * n)) - 1 for n in range(9)], dtype=np.uint64)
 
@@ -438,9 +437,9 @@ def first_repeat(groups: np.ndarray, values: Strings) -> int | None:
     file written query by query), only the groups where two values share a fingerprint
     (:func:`_rows_of_suspect_groups`) are checked value by value.
     """
-    begins = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]]) if len(groups) else None
+    begins = group_begins(groups)
     # A group that begins twice has its rows apart (bincount: np.unique imports numpy.ma).
-    if begins is None or np.bincount(groups[begins]).max() > 1:
+    if len(begins) == 0 or np.bincount(groups[begins]).max() > 1:
         return _first_repeat(groups, values)
     suspects = _rows_of_suspect_groups(begins, values)
     if len(suspects) == 0:
@@ -467,7 +466,7 @@ def _rows_of_suspect_groups(begins: np.ndarray, values: Strings) -> np.ndarray:
         # Padding sorts after every value: a value equal to it moves one down (a false
         # suspect at worst, which the check value by value clears).
         np.minimum(keys, PADDING - 1, out=keys)
-    matrix = _group_matrix(keys, begins, lengths, width)
+    matrix = group_matrix(keys, begins, lengths, width)
     matrix.sort(axis=1)
     same = np.equal(matrix[:, 1:], matrix[:, :-1])
     if padded:
@@ -475,58 +474,6 @@ def _rows_of_suspect_groups(begins: np.ndarray, values: Strings) -> np.ndarray:
     shared = same.any(axis=1)
     suspect = np.flatnonzero(shared | (lengths > width))
     return ranges(begins[suspect], lengths[suspect])
-
-
-def _group_matrix(
-    keys: np.ndarray, begins: np.ndarray, lengths: np.ndarray, width: int
-) -> np.ndarray:
-    """``keys`` (uint32) laid out one group per row of a matrix ``width`` wide, padded with
-    ``PADDING``; a group longer than ``width`` keeps none (its row is all padding). The
-    groups' rows stand together, group g from ``begins[g]`` on for ``lengths[g]`` rows."""
-    if width * len(begins) == len(keys):  # every group has as many rows (a run cut at depth k)
-        return keys.reshape(len(begins), width)
-    matrix = np.full((len(begins), width), PADDING, dtype=np.uint32)
-    # Row i goes to cell (group, i - begin) of the flattened matrix; in place, to spare
-    # arrays as long as the keys.
-    cell = np.arange(len(keys))
-    cell += np.repeat(np.arange(len(begins)) * width - begins, lengths)
-    if lengths.max() > width:
-        inside = np.repeat(lengths <= width, lengths)
-        cell, keys = cell[inside], keys[inside]
-    matrix.ravel()[cell] = keys
-    return matrix
-
-
-def _grouped_order(groups: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    """The order that sorts ``keys`` (pair keys: the group in the high 32 bits).
-
-    When the groups stand in ascending order, the keys are sorted by their high bits
-    already: sorting each group's low bits as a row of a matrix is some 15 times quicker
-    than sorting the whole array (see :func:`_rows_of_suspect_groups`).
-    """
-    if len(groups) == 0 or np.any(groups[1:] < groups[:-1]):
-        return np.argsort(keys)
-    begins = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]])
-    lengths = np.diff(begins, append=len(groups))
-    width = int(lengths.max())
-    if width * len(begins) > 2 * len(groups):
-        return np.argsort(keys)
-    matrix = _group_matrix(keys.astype(np.uint32), begins, lengths, width)
-    columns = np.argsort(matrix, axis=1)
-    # Padding sorts last, or among low bits equal to it: dropping it leaves the order sorted.
-    real = columns < lengths[:, None]
-    columns += begins[:, None]
-    return columns[real]
-
-
-def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """The positions ``start, start + 1, ..., start + length - 1`` of each range, in turn.
-
-    >>> ranges(np.array([5, 0]), np.array([2, 3])).tolist()
-    [5, 6, 0, 1, 2]
-    """
-    ends = np.cumsum(lengths)
-    return np.arange(ends[-1] if len(ends) else 0) + np.repeat(starts - (ends - lengths), lengths)
 
 
 def _first_repeat(groups: np.ndarray, values: Strings) -> int | None:
@@ -563,7 +510,7 @@ class PairIndex:
     def __init__(self, groups: np.ndarray, values: Strings):
         self.groups, self.values = groups, values
         keys = pair_keys(groups, values)
-        self.order = _grouped_order(groups, keys)
+        self.order = grouped_order(groups, keys)
         self.sorted_keys = keys[self.order]
 
     def find(self, groups: np.ndarray, values: Strings) -> np.ndarray:

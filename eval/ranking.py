@@ -31,11 +31,11 @@ from eval.columns import (
     as_strings,
     filter_rows,
     lookup,
-    ranges,
     sort_order,
     take_distinct,
     take_rows,
 )
+from eval.groups import ranges
 from eval.readers import Golden, Run
 
 if TYPE_CHECKING:  # a small file's ids are numpy arrays: pyarrow is imported only for a large one
