@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from eval.arrow import pa, pc, pcsv, suit_memory_to_large_files
+from eval.arrow import pa, pc, pcsv
 from eval.columns import (
     arrow_array,
     arrow_strings,
@@ -344,7 +344,6 @@ def read_general(path: Path, layout: Layout) -> Rows:
     Any file it would refuse (and one it cannot split into lines) goes to :func:`read_plain`,
     which words the refusal: both paths always name the same line and field.
     """
-    suit_memory_to_large_files()
     lines = _arrow_lines(path)
     if lines is None:
         return read_plain(path, layout)
@@ -427,7 +426,6 @@ def read_fast(path: Path, layout: Layout, first_line: str) -> Rows | None:
     """
     if layout.header:
         return None
-    suit_memory_to_large_files()
     delimiter = "\t" if "\t" in first_line else " "
     query_name, doc_name = layout.names[layout.query], layout.names[layout.doc]
     types = {
