@@ -325,6 +325,42 @@ def build_report(
             abstain_below=abstain_below,
         ),
     )
+    return ranked_report(
+        golden,
+        run,
+        ranking,
+        per_query,
+        version,
+        metrics,
+        bootstrap=bootstrap,
+        seed=seed,
+        rel_threshold=rel_threshold,
+        gain=gain,
+        abstain_below=abstain_below,
+        worst=worst,
+        frame=frame,
+    )
+
+
+def ranked_report(
+    golden: Golden,
+    run: Run,
+    ranking: Ranking,
+    per_query: PerQuery,
+    version: str,
+    metrics: Sequence[str] = DEFAULT_METRICS,
+    *,
+    bootstrap: int = 1000,
+    seed: int = 0,
+    rel_threshold: int = 1,
+    gain: str = "linear",
+    abstain_below: float | None = None,
+    worst: int = 10,
+    frame: bool = True,
+) -> dict:
+    """:func:`build_report` from the run already ranked for ``metrics`` (with the same
+    options), their per-query values and the golden set's version: what a caller that keeps
+    them up to date query by query (:mod:`eval.splice`) needs to compute again."""
     first_hit = _first_hit(ranking)
     relevant_only = lists_only_relevant(golden, rel_threshold)
     report = {

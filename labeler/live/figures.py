@@ -9,7 +9,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from eval.ranking import NOT_RANKED, rank
+from eval.ranking import NOT_RANKED, Ranking, rank
 from eval.readers import Golden, Run
 from eval.report import NO_SLICE, slice_summaries, summarise
 from labeler.live.formats import (
@@ -32,6 +32,7 @@ __all__ = [
     "changed_queries",
     "CHANGES",
     "first_relevant",
+    "first_relevant_of",
     "first_relevant_ranks",
     "HEADLINE",
     "LABEL_LINK",
@@ -276,7 +277,11 @@ _EMPTY_REPORT = {"queries": {"answerable": 0}, "metrics": {}, "slices": {}}
 def first_relevant(golden: Golden, run: Run) -> pd.Series:
     """Each scored query's first relevant rank within the top 10 (NaN when none is there), as
     eval ranks the run: a Series indexed by query_id, in eval's query order."""
-    ranking = rank(golden, run, top=CUTOFF)
+    return first_relevant_of(rank(golden, run, top=CUTOFF))
+
+
+def first_relevant_of(ranking: Ranking) -> pd.Series:
+    """:func:`first_relevant` of a run already ranked (to the top 10 at least)."""
     first = ranking.first_relevant_within(CUTOFF)
     ranks = np.where(first == NOT_RANKED, np.nan, first.astype(np.float64))
     return pd.Series(ranks, index=pd.Index(ranking.query_ids, name="query_id"))

@@ -135,15 +135,16 @@ def dashboard_refresher(
             if candidates not in held:
                 held.clear()
                 held[candidates] = project_run(store, run)
-            golden, first_ranks = labels.update(store, state, held[candidates])
+            labelled = labels.update(store, state, held[candidates])
             measured = cost_summary(store, rate)
             figures = snapshot(
-                golden,
+                labelled.golden,
                 held[candidates],
                 measured,
                 store.eval_history(),
                 target=target,
-                first_ranks=first_ranks,
+                ranking=labelled.ranking,
+                version=labelled.version,
             )
             return Dashboard(figures, coverage(store), throughput(store), store.status(), measured)
 
