@@ -13,7 +13,7 @@ from test_live import label, labelled_demo
 
 from eval.metrics import DEFAULT_METRICS, Ranking, rank_run
 from labeler import live
-from labeler.live.incremental import Labelled, LiveGolden
+from labeler.live.incremental import Labelled, LiveGolden, LiveWork
 from labeler.store import Store
 
 
@@ -115,3 +115,34 @@ def test_the_dashboard_refresher_updates_incrementally_to_the_full_figures(mixed
     golden, run, measured = live.golden_set(mixed), live.project_run(mixed), shown.cost
     assert_same_figures(shown.snapshot, live.snapshot(golden, run, measured))
     assert shown.snapshot.report["queries"]["answerable"] == before["answerable"] + 2
+
+
+def assert_work_as_read_in_full(work: LiveWork, store: Store) -> None:
+    """The kept work figures equal the store's, read in full, and so do the dashboard's."""
+    pd.testing.assert_frame_equal(work.seconds, store.judgement_seconds())
+    by = ["annotator", "judged_depth"]
+    pd.testing.assert_frame_equal(
+        work.depths.sort_values(by, ignore_index=True),
+        store.completed_depths().sort_values(by, ignore_index=True),
+    )
+    for since in ("", "2000-01-01T00"):
+        pd.testing.assert_frame_equal(work.per_hour(since), store.judgements_per_hour(since))
+    assert work.per_hour("9999-01-01T00").empty  # no judgements from that hour on
+    kept = live.cost_summary(store, seconds=work.seconds, depths=work.depths)
+    assert kept.as_dict() == live.cost_summary(store).as_dict()
+    pd.testing.assert_frame_equal(
+        live.throughput(store, per_hour=work.per_hour), live.throughput(store)
+    )
+
+
+def test_the_work_figures_read_only_newer_events_and_equal_the_stores(mixed):
+    work = LiveWork()
+    work.update(mixed, live.ProjectState.of(mixed))
+    assert_work_as_read_in_full(work, mixed)
+    judge_fully(mixed, "q10", [0, 1], annotator="ben")  # a new pass completed
+    mixed.undo("ana", "q08")  # a completed pass no longer done
+    label(mixed, "q11", 2, annotator="chen")  # a new annotator
+    work.update(mixed, live.ProjectState.of(mixed))
+    assert_work_as_read_in_full(work, mixed)
+    work.update(mixed, live.ProjectState.of(mixed))  # nothing new
+    assert_work_as_read_in_full(work, mixed)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -213,12 +213,18 @@ def coverage(store: Store) -> pd.DataFrame:
                   "in_progress", "pending", "done_share"]]  # fmt: skip
 
 
-def throughput(store: Store, hours: int = 24, now: datetime | None = None) -> pd.DataFrame:
+def throughput(
+    store: Store,
+    hours: int = 24,
+    now: datetime | None = None,
+    per_hour: Callable[[str], pd.DataFrame] | None = None,
+) -> pd.DataFrame:
     """Judgements made per hour and annotator over the last ``hours`` hours (UTC), only the
-    hours that have some: DataFrame(hour, annotator, judgements), oldest first."""
+    hours that have some: DataFrame(hour, annotator, judgements), oldest first. ``per_hour``
+    counts them from an hour on, as :meth:`Store.judgements_per_hour` (the default) does."""
     now = now or datetime.now(UTC)
     first = (now - timedelta(hours=hours - 1)).replace(minute=0, second=0, microsecond=0)
-    counts = store.judgements_per_hour(since=first.strftime("%Y-%m-%dT%H"))
+    counts = (per_hour or store.judgements_per_hour)(first.strftime("%Y-%m-%dT%H"))
     counts["hour"] = pd.to_datetime(counts["hour"], format="%Y-%m-%dT%H", utc=True)
     return counts[["hour", "annotator", "judgements"]]
 

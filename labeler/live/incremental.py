@@ -85,3 +85,60 @@ def _only(run: Run, query_ids: pd.Index) -> Run:
     """``run`` cut to the results of ``query_ids`` (its results frame is built once)."""
     results = run.results
     return run_from_frame(results[results["query_id"].isin(query_ids)], name=run.name)
+
+
+JUDGEMENTS = ("judge", "attach")  # the events that count as judgements made (undone ones too)
+
+
+class LiveWork:
+    """The dashboard's work figures kept up to date event by event: the active seconds of
+    every judgement made, the judged depth of every completed pass and the judgements per
+    hour and annotator. :meth:`update` reads the whole log once (and again when the queries,
+    runs or settings change); afterwards only the newer events, and the passes of the
+    queries they touch. :attr:`seconds`, :attr:`depths` and :meth:`per_hour` equal
+    :meth:`Store.judgement_seconds`, :meth:`Store.completed_depths` and
+    :meth:`Store.judgements_per_hour` (the tests hold them equal).
+    """
+
+    def __init__(self) -> None:
+        self._reset(None)
+
+    def _reset(self, candidates: ProjectState | None) -> None:
+        self._candidates = candidates
+        self._last: int | None = None  # the last event read
+        self.seconds = pd.DataFrame()  # annotator, seconds: one row per judgement, in log order
+        self._depths = pd.DataFrame()  # query_id, annotator, judged_depth
+        hours = pd.MultiIndex.from_arrays([[], []], names=["hour", "annotator"])
+        self._hours = pd.Series([], index=hours, dtype="int64")  # judgements per hour, annotator
+
+    @property
+    def depths(self) -> pd.DataFrame:
+        """Judged depth of every completed pass: DataFrame(annotator, judged_depth)."""
+        return self._depths[["annotator", "judged_depth"]]
+
+    def update(self, store: Store, state: ProjectState) -> None:
+        """Bring the figures up to the events of ``store`` now (``state`` or later)."""
+        if self._candidates != state.candidates():
+            self._reset(state.candidates())
+        events = store.events_after(self._last)
+        if self._last is None:
+            self._depths = store.completed_depths_of()
+        elif len(events):
+            touched = list(dict.fromkeys(events["query_id"]))
+            kept = self._depths[~self._depths["query_id"].isin(touched)]
+            self._depths = pd.concat([kept, store.completed_depths_of(touched)], ignore_index=True)
+        if self._last is None or len(events):
+            judged = events[events["action"].isin(JUDGEMENTS)]
+            self.seconds = pd.concat(
+                [self.seconds, judged[["annotator", "seconds"]]], ignore_index=True
+            ).astype({"seconds": "float64"})
+            counts = judged.groupby(["hour", "annotator"]).size()
+            self._hours = self._hours.add(counts, fill_value=0).astype("int64")
+            self._last = int(events["id"].max()) if len(events) else (self._last or 0)
+
+    def per_hour(self, since: str = "") -> pd.DataFrame:
+        """Judgements per UTC hour and annotator from the hour ``since`` on, as
+        :meth:`Store.judgements_per_hour`: DataFrame(hour, annotator, judgements)."""
+        counts = self._hours[self._hours.index.get_level_values(0) >= since]
+        frame = counts.rename("judgements").rename_axis(["hour", "annotator"]).reset_index()
+        return frame.sort_values(["hour", "annotator"], ignore_index=True)
