@@ -11,7 +11,7 @@ import pandas as pd
 
 from eval.ranking import NOT_RANKED, Ranking, rank
 from eval.readers import Golden, Run
-from eval.report import NO_SLICE, slice_summaries, summarise
+from eval.report import slice_rows, slice_summaries, summarise
 from labeler.live.formats import (
     _FIGURE_COLUMNS,
     ALL,
@@ -91,17 +91,18 @@ def first_relevant_ranks(first_ranks: pd.Series, golden: Golden) -> pd.DataFrame
     in the top 10, overall and per slice: DataFrame(slice, rank, queries, share).
     ``first_ranks`` is :func:`first_relevant` of the run."""
     first = first_ranks.to_numpy()
-    ranks = np.full(len(first), "none", dtype=object)
     found = ~np.isnan(first)
-    ranks[found] = first[found].astype(int).astype(str)
-    slices = golden.queries.set_index("query_id")["slice"].reindex(first_ranks.index)
-    labelled = pd.DataFrame({"rank": ranks, "slice": slices.replace("", NO_SLICE).to_numpy()})
-    groups = [(ALL, labelled)] + (list(labelled.groupby("slice")) if slices.any() else [])
+    bins = np.full(len(first), CUTOFF, dtype=np.int64)  # the last bin: none in the top 10
+    bins[found] = first[found].astype(np.int64) - 1
+    query_ids = first_ranks.index.to_numpy(dtype=object)
+    groups = {ALL: np.arange(len(first))}
+    if len(query_ids) and (golden.query_values("slice", query_ids) != "").any():
+        groups |= slice_rows(golden, query_ids)
     order = [str(rank) for rank in range(1, CUTOFF + 1)] + ["none"]
     frames = []
-    for name, group in groups:
-        counts = group["rank"].value_counts().reindex(order, fill_value=0)
-        share = counts / counts.sum() if len(group) else counts.astype(float)
+    for name, rows in groups.items():
+        counts = np.bincount(bins[rows], minlength=CUTOFF + 1)
+        share = counts / counts.sum() if len(rows) else counts.astype(float)
         frames.append(
             pd.DataFrame({"slice": name, "rank": order, "queries": counts, "share": share})
         )

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
+from eval.columns import as_strings, filter_rows, lookup
 from eval.metrics import DEFAULT_METRICS, Ranking, rank_run
-from eval.readers import Golden, Run, golden_from_records, run_from_frame
+from eval.readers import Golden, Run, golden_from_records
 from eval.splice import label_digests, spliced_ranking, updated_digests, version_of
-from labeler.live.project import ProjectState, golden_set
+from labeler.live.project import KeptGolden, ProjectState, golden_set
 from labeler.store import Store
 
 
@@ -73,7 +75,7 @@ def _patched(labelled: Labelled, store: Store, run: Run, changed: list[str]) -> 
     judgments = pd.concat(
         [old[~judged_before], fresh.judgments.astype(old.dtypes.to_dict())], ignore_index=True
     )
-    patched = Golden(queries.astype(golden.queries.dtypes.to_dict()), judgments)
+    patched = KeptGolden(queries.astype(golden.queries.dtypes.to_dict()), judgments)
     before = Golden(golden.queries[at], old[judged_before])  # the same queries' old labels
     digests = updated_digests(labelled.digests, before, fresh)
     ranked = rank_run(fresh, _only(run, rows.index), DEFAULT_METRICS)  # the changed queries
@@ -82,9 +84,20 @@ def _patched(labelled: Labelled, store: Store, run: Run, changed: list[str]) -> 
 
 
 def _only(run: Run, query_ids: pd.Index) -> Run:
-    """``run`` cut to the results of ``query_ids`` (its results frame is built once)."""
-    results = run.results
-    return run_from_frame(results[results["query_id"].isin(query_ids)], name=run.name)
+    """``run`` cut to the results of ``query_ids``, in the run's order (its arrays filtered)."""
+    wanted = np.flatnonzero(
+        lookup(as_strings(run.query_ids), query_ids.to_numpy(dtype=object)) >= 0
+    )
+    renumbered = np.full(len(run.query_ids), -1, dtype=np.int64)
+    renumbered[wanted] = np.arange(len(wanted))
+    rows = renumbered[run.query_index] >= 0
+    return Run(
+        query_ids=run.query_ids[wanted],
+        query_index=renumbered[run.query_index[rows]],
+        doc_ids=filter_rows(run.doc_ids, rows),
+        scores=run.scores[rows],
+        name=run.name,
+    )
 
 
 JUDGEMENTS = ("judge", "attach")  # the events that count as judgements made (undone ones too)
