@@ -275,8 +275,9 @@ class Connection:
         found it corrupt; None while it runs, once it passed, or when none ran."""
         return None if self._integrity is None else self._integrity.problem()
 
-    def _await_integrity(self) -> None:
-        """Wait for the integrity check of the file if one runs; raise if it failed."""
+    def wait_for_integrity_check(self) -> None:
+        """Wait for this process's integrity check of the file if one runs (see
+        :meth:`open_project`); raise :class:`ProjectError` if it failed. Writes call it."""
         if self._integrity is not None:
             self._integrity.wait()
 
@@ -293,7 +294,7 @@ class Connection:
     @contextmanager
     def _writing(self) -> Iterator[sqlite3.Connection]:
         """One write transaction, ``BEGIN IMMEDIATE`` (see the module docstring)."""
-        self._await_integrity()
+        self.wait_for_integrity_check()
         with self._lock:
             self.conn.execute("BEGIN IMMEDIATE")
             began, changes = time.perf_counter(), self.conn.total_changes
