@@ -34,6 +34,7 @@ Prints the timings in seconds and writes bench/out/dashboard_speed.json.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import re
@@ -246,6 +247,7 @@ def main() -> None:
     parser.add_argument("--server-life", type=Path, help=argparse.SUPPRESS)  # time_page's child
     options = parser.parse_args()
     if options.server_life:
+        importlib.import_module("labeler.app")  # what `streamlit run` imports at its start
         print(READY_PREFIX, flush=True)
         server_life(options.server_life, options.label_timeout)
         return

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from eval.metrics import PerQuery
 from eval.ranking import NOT_RANKED, Ranking, rank
 from eval.readers import Golden, Run
 from eval.report import slice_rows, slice_summaries, summarise
@@ -76,11 +77,12 @@ def report_table(report: Mapping) -> pd.DataFrame:
 def unanswerable_shares(golden: Golden, bootstrap: int = BOOTSTRAP, seed: int = SEED) -> dict:
     """Share of done queries flagged unanswerable, overall (``all``) and per slice, each
     with its bootstrap 95% CI: ``{slice: {"queries": n, "mean": ..., "ci95": [...]}}``."""
-    queries = golden.queries
-    done = queries[queries["status"] == "done"].set_index("query_id")
-    flags = pd.DataFrame({UNANSWERABLE: (~done["answerable"]).astype(float)})
-    shares = {ALL: {"queries": len(flags), "metrics": summarise(flags, bootstrap, seed)}}
-    shares.update(slice_summaries(flags, done["slice"], bootstrap, seed))
+    done = golden.query_column("status") == "done"
+    flags = (~golden.answerable[done]).astype(float)[:, None]
+    per_query = PerQuery(golden.query_column("query_id")[done], (UNANSWERABLE,), flags)
+    shares = {ALL: {"queries": len(flags), "metrics": summarise(per_query, bootstrap, seed)}}
+    if (golden.query_column("slice")[done] != "").any():  # slices among the done queries
+        shares.update(slice_summaries(per_query, golden, bootstrap, seed))
     return {
         name: {"queries": e["queries"], **e["metrics"][UNANSWERABLE]} for name, e in shares.items()
     }
