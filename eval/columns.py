@@ -84,12 +84,17 @@ def arrow_array(values: object, type: pa.DataType | None = None) -> pa.Array | p
 def _utf8_buffers(values: object) -> tuple[np.ndarray, bytes]:
     """Strings (any sequence of str) as Arrow lays them out: int64 offsets and UTF-8 data."""
     try:
-        encoded = [value.encode() for value in values]
-    except AttributeError:
+        joined = "".join(values)
+    except TypeError:
         raise TypeError("arrow_array takes numbers, booleans or str values") from None
-    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-    np.cumsum(np.fromiter(map(len, encoded), np.int64, len(encoded)), out=offsets[1:])
-    return offsets, b"".join(encoded)
+    if joined.isascii():  # the usual ids: a character is a byte, no string is encoded alone
+        data, pieces = joined.encode("ascii"), values
+    else:
+        pieces = [value.encode() for value in values]
+        data = b"".join(pieces)
+    offsets = np.zeros(len(pieces) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, pieces), np.int64, len(pieces)), out=offsets[1:])
+    return offsets, data
 
 
 def strings_column(values: list[str]) -> Strings:

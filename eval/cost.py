@@ -185,6 +185,13 @@ def pool_depth_per_query(
     return float(pool.groupby("query_id", sort=False).size().mean())
 
 
+def median_seconds_per_judgement(seconds: ArrayLike) -> float:
+    """The median of the active seconds of the judgements made so far: the human speed every
+    cost estimate prices with (robust to the odd long pause); NaN before any is measured."""
+    seconds = np.asarray(seconds, dtype=np.float64)
+    return float(np.median(seconds)) if len(seconds) else math.nan
+
+
 def measured_cost(
     seconds_per_judgement: ArrayLike,
     judgements_per_query: ArrayLike,
@@ -204,7 +211,7 @@ def measured_cost(
     depths = _non_negative_array(judgements_per_query, "judgements_per_query")
     _check_non_negative(queries_remaining=queries_remaining, hourly_rate=hourly_rate)
     _check_annotators(annotators_per_query)
-    median_seconds = float(np.median(seconds)) if len(seconds) else math.nan
+    median_seconds = median_seconds_per_judgement(seconds)
     mean_depth = float(depths.mean()) if len(depths) else math.nan
     remaining_seconds = (
         queries_remaining * mean_depth * median_seconds * annotators_per_query

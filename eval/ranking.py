@@ -58,14 +58,29 @@ def comparable_scores(scores: np.ndarray) -> np.ndarray:
         return np.asarray(scores, dtype=np.float64).astype(np.float32)
 
 
-def concurrently(*calls: Callable[[], object]) -> list:
+# Below this many run rows, a second thread costs more than it saves: a small file is read by
+# the plain parser, which holds the GIL, so the threads take turns (every 5 ms, Python's switch
+# interval) instead of overlapping. See worth_threads.
+THREADED_ROWS = 50_000
+
+
+def worth_threads(*runs: Run) -> bool:
+    """Whether eval's steps over these runs should overlap on threads (:func:`concurrently`):
+    only where numpy and Arrow work long enough without the GIL."""
+    return sum(len(run.query_index) for run in runs) > THREADED_ROWS
+
+
+def concurrently(*calls: Callable[[], object], threads: bool = True) -> list:
     """Call each function on its own thread, all at once; their results, in order.
 
-    An error is raised from the first call (in order) that failed.
+    An error is raised from the first call (in order) that failed. With ``threads=False``
+    (small inputs: see :func:`worth_threads`) the calls run one after another.
 
     >>> concurrently(lambda: 1 + 1, lambda: "two")
     [2, 'two']
     """
+    if not threads:
+        return [call() for call in calls]
     # Plain threads: concurrent.futures (with logging and queue) costs a small eval 5 ms to import.
     results: list = [None] * len(calls)
     errors: list[BaseException | None] = [None] * len(calls)
@@ -201,7 +216,9 @@ def rank(
 
     # The judgements' side needs only the golden set: it is indexed while the run is ranked.
     judgments, (runs, retrieved, rows) = concurrently(
-        lambda: _Judgments.of(golden, query_ids), ranked_rows
+        lambda: _Judgments.of(golden, query_ids),
+        ranked_rows,
+        threads=worth_threads(run),
     )
     rows = rows.with_grades(judgments, rel_threshold)
     if to_first_relevant and limit is not None:

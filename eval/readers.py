@@ -50,12 +50,13 @@ __all__ = [
 ]
 
 QUERY_COLUMNS = ("query_id", "query", "slice", "status", "answerable", "mode")
-# Files up to this size are read by the plain parser (into numpy: pyarrow is never imported),
-# larger ones by Arrow's fast path or general parser; every parser gives the same reading
-# (eval/trec.py). Measured in fresh processes, import included, on `short` runs (36 bytes a
-# line): 20,000 lines (0.5 MiB) plain 26 ms quicker than Arrow, 50,000 lines (1.4 MiB) 8 ms
-# slower, 100,000 lines 94 ms slower.
-PLAIN_MAX_BYTES = 1 << 20
+# Files of up to about this many lines are read by the plain parser (into numpy: pyarrow is
+# never imported), longer ones by Arrow's fast path or general parser; every parser gives the
+# same reading (eval/trec.py). Measured in fresh processes, import included, on runs of short
+# ids (29 bytes a line) and of long ones (99 bytes): plain is 50-65 ms quicker at 20,000 lines,
+# even at 50,000 (1.4 and 4.7 MiB), 80-160 ms slower at 100,000. The count of lines is
+# estimated from the file's size and its first line.
+PLAIN_MAX_LINES = 50_000
 Parser = Literal["auto", "fast", "general", "plain"]
 
 
@@ -197,7 +198,7 @@ def _as_text(column: np.ndarray | pa.Array | pa.ChunkedArray) -> pa.Array | pa.C
     if np.issubdtype(column.dtype, np.integer) and arrow_loaded():
         # Arrow writes integers as str() does, and much faster than Python.
         return pc.cast(arrow_array(column), pa.large_string())
-    if column.dtype == object and all(isinstance(value, str) for value in column.tolist()):
+    if column.dtype == object and set(map(type, column.tolist())) <= {str}:
         return column
     return np.array([str(value) for value in column.tolist()], dtype=object)
 
@@ -301,7 +302,7 @@ def read_run(path: str | Path, name: str | None = None, parser: Parser = "auto")
 
     ``parser`` picks how TREC text is parsed: ``"plain"`` (pure Python), ``"general"``
     (Arrow, any layout), ``"fast"`` (Arrow's CSV reader where the layout is clean, else the
-    general parser) or ``"auto"`` (plain up to ``PLAIN_MAX_BYTES``, fast beyond). They give
+    general parser) or ``"auto"`` (plain up to ``PLAIN_MAX_LINES``, fast beyond). They give
     the same run, or the same refusal, on every file.
     """
     path = Path(path)
@@ -314,7 +315,7 @@ def read_run(path: str | Path, name: str | None = None, parser: Parser = "auto")
 def read_rows(path: Path, layout: Layout, parser: Parser = "auto") -> Rows:
     """The rows of a TREC text file, read by the chosen parser (see :func:`read_run`)."""
     if parser == "auto":
-        parser = "plain" if path.stat().st_size <= PLAIN_MAX_BYTES else "fast"
+        parser = "plain" if _read_plainly(path) else "fast"
     if parser == "plain":
         return trec.read_plain(path, layout)
     if parser == "fast":
@@ -324,6 +325,19 @@ def read_rows(path: Path, layout: Layout, parser: Parser = "auto") -> Rows:
     elif parser != "general":
         raise ValueError(f"unknown parser {parser!r}: auto, fast, general or plain")
     return trec.read_general(path, layout)
+
+
+def worth_reading_together(*paths: str | Path) -> bool:
+    """Whether these files are worth reading on threads at once (``eval.ranking.concurrently``):
+    only when one of them is large enough for Arrow, whose readers release the GIL; the
+    plain parser holds it, and two threads of it would only take turns."""
+    return any(not _read_plainly(Path(path)) for path in paths if Path(path).is_file())
+
+
+def _read_plainly(path: Path) -> bool:
+    """Whether the "auto" parser reads this file with the plain parser: up to about
+    ``PLAIN_MAX_LINES`` lines, judged by the length of its first line."""
+    return path.stat().st_size <= PLAIN_MAX_LINES * (len(_first_content_line(path)) + 1)
 
 
 def run_from_frame(

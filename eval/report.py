@@ -27,7 +27,7 @@ from eval.metrics import (
     rank_run,
     reciprocal_rank,
 )
-from eval.ranking import comparable_scores, concurrently
+from eval.ranking import comparable_scores, concurrently, worth_threads
 from eval.readers import Golden, Run
 
 if TYPE_CHECKING:  # frames in, frames out for the app's callers; `goldset eval` never loads it
@@ -327,19 +327,12 @@ def build_report(
     is marked a lower bound (see :func:`summarise`); against a golden set that lists only
     relevant docs, judged@k entries say so (``"judged_relevant_only": true``).
     """
+    options = dict(rel_threshold=rel_threshold, depth=depth, keep_order=keep_order)
     # The golden set's version needs no ranking: it is hashed meanwhile.
     version, (ranking, per_query) = concurrently(
         lambda: golden.version,
-        lambda: _scored(
-            golden,
-            run,
-            metrics,
-            gain,
-            rel_threshold=rel_threshold,
-            depth=depth,
-            keep_order=keep_order,
-            abstain_below=abstain_below,
-        ),
+        lambda: _scored(golden, run, metrics, gain, abstain_below=abstain_below, **options),
+        threads=worth_threads(run),
     )
     return ranked_report(
         golden,
@@ -428,6 +421,7 @@ def compare_runs(
         lambda: {
             role: _scored(golden, run, metrics, gain, **options) for role, run in runs.items()
         },
+        threads=worth_threads(*runs.values()),
     )
     rankings = {role: ranking for role, (ranking, _) in scored.items()}
     before, after = scored["baseline"][1], scored["candidate"][1]

@@ -67,8 +67,6 @@ QUICK_UNSAFE = re.compile(
 )
 # QUICK_UNSAFE's characters of ASCII, as bytes.
 ASCII_UNSAFE = bytes([*range(0x09), *range(0x0E, 0x20), 0x7F])
-# Not NUL: numpy drops trailing NULs from a str, and would compare every token with "".
-LINE_MARK = "\x01"
 ALL_GRADES = re.compile(f"(?:{GRADE.pattern}\n)*")
 ALL_SCORES = re.compile(f"(?:(?:{SCORE.pattern})\n)*", re.I)
 
@@ -216,9 +214,9 @@ def read_quick(data: bytes, layout: Layout) -> Rows | None:
 
     Without control characters (the field-separating ASCII whitespace aside) and Unicode
     spaces, ``str.split`` splits where ``bytes.split`` does and every id is clean. The whole
-    file is split at once, each line end marked by a token ``LINE_MARK`` (a control character:
-    in no such file), so that the fields of each line are found with numpy; one regex checks
-    all the values.
+    file is split at once; numpy finds, from the bytes, where each token starts and on which
+    line, so that the fields of each line are found without a loop. One regex checks all the
+    values.
     """
     if data.isascii():  # the usual file: its bytes are checked quicker than by a regex
         if len(data.translate(None, ASCII_UNSAFE)) < len(data):
@@ -233,21 +231,18 @@ def read_quick(data: bytes, layout: Layout) -> Rows | None:
             return None
     if "\r" in text:  # a line ends at LF, CR LF or a lone CR
         text = text.replace("\r\n", "\n").replace("\r", "\n")
-    marked = text.replace("\n", f" {LINE_MARK} ") + f" {LINE_MARK}"
-    tokens = np.array(marked.split(), dtype=object)
-    ends = np.flatnonzero(tokens == LINE_MARK)
-    starts = np.r_[0, ends[:-1] + 1]
-    content = ends > starts
-    starts, counts = starts[content], (ends - starts)[content]
-    numbers = np.flatnonzero(content) + 1
-    if "#" in text and f"{LINE_MARK}#" in LINE_MARK + LINE_MARK.join(tokens[starts].tolist()):
-        return None  # a comment line
+        data = text.encode()
+    tokens = text.split()
+    lines = _line_tokens(data, len(tokens)) if tokens else None
+    if lines is None:
+        return None
+    starts, counts, numbers = lines
     if layout.header:
         starts, counts, numbers = starts[1:], counts[1:], numbers[1:]
-    if len(starts) == 0 or any(layout.count_problem(int(n)) for n in np.unique(counts)):
+    if len(starts) == 0 or any(layout.count_problem(n) for n in set(counts.tolist())):
         return None
-    values = tokens[starts + layout.value].tolist()
-    if not (ALL_GRADES if layout.integer else ALL_SCORES).fullmatch("\n".join(values) + "\n"):
+    values = _line_field(tokens, starts, counts, layout.value)
+    if not _plain_numbers(values, layout.integer):
         return None
     try:
         if layout.integer:
@@ -256,8 +251,61 @@ def read_quick(data: bytes, layout: Layout) -> Rows | None:
             parsed = np.array(list(map(float, values)), dtype=np.float64)
     except (OverflowError, ValueError):  # a grade past int64 (or past Python's digit limit)
         return None
-    query_index, query_ids = factorize_runs(tokens[starts + layout.query])
-    return Rows(query_ids, query_index, tokens[starts + layout.doc], parsed, numbers)
+    doc_ids = np.array(_line_field(tokens, starts, counts, layout.doc), dtype=object)
+    query_index, query_ids = factorize_runs(
+        np.array(_line_field(tokens, starts, counts, layout.query), dtype=object)
+    )
+    return Rows(query_ids, query_index, doc_ids, parsed, numbers)
+
+
+# The bytes that str.split() and bytes.split() both split on, in a file read_quick takes
+# (tab, line feed, vertical tab, form feed, space; a CR is made a line feed first).
+_SPACE = np.zeros(256, dtype=bool)
+_SPACE[[0x09, 0x0A, 0x0B, 0x0C, 0x20]] = True
+
+
+def _line_tokens(data: bytes, token_count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Per line with content: the index of its first token among the file's tokens, how many
+    it has, and its line number. None for a file with a comment line, or if numpy does not
+    find the ``token_count`` tokens that str.split() found (a file read_quick should not
+    have taken)."""
+    codes = np.frombuffer(data, dtype=np.uint8)
+    space = _SPACE[codes]
+    first_bytes = np.flatnonzero(~space & np.r_[True, space[:-1]])  # of each token
+    if len(first_bytes) != token_count:
+        return None
+    line_ends = np.flatnonzero(codes == 0x0A)
+    per_line = np.bincount(np.searchsorted(line_ends, first_bytes), minlength=len(line_ends) + 1)
+    content = np.flatnonzero(per_line)
+    counts = per_line[content]
+    starts = np.cumsum(counts) - counts
+    if (codes[first_bytes[starts]] == ord("#")).any():
+        return None  # a comment line
+    return starts, counts, content + 1
+
+
+# Over these characters, float() and int() take exactly the numbers SCORE and GRADE match
+# (no letters: no inf, nan or hex; no underscore; no space): the regex is needed only beyond.
+_DECIMAL_CHARACTERS = b"0123456789+-.eE\n"
+_INTEGER_CHARACTERS = b"0123456789+-\n"
+
+
+def _plain_numbers(values: list[str], integer: bool) -> bool:
+    """Whether every value is a grade (``integer``) or a score as the line-by-line loop
+    reads them: checked by its characters where that suffices, else by one regex."""
+    joined = "\n".join(values) + "\n"
+    allowed = _INTEGER_CHARACTERS if integer else _DECIMAL_CHARACTERS
+    if not joined.encode().translate(None, allowed):
+        return True  # float()/int() below refuse a malformed one, which the loop then words
+    return (ALL_GRADES if integer else ALL_SCORES).fullmatch(joined) is not None
+
+
+def _line_field(tokens: list[str], starts: np.ndarray, counts: np.ndarray, field: int) -> list[str]:
+    """One field of every line: a slice of the tokens when every line has the same count."""
+    width = int(counts[0])
+    if (counts == width).all():  # the lines' tokens stand one after another, width apart
+        return tokens[int(starts[0]) + field : int(starts[-1]) + width : width]
+    return [tokens[index] for index in (starts + field).tolist()]
 
 
 def _trec_id(field: bytes, name: str, where: tuple[str, int]) -> str:

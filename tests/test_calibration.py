@@ -389,3 +389,28 @@ def test_compare_with_machine_labels_needs_the_project_that_holds_them(tmp_path)
     result = CliRunner().invoke(cli, [*args, "--labels", "machine"])
     assert result.exit_code == 2
     assert "--labels machine|both reads a machine judge's labels: give --db" in result.output
+
+
+def test_calibrate_says_the_human_time_saved_is_unknown_before_any_human_judgement(tmp_path):
+    # The same median human speed as the planner's, with the same empty case: unknown, not 0.
+    with Store(tmp_path / "machine-only.db") as store:
+        store.import_records([{"query_id": "q0", "query": "x", "candidates": [{"doc_id": "d0"}]}])
+        context = {"judge": JUDGE, "model": "rule", "prompt_sha256": "0" * 64}
+        call = judges.Call("ok", 0.1, grade=1, reason="r")
+        store.record_judge_calls(
+            judges.call_rows(judges.Pair("q0", "d0", "", "", ""), [call], context)
+        )
+    args = [
+        "calibrate",
+        "--db",
+        str(tmp_path / "machine-only.db"),
+        "--judge",
+        JUDGE,
+        "--rate",
+        "60",
+    ]
+    text = CliRunner().invoke(cli, args)
+    as_json = CliRunner().invoke(cli, [*args, "--json"])
+    assert text.exit_code == 0 and as_json.exit_code == 0, text.output + as_json.output
+    assert "1 holes filled = human time saved not known yet" in text.output
+    assert json.loads(as_json.output)["cost"]["human_saved"]["hours"] is None

@@ -24,22 +24,28 @@ from eval.report import build_report, compare_runs
 
 CRANFIELD = Path(__file__).parent.parent.parent / "shared" / "datasets" / "cranfield"
 
-# Runs the CLI in this interpreter, then prints which heavy modules it loaded.
+# Runs the CLI in this interpreter, then prints which heavy modules it loaded (numpy.ma:
+# 12 ms, pulled in by np.unique) and how many threads it started.
 CLI_THEN_MODULES = """
-import sys
+import sys, threading
+started = []
+start = threading.Thread.start
+threading.Thread.start = lambda thread: (started.append(thread), start(thread))[1]
 from labeler.cli import cli
 try:
     cli(sys.argv[1:])
 except SystemExit as done:
     assert done.code in (0, None), done.code
-heavy = ("pyarrow", "pandas", "streamlit", "sqlite_utils", "sqlite3",
+heavy = ("pyarrow", "pandas", "streamlit", "sqlite_utils", "sqlite3", "numpy.ma",
          "labeler.cli.project", "labeler.cli.team", "labeler.cli.judges")  # other commands
 print("MODULES " + " ".join(sorted(name for name in heavy if name in sys.modules)))
+print(f"THREADS {len(started)}")
 """
 
 
-def modules_loaded_by(*arguments: str | Path) -> list[str]:
-    """The heavy modules that a `goldset` command line loads, run in a fresh interpreter."""
+def cli_footprint(*arguments: str | Path) -> tuple[list[str], int]:
+    """The heavy modules that a `goldset` command line loads, and how many threads it
+    starts, run in a fresh interpreter."""
     done = subprocess.run(
         [sys.executable, "-c", CLI_THEN_MODULES, *map(str, arguments)],
         capture_output=True,
@@ -47,22 +53,45 @@ def modules_loaded_by(*arguments: str | Path) -> list[str]:
         timeout=120,
         check=True,
     )
-    line = done.stdout.strip().splitlines()[-1]
-    assert line.startswith("MODULES"), done.stdout
-    return line.split()[1:]
+    modules, threads = done.stdout.strip().splitlines()[-2:]
+    assert modules.startswith("MODULES") and threads.startswith("THREADS"), done.stdout
+    return modules.split()[1:], int(threads.split()[1])
 
 
-def test_eval_of_a_small_golden_set_imports_neither_pyarrow_nor_pandas():
+def test_eval_of_a_small_golden_set_imports_neither_pyarrow_nor_pandas_nor_starts_a_thread():
     qrels, run = CRANFIELD / "qrels.tsv", CRANFIELD / "runs" / "bm25.trec"
-    loaded = modules_loaded_by("eval", "--golden", qrels, "--run", run, "--json")
-    assert loaded == []
+    loaded = cli_footprint("eval", "--golden", qrels, "--run", run, "--json")
+    assert loaded == ([], 0)
 
 
 def test_compare_of_small_runs_with_a_gate_imports_neither_pyarrow_nor_pandas(tmp_path: Path):
     qrels, runs = CRANFIELD / "qrels.tsv", CRANFIELD / "runs"
     arguments = ["compare", "--golden", qrels, "--baseline", runs / "bm25.trec"]
     arguments += ["--candidate", runs / "tfidf-title.trec", "--bootstrap", "200", "--json"]
-    assert modules_loaded_by(*arguments) == []
+    assert cli_footprint(*arguments) == ([], 0)
+
+
+def test_a_small_run_of_long_ids_is_read_without_arrow(tmp_path: Path):
+    qrels, run = tmp_path / "qrels.txt", tmp_path / "run.trec"
+    doc = "corpus/section-{:04d}/document-{:012d}.html"
+    qrels.write_text("".join(f"topic-{q:08d}-en 0 {doc.format(q, 0)} 1\n" for q in range(200)))
+    lines = (
+        f"topic-{q:08d}-en Q0 {doc.format(q, d)} {d + 1} {100 - d} bm25-run-long-tag\n"
+        for q in range(200)
+        for d in range(100)
+    )
+    run.write_text("".join(lines))  # 20,000 lines but 1.9 MiB: its size alone would say Arrow
+    loaded = cli_footprint("eval", "--golden", qrels, "--run", run, "--json")
+    assert loaded == ([], 0)
+
+
+def test_a_large_run_is_read_and_ranked_on_two_threads(tmp_path: Path):
+    qrels, run = tmp_path / "qrels.txt", tmp_path / "run.trec"
+    qrels.write_text("".join(f"q{q} 0 d{q} 1\n" for q in range(800)))
+    lines = (f"q{q} Q0 d{d} {d + 1} {100 - d} t\n" for q in range(800) for d in range(100))
+    run.write_text("".join(lines))  # 80,000 lines: read by Arrow, which frees the GIL
+    loaded, threads = cli_footprint("eval", "--golden", qrels, "--run", run, "--json")
+    assert "pyarrow" in loaded and threads > 0
 
 
 def test_numpy_and_arrow_paths_give_the_same_reports_on_cranfield():
@@ -156,9 +185,10 @@ def test_concurrently_gives_results_in_order_and_raises_the_first_failure_in_ord
     def fail(message: str):
         raise InputError("f", 1, None, message)
 
-    assert concurrently(lambda: 1, lambda: "two") == [1, "two"]
-    with pytest.raises(InputError, match="second"):
-        concurrently(lambda: 1, lambda: fail("second"), lambda: fail("third"))
+    for threads in (True, False):
+        assert concurrently(lambda: 1, lambda: "two", threads=threads) == [1, "two"]
+        with pytest.raises(InputError, match="second"):
+            concurrently(lambda: 1, lambda: fail("second"), lambda: fail("third"), threads=threads)
 
 
 def test_jsonl_files_give_the_same_report_held_by_numpy_or_by_arrow(tmp_path, monkeypatch):

@@ -9,7 +9,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from eval.stats import bootstrap_ci, paired_bootstrap, queries_needed, randomization_test
+from eval.stats import (
+    _percentile_interval,
+    bootstrap_ci,
+    paired_bootstrap,
+    queries_needed,
+    randomization_test,
+)
 
 # First relevant rank 1..10 or none (index 10): a realistic RR@10 distribution.
 RANK_SHARES = np.array([0.40, 0.15, 0.08, 0.06, 0.04, 0.03, 0.03, 0.02, 0.02, 0.02, 0.15])
@@ -322,3 +328,16 @@ def test_queries_needed_predicts_the_realised_bootstrap_half_width():
 def test_queries_needed_rejects_bad_input(arguments, message):
     with pytest.raises(ValueError, match=message):
         queries_needed(**arguments)
+
+
+@pytest.mark.parametrize("resamples", [1, 2, 3, 40, 999, 1000])
+@pytest.mark.parametrize("confidence", [0.5, 0.9, 0.95, 0.99])
+def test_percentile_interval_gives_numpy_quantiles_exactly(resamples, confidence):
+    # eval computes the percentiles itself (np.quantile imports numpy.ma): the same figures.
+    rng = np.random.default_rng(resamples)
+    resampled = np.c_[rng.normal(size=resamples), rng.integers(0, 3, resamples) / 3]
+    resampled = np.c_[resampled, resampled[:, 0]]
+    resampled[rng.integers(resamples), 2] = np.nan  # a column holding a NaN has NaN bounds
+    tail = (1 - confidence) / 2
+    expected = np.quantile(resampled, [tail, 1 - tail], axis=0).T
+    np.testing.assert_array_equal(_percentile_interval(resampled, confidence), expected)

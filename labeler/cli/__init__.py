@@ -10,8 +10,16 @@ click only, and `goldset eval` never loads Streamlit or sqlite-utils (tests/test
 from __future__ import annotations
 
 import importlib
+import os
 
 import click
+
+# One OpenBLAS thread, unless the user chose otherwise. goldset never hands OpenBLAS a product
+# big enough to share (eval/stats.py keeps them small: threads that spin made them 70× slower
+# on a busy machine), yet numpy starts OpenBLAS's thread pool when imported: 40-60 ms of CPU,
+# a third of a small golden set's eval. Set before numpy is imported; `goldset app` passes it
+# on to the server.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 # Each command by name, as "module:attribute" of labeler.cli: a command's module is imported
 # when that command runs (or --help lists them all), so `goldset eval` loads only its own.

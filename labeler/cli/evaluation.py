@@ -93,6 +93,14 @@ def _load_golden(golden: str | None, db: str | None) -> Golden:
     return golden_set
 
 
+def _worth_threads(db: str | None, *paths: str | None) -> bool:
+    """Whether the inputs are read on threads at once: a project (SQLite releases the GIL)
+    or a file large enough for Arrow's readers."""
+    from eval.readers import worth_reading_together
+
+    return db is not None or worth_reading_together(*filter(None, paths))
+
+
 def _load_run(path: str | None, db: str | None) -> Run:
     """A run file, or (with --db and no file) the candidate lists stored in the project."""
     from eval.readers import read_run
@@ -172,7 +180,9 @@ def eval_command(
     if record and not db:
         raise click.UsageError("--record keeps the results in a project: give --db PATH")
     run, golden_set = concurrently(
-        lambda: _load_run(run_path, db), lambda: _load_golden(golden, db)
+        lambda: _load_run(run_path, db),
+        lambda: _load_golden(golden, db),
+        threads=_worth_threads(db, run_path, golden),
     )
     human_set, golden_set = golden_set, _labelled(golden_set, db, labels, judge_name)
     result = reports.build_report(
@@ -254,7 +264,10 @@ def compare(
         name: options.pop(name) for name in ("max_miss_rise", "max_mrr_drop", "max_slice_drop")
     }
     golden_set, baseline_run, candidate_run = concurrently(
-        lambda: _load_golden(golden, db), lambda: read_run(baseline), lambda: read_run(candidate)
+        lambda: _load_golden(golden, db),
+        lambda: read_run(baseline),
+        lambda: read_run(candidate),
+        threads=_worth_threads(db, baseline, candidate, golden),
     )
     human_set, golden_set = golden_set, _labelled(golden_set, db, labels, judge_name)
     result = reports.compare_runs(

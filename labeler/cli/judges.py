@@ -229,7 +229,7 @@ def calibrate(
     """
     from eval.calibration import calibration_report
     from eval.ranking import concurrently
-    from eval.readers import golden_from_records, read_run
+    from eval.readers import golden_from_records, read_run, worth_reading_together
 
     if bool(baseline) != bool(candidate):
         raise click.UsageError("give both --baseline and --candidate, or neither")
@@ -254,7 +254,8 @@ def calibrate(
             sent = store.assign(second_annotator, [row["query_id"] for row in waiting])
     paths = list(dict.fromkeys([*runs, *filter(None, (baseline, candidate))]))
     readers = [lambda path=path: read_run(path) for path in paths]
-    loaded = dict(zip(paths, concurrently(*readers) if readers else [], strict=True))
+    threads = worth_reading_together(*paths)
+    loaded = dict(zip(paths, concurrently(*readers, threads=threads), strict=True))
     report = calibration_report(
         golden_set,
         machine,
@@ -276,7 +277,7 @@ def calibrate(
 def _machine_cost(store, identity, golden_set, machine, price_in, price_out, rate) -> dict:
     """The judge's cost so far, and the human time its filled holes saved (see calibrate)."""
     from eval.calibration import with_labels
-    from eval.cost import machine_judging_cost
+    from eval.cost import machine_judging_cost, median_seconds_per_judgement
 
     figures = next(row for row in store.machine_judges() if row["judge"] == identity)
     human_seconds = store.judgement_seconds()["seconds"]
@@ -288,7 +289,7 @@ def _machine_cost(store, identity, golden_set, machine, price_in, price_out, rat
         figures["seconds"],
         input_price=price_in,
         output_price=price_out,
-        human_seconds_per_judgement=float(human_seconds.median()) if len(human_seconds) else 0.0,
+        human_seconds_per_judgement=median_seconds_per_judgement(human_seconds),
         hourly_rate=rate,
         holes_filled=filled,
     ).as_dict()
@@ -336,11 +337,15 @@ def _calibration_text(report: dict) -> str:
     lines += ["", *(f"verdict: {text}" for text in report["verdicts"].values())]
     cost = report["cost"]
     saved = cost["human_saved"]
+    saving = (
+        "human time saved not known yet (no human judgement timed)"
+        if saved["hours"] is None
+        else f"{saved['hours']:.2f} human hours (${saved['dollars'] or 0:.2f}) saved"
+    )
     lines.append(
         f"cost: {cost['pairs']} machine labels, {cost['prompt_tokens']:,} + "
         f"{cost['completion_tokens']:,} tokens = ${cost['dollars']:.4f}, "
-        f"{cost['wall_seconds']:.0f} s of calls; {cost['holes_filled']} holes filled "
-        f"= {saved['hours'] or 0:.2f} human hours (${saved['dollars'] or 0:.2f}) saved"
+        f"{cost['wall_seconds']:.0f} s of calls; {cost['holes_filled']} holes filled = {saving}"
     )
     if "sent_to_second_annotator" in report:
         sent = report["sent_to_second_annotator"]
