@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from eval import gate, stats
-from eval.columns import as_strings, lookup
+from eval.columns import as_strings, lookup, sorted_codes
 from eval.metrics import (
     DEFAULT_METRICS,
     LOWER_BOUND_FROM_FIRST_HIT,
@@ -143,26 +143,10 @@ def slice_rows(slices: pd.Series | Golden, query_ids: np.ndarray) -> dict[str, n
         names = slices.reindex(query_ids).to_numpy(dtype=object)
     if not sliced or len(names) == 0:
         return {}
-    distinct, group = _sorted_codes(names)
+    distinct, group = sorted_codes(np.where(names == "", NO_SLICE, names))
     # A stable sort by group keeps each slice's queries in the order given.
     rows = np.split(np.argsort(group, kind="stable"), np.cumsum(np.bincount(group))[:-1])
     return {str(name): positions for name, positions in zip(distinct, rows, strict=True)}
-
-
-def _sorted_codes(names: np.ndarray) -> tuple[list[str], np.ndarray]:
-    """The distinct slice names, sorted ("" as ``"(none)"``), and each name's position among
-    them: ``np.unique(..., return_inverse=True)``, without sorting every name (a dict of the
-    few distinct ones: 5-10x faster on 100,000 queries)."""
-    first_seen: dict[str, int] = {}
-    seen = np.fromiter(
-        (first_seen.setdefault(name, len(first_seen)) for name in names.tolist()),
-        dtype=np.int64,
-        count=len(names),
-    )
-    labels = [NO_SLICE if name == "" else name for name in first_seen]
-    distinct = sorted(set(labels))
-    position = {name: code for code, name in enumerate(distinct)}
-    return distinct, np.array([position[label] for label in labels], dtype=np.int64)[seen]
 
 
 def slice_summaries(
@@ -317,6 +301,7 @@ def build_report(
     abstain_below: float | None = None,
     worst: int = 10,
     frame: bool = True,
+    ranked: tuple[Ranking, PerQuery, str] | None = None,
 ) -> dict:
     """Evaluate ``run`` on ``golden``: the object that ``goldset eval --json`` prints.
 
@@ -326,50 +311,19 @@ def build_report(
     On first-hit labels recall and nDCG are over the full-mode queries only and precision
     is marked a lower bound (see :func:`summarise`); against a golden set that lists only
     relevant docs, judged@k entries say so (``"judged_relevant_only": true``).
+    ``ranked``: the run already ranked for ``metrics`` with the same options, its per-query
+    values and the golden set's version, when a caller keeps them up to date query by
+    query (:mod:`eval.splice`); then nothing is ranked or hashed here.
     """
     options = dict(rel_threshold=rel_threshold, depth=depth, keep_order=keep_order)
-    # The golden set's version needs no ranking: it is hashed meanwhile.
-    version, (ranking, per_query) = concurrently(
-        lambda: golden.version,
-        lambda: _scored(golden, run, metrics, gain, abstain_below=abstain_below, **options),
-        threads=worth_threads(run),
-    )
-    return ranked_report(
-        golden,
-        run,
-        ranking,
-        per_query,
-        version,
-        metrics,
-        bootstrap=bootstrap,
-        seed=seed,
-        rel_threshold=rel_threshold,
-        gain=gain,
-        abstain_below=abstain_below,
-        worst=worst,
-        frame=frame,
-    )
-
-
-def ranked_report(
-    golden: Golden,
-    run: Run,
-    ranking: Ranking,
-    per_query: PerQuery,
-    version: str,
-    metrics: Sequence[str] = DEFAULT_METRICS,
-    *,
-    bootstrap: int = 1000,
-    seed: int = 0,
-    rel_threshold: int = 1,
-    gain: str = "linear",
-    abstain_below: float | None = None,
-    worst: int = 10,
-    frame: bool = True,
-) -> dict:
-    """:func:`build_report` from the run already ranked for ``metrics`` (with the same
-    options), their per-query values and the golden set's version: what a caller that keeps
-    them up to date query by query (:mod:`eval.splice`) needs to compute again."""
+    if ranked is not None:
+        ranking, per_query, version = ranked
+    else:  # the golden set's version needs no ranking: it is hashed meanwhile
+        version, (ranking, per_query) = concurrently(
+            lambda: golden.version,
+            lambda: _scored(golden, run, metrics, gain, abstain_below=abstain_below, **options),
+            threads=worth_threads(run),
+        )
     first_hit = _first_hit(ranking)
     relevant_only = lists_only_relevant(golden, rel_threshold)
     report = {

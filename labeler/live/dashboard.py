@@ -10,7 +10,7 @@ import pandas as pd
 
 from eval.metrics import DEFAULT_METRICS, Ranking, per_query_values, rank_run
 from eval.readers import Golden, Run
-from eval.report import NO_SLICE, ranked_report
+from eval.report import NO_SLICE, build_report
 from labeler.live.figures import (
     BOOTSTRAP,
     HEADLINE,
@@ -104,17 +104,9 @@ def snapshot(
     :class:`labeler.live.incremental.LiveGolden`."""
     if ranking is None:
         ranking = rank_run(golden, run, DEFAULT_METRICS)
-    per_query = per_query_values(ranking, DEFAULT_METRICS)
-    report = ranked_report(
-        golden,
-        run,
-        ranking,
-        per_query,
-        golden.version if version is None else version,
-        DEFAULT_METRICS,
-        bootstrap=bootstrap,
-        seed=seed,
-        worst=WORST,
+    ranked = (ranking, per_query_values(ranking, DEFAULT_METRICS), version or golden.version)
+    report = build_report(
+        golden, run, DEFAULT_METRICS, bootstrap=bootstrap, seed=seed, worst=WORST, ranked=ranked
     )
     per_query = report.pop("per_query")
     shares = unanswerable_shares(golden, bootstrap, seed)
