@@ -1,18 +1,20 @@
 """Lock contention: how long annotators' judgements wait while a large import runs.
 
-    python bench/lock_contention.py [--queries 60000] [--candidates 20] [--writers 2] [--golden]
+    python bench/lock_contention.py [--queries 60000] [--candidates 20] [--writers 2]
+                                    [--golden | --pool]
 
 A project holds 500 queries to label. Then ``--writers`` processes (annotators, as the app's
 server would write for them) each judge one candidate after another, flat out, while the main
 process imports ``--queries`` new queries × ``--candidates`` candidates — or, with
 ``--golden``, a golden set of that many labelled queries (first-hit records judged to depth 3,
 one in ten unanswerable, one in five pooled from two runs over ``--candidates`` docs), whose
-import replays every label into the log. Reported: the import's time and its write
-transactions (how many, the longest, the most rows in one), and for the judgements made
-during it the count, the median, the 99th percentile and the longest wait (one
-``Store.judge`` call, lock wait included), and any error. The import writes in short
-transactions and publishes in one bulk copy (see ``Store.import_tasks``), so the longest
-wait stays near the longest of them, not the whole import.
+import replays every label into the log — or, with ``--pool``, pooling a new run (10 new
+documents per query) over all the project's queries, imported beforehand. Reported: the
+import's time and its write transactions (how many, the longest, the most rows in one), and
+for the judgements made during it the count, the median, the 99th percentile and the
+longest wait (one ``Store.judge`` call, lock wait included), and any error. The import
+writes in short transactions and publishes in one short one (see ``Store.import_tasks``),
+so the longest wait stays near the longest of them, not the whole import.
 """
 
 from __future__ import annotations
@@ -79,12 +81,22 @@ def write_golden(path: Path, first: int, count: int, candidates: int) -> None:
             handle.write(json.dumps(record) + "\n")
 
 
+def write_run(path: Path, queries: int) -> None:
+    """A TREC run over queries ``q0``..: for each, the first 10 documents of the next one."""
+    with path.open("w", encoding="utf-8") as handle:
+        for q in range(queries):
+            for rank in range(1, 11):
+                handle.write(f"q{q} Q0 d{(q + 1) % queries}-{rank - 1} {rank} {11 - rank} B\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", type=int, default=60_000)
     parser.add_argument("--candidates", type=int, default=20)
     parser.add_argument("--writers", type=int, default=2)
-    parser.add_argument("--golden", action="store_true", help="import a golden set instead")
+    kind = parser.add_mutually_exclusive_group()
+    kind.add_argument("--golden", action="store_true", help="import a golden set instead")
+    kind.add_argument("--pool", action="store_true", help="pool a run over them instead")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         folder = Path(folder)
@@ -97,6 +109,10 @@ def main() -> None:
         path = folder / "project.db"
         with Store(path) as store:
             store.import_tasks(labelled)
+            if args.pool:  # the queries are there already: the run is pooled over them all
+                store.import_tasks(tasks)
+                tasks = folder / "B.trec"
+                write_run(tasks, LABELLED + args.queries)
         # the same generator: the first LABELLED queries of the big file are already there
         context = multiprocessing.get_context("spawn")
         stop, results = context.Event(), context.Queue()
@@ -111,7 +127,11 @@ def main() -> None:
         with Store(path) as store:
             store.transaction_observer = lambda seconds, rows: transactions.append((seconds, rows))
             started = time.perf_counter()
-            counts = store.import_tasks(tasks)
+            if args.pool:
+                counts = store.pool(None, None, [tasks], depth=10)
+                counts["queries_added"] = counts["queries_touched"]
+            else:
+                counts = store.import_tasks(tasks)
             import_seconds = time.perf_counter() - started
         stop.set()
         waits, errors = [], []
@@ -123,6 +143,7 @@ def main() -> None:
             writer.join()
     waits.sort()
     kind = "golden records" if args.golden else f"queries x {args.candidates} candidates"
+    kind = "queries pooled over (a new run, 10 docs each)" if args.pool else kind
     print(
         f"import of {counts['queries_added']:,} {kind}: "
         f"{import_seconds:.1f} s, {args.writers} writers judging meanwhile"

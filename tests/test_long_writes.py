@@ -147,30 +147,49 @@ def test_readers_see_all_of_an_import_or_none_of_it(project):
         candidates = store.conn.execute(
             "SELECT count(*) FROM candidates c JOIN queries q USING (query_id)"
         ).fetchone()[0]
-        return queries, candidates, len(store.search("500", limit=100)) > 0  # query 500's docs
+        found = len(store.search("500", limit=100)) > 0  # query 500's docs
+        # the two run frames read candidates without starting from a query
+        frames = len(store.candidate_run_frame()), len(store.top_ranked_frame(None, 5))
+        return queries, candidates, found, *frames
 
     seen = seen_during_import(path, big, look)
-    assert seen <= {(50, 50 * CANDIDATES, False), (650, 650 * CANDIDATES, True)}
-    assert (650, 650 * CANDIDATES, True) in seen
+    after = (650, 650 * CANDIDATES, True, 650 * CANDIDATES, 650 * 5)
+    assert seen <= {(50, 50 * CANDIDATES, False, 50 * CANDIDATES, 50 * 5), after}
+    assert after in seen
 
 
 def test_readers_see_all_of_a_golden_set_import_or_none_of_it(project, golden_set):
     path, _ = project
 
     def look(store: Store) -> tuple:
-        counts = tuple(
-            store.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
-            for table in ("queries", "events", "labels", "query_state")
+        # its events, labels and states are written before its queries: every reader that
+        # does not start from a query must still see them only with their queries
+        status = store.status()
+        _, judgments = store.golden_frames()
+        return (
+            status["queries"],
+            status["events"],
+            status["judgements"],
+            tuple(status["annotators"]),
+            len(store.events_frame()),
+            len(judgments),
+            len(store.completed_depths()),
+            len(store.candidate_run_frame()),
+            len(store.top_ranked_frame(None, 5)),
+            tuple(store.recent_queries("ana", 1)),
+            store.progress()[""]["done"],
         )
-        return (*counts, store.progress()[""]["done"])
 
     seen = seen_during_import(path, golden_set, look)
-    after = (650, 600 * 3, 600 * 3, 600, 600)
-    assert seen <= {(50, 0, 0, 0, 0), after}
+    before = (50, 0, 0, (), 0, 0, 0, 50 * CANDIDATES, 50 * 5, (), 0)
+    pooled = 120 * CANDIDATES + 480 * 3  # one in five pooled over all its docs
+    after = (650, 1800, 1800, ("ana",), 1800, 1800, 600, 1000 + pooled, 250 + 120 * 5 + 480 * 3)
+    after += (("q649",), 600)
+    assert seen <= {before, after}
     assert after in seen
 
 
-def test_a_golden_set_import_writes_its_bulk_before_one_publishing_transaction(project, golden_set):
+def test_a_golden_set_import_publishes_only_its_queries_at_the_end(project, golden_set):
     path, _ = project
     transactions = []
     with Store(path) as store:
@@ -180,12 +199,11 @@ def test_a_golden_set_import_writes_its_bulk_before_one_publishing_transaction(p
             store.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
             for table in ("events", "labels", "query_state", "golden_judgments")
         )
-    publish = max(transactions)
-    assert transactions[-1] == publish  # the queries and their labels, last and at once
-    # ... and only those (inserted, then given their golden status; a few counters): not the
-    # documents, candidates or pool ranks
-    assert 2 * 600 + replayed <= publish <= 2 * 600 + replayed + 20
-    assert publish < sum(transactions) / 2 and len(transactions) > 10
+    *bulk, publish = transactions
+    # the queries, with their golden status already; a few counters and runs: the replayed
+    # log and its projections were written before, in transactions of their own
+    assert 600 <= publish <= 600 + 20
+    assert sum(bulk) >= replayed + 600 * 3 and len(bulk) > 10
 
 
 def test_pooling_new_queries_stages_their_pools_before_publishing(project, tmp_path):
@@ -282,8 +300,28 @@ Store(sys.argv[1]).import_tasks(sys.argv[2])
 """
 
 
-@pytest.mark.parametrize("kind", ["tasks", "golden set"])
-def test_an_import_killed_halfway_shows_nothing_and_a_retry_completes(project, golden_set, kind):
+UNPUBLISHED_CANDIDATES = (
+    "SELECT count(*) FROM candidates WHERE batch IN "
+    "(SELECT id FROM import_batches WHERE published_at IS NULL)"
+)
+UNPUBLISHED_LABELS = (  # a golden set's replayed log is written, its labels in part
+    "SELECT count(*) FROM labels l WHERE NOT EXISTS "
+    "(SELECT 1 FROM queries q WHERE q.query_id = l.query_id)"
+)
+
+
+@pytest.mark.parametrize(
+    ("kind", "written"),
+    [
+        ("tasks", UNPUBLISHED_CANDIDATES),
+        ("golden set", UNPUBLISHED_CANDIDATES),
+        ("golden set", UNPUBLISHED_LABELS),
+    ],
+    ids=["tasks", "golden set, candidates written", "golden set, log written"],
+)
+def test_an_import_killed_halfway_shows_nothing_and_a_retry_completes(
+    project, golden_set, kind, written
+):
     path, big = project
     golden = kind == "golden set"
     big = golden_set if golden else big
@@ -292,17 +330,16 @@ def test_an_import_killed_halfway_shows_nothing_and_a_retry_completes(project, g
     staged = 0
     with Store(path) as store:
         deadline = time.monotonic() + 120
-        while staged < 1_000 and time.monotonic() < deadline:
-            staged = store.conn.execute(
-                "SELECT count(*) FROM candidates WHERE batch IN "
-                "(SELECT id FROM import_batches WHERE published_at IS NULL)"
-            ).fetchone()[0]
+        while staged < 900 and time.monotonic() < deadline:
+            staged = store.conn.execute(written).fetchone()[0]
         importer.send_signal(signal.SIGKILL)
         importer.wait()
-        assert staged >= 1_000  # killed with part of the import written
-        assert store.conn.execute("SELECT count(*) FROM queries").fetchone()[0] == 50
+        assert staged >= 900  # killed with part of the import written
+        status = store.status()
+        assert (status["queries"], status["events"], status["judgements"]) == (50, 0, 0)
+        assert status["annotators"] == [] and store.events_frame().empty
+        assert store.golden_frames()[1].empty and store.recent_queries("ana") == []
         assert store.search("60") == []  # query 60's docs only (any word matches)
-        assert store.conn.execute("SELECT count(*) FROM events").fetchone()[0] == 0
         counts = store.import_tasks(big)
         assert counts["queries_added"] == 600
         candidates = 600 * 3 + 120 * (CANDIDATES - 3) if golden else 600 * CANDIDATES
@@ -311,9 +348,13 @@ def test_an_import_killed_halfway_shows_nothing_and_a_retry_completes(project, g
         unpublished = store.conn.execute(
             "SELECT count(*) FROM import_batches WHERE published_at IS NULL"
         ).fetchone()[0]
-        total = store.conn.execute("SELECT count(*) FROM candidates").fetchone()[0]
-    assert unpublished == 0 and total == 50 * CANDIDATES + candidates
-    assert done == (600 if golden else 0)
+        stored = [
+            store.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+            for table in ("candidates", "events", "labels", "query_state", "golden_judgments")
+        ]
+    assert unpublished == 0 and done == (600 if golden else 0)
+    replayed = [1800, 1800, 600, 1800] if golden else [0, 0, 0, 0]
+    assert stored == [50 * CANDIDATES + candidates, *replayed]  # the dead import's are gone
 
 
 def test_a_refused_pool_leaves_none_of_its_staged_corpus(project, tmp_path):
@@ -391,8 +432,10 @@ def test_pooling_a_run_over_known_queries_publishes_in_statements_not_per_query(
         reopened = store.progress()[""]["done"]
     assert counts["queries_touched"] == queries and counts["candidates_added"] == 3 * queries
     assert reopened == 0
-    # the same few bulk statements at either size: nothing per query but the labelled one
-    assert len(statements) == 2 and statements[-1] < 40
+    # the new run's ranks are written before (in short transactions, hidden until the run is
+    # registered); publishing is the same few bulk statements at either size: nothing per
+    # query but the labelled one
+    assert len(statements) >= 3 and statements[-1] < 40
 
 
 def test_a_golden_import_writes_the_golden_projection_that_its_rows_merge_to(tmp_path):
@@ -418,3 +461,93 @@ def test_a_golden_import_writes_the_golden_projection_that_its_rows_merge_to(tmp
         merged = dict(golden_labels(store.conn, ids))
     assert written == merged
     assert written["q0"].grades == {"d0-0": 2} and written["q1"].status == "done"
+
+
+def test_a_writer_with_a_short_busy_timeout_gets_in_between_an_imports_transactions(
+    project, golden_set, monkeypatch
+):
+    # pauses far shorter than the 100 ms SQLite's own busy handler sleeps between its later
+    # tries: a writer gets in only if it keeps trying every few milliseconds (Store._begin)
+    monkeypatch.setattr(store_imports, "STAGE_SECONDS", 0.1)
+    monkeypatch.setattr(store_imports, "STAGE_PAUSE", 0.015)
+    path, _ = project
+    stop, judged, errors = threading.Event(), [], []
+
+    def annotator() -> None:
+        with Store(path, timeout=1.0) as store:
+            while not stop.is_set():
+                try:
+                    store.judge("q1", f"d1-{len(judged) % CANDIDATES}", 0, "ana")
+                    judged.append(1)
+                except Exception as error:  # noqa: BLE001 - the test asserts there is none
+                    errors.append(error)
+                    return
+                time.sleep(0.002)
+
+    writer = threading.Thread(target=annotator)
+    with Store(path) as store:
+        writer.start()
+        try:
+            store.import_tasks(golden_set)
+        finally:
+            stop.set()
+            writer.join()
+    assert errors == [] and len(judged) > 10
+
+
+def next_query_run(tmp_path, queries: int) -> str:
+    """A run "B" over q0.. whose top 10 for each query are 5 of its own candidates, then the
+    next query's first 5 docs."""
+    run = tmp_path / "B.trec"
+    run.write_text(
+        "".join(
+            f"q{n} Q0 d{n if r <= 5 else (n + 1) % queries}-{r + 9 if r <= 5 else r - 6} "
+            f"{r} {11 - r} B\n"
+            for n in range(queries)
+            for r in range(1, 11)
+        ),
+        encoding="utf-8",
+    )
+    return str(run)
+
+
+def test_readers_see_all_of_pooling_a_run_over_known_queries_or_none_of_it(project, tmp_path):
+    path, _ = project
+    run, seen, stop = next_query_run(tmp_path, 50), set(), threading.Event()
+
+    def reader() -> None:
+        with Store(path) as store:
+            while not stop.is_set():
+                with store.snapshot():
+                    shown = store.candidates("q7")
+                    seen.add((len(shown), sum("B" in c["provenance"] for c in shown)))
+
+    watcher = threading.Thread(target=reader)
+    watcher.start()
+    with Store(path) as store:
+        counts = store.pool(None, None, [run], depth=10)
+    time.sleep(0.1)
+    stop.set()
+    watcher.join()
+    assert counts["candidates_added"] == 50 * 5
+    after = (CANDIDATES + 5, 10)  # its ranks are written first, its candidates last
+    assert seen <= {(CANDIDATES, 0), after} and after in seen
+
+
+def test_a_failing_pool_over_known_queries_leaves_none_of_the_runs_ranks(
+    project, tmp_path, monkeypatch
+):
+    path, _ = project
+
+    def fail(self, pooled):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(Store, "_register_runs", fail)
+    with Store(path) as store:
+        with pytest.raises(RuntimeError, match="disk full"):
+            store.pool(None, None, [next_query_run(tmp_path, 50)], depth=10)
+        left = [
+            store.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+            for table in ("pool_ranks", "runs", "candidates", "import_batches")
+        ]
+    assert left == [0, 0, 50 * CANDIDATES, 1]

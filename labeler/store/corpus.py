@@ -12,6 +12,21 @@ UNPUBLISHED_HIDDEN = (
     "batch IS NULL OR batch IN (SELECT id FROM import_batches WHERE published_at IS NOT NULL)"
 )
 
+# Pool ranks are written before their run is registered (see Pool.pool): a rank counts once
+# its run does.
+POOLED_RUN = "run IN (SELECT name FROM runs)"
+
+
+def published(column: str = "query_id") -> str:
+    """SQL true for a row whose query (``column``) is published: an import writes the labels,
+    states, golden judgments and candidates of its queries before it publishes them, so a
+    reader that does not reach those rows through the queries table filters with this. The
+    first test is constant (evaluated once): with no import under way no row is looked up."""
+    return (
+        "(NOT EXISTS (SELECT 1 FROM import_batches WHERE published_at IS NULL) "
+        f"OR {column} IN (SELECT query_id FROM queries))"
+    )
+
 
 class Corpus(Connection):
     """Queries, candidates and documents: reading them and full-text search."""

@@ -9,6 +9,7 @@ from pathlib import Path
 from labeler import golden
 from labeler.golden import QueryContext
 from labeler.store.connection import CHUNK, _marks
+from labeler.store.corpus import POOLED_RUN
 from labeler.store.log import IMPORT_RUN
 from labeler.store.states import States
 
@@ -89,7 +90,7 @@ class Export(States):
             "SELECT query_id, ?, imported_rank, doc_id FROM candidates "
             f"WHERE query_id IN ({marks}) AND imported_rank IS NOT NULL "
             "UNION ALL SELECT query_id, run, rank, doc_id FROM pool_ranks "
-            f"WHERE query_id IN ({marks})",
+            f"WHERE query_id IN ({marks}) AND {POOLED_RUN}",
             [IMPORT_RUN, *query_ids, *query_ids],
         ).fetchall()
         rows.sort(key=lambda row: (row[0], row[1] != IMPORT_RUN, row[1], row[2]))

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 import pandas as pd
 
 from labeler import golden
+from labeler.store.corpus import UNPUBLISHED_HIDDEN, published
 from labeler.store.settings import Settings
 
 
@@ -18,6 +19,7 @@ class Frames(Settings):
         """The judgement log as a DataFrame (id, query_id, doc_id, annotator, action, grade,
         mode, seconds, note, undoes, created_at, undone), oldest first."""
         where, params = ("WHERE query_id = ?", (query_id,)) if query_id is not None else ("", ())
+        where = f"{where or 'WHERE true'} AND ({UNPUBLISHED_HIDDEN})"
         with self._reading():
             frame = pd.read_sql_query(
                 "SELECT id, query_id, doc_id, annotator, action, grade, mode, seconds, note, "
@@ -62,7 +64,8 @@ class Frames(Settings):
                 params={"mode": self.settings()["mode"]},
             )
             judgments = pd.read_sql_query(
-                "SELECT query_id, doc_id, grade FROM golden_judgments", self.conn
+                f"SELECT query_id, doc_id, grade FROM golden_judgments WHERE {published()}",
+                self.conn,
             )
         queries["status"] = queries["status"].map(golden.EXPORTED_STATUS)
         return (
@@ -79,9 +82,9 @@ class Frames(Settings):
             if run is None:
                 frame = pd.read_sql_query(
                     "SELECT query_id, doc_id, imported_rank AS rank FROM candidates "
-                    "WHERE imported_rank <= :depth UNION ALL "
+                    f"WHERE imported_rank <= :depth AND {published()} UNION ALL "
                     "SELECT query_id, doc_id, position FROM candidates WHERE position <= :depth "
-                    "AND query_id NOT IN "
+                    f"AND {published()} AND query_id NOT IN "
                     "(SELECT query_id FROM candidates WHERE imported_rank IS NOT NULL)",
                     self.conn,
                     params={"depth": depth},
@@ -102,7 +105,8 @@ class Frames(Settings):
         too: the time was spent): DataFrame(annotator, seconds)."""
         with self._reading():
             return pd.read_sql_query(
-                "SELECT annotator, seconds FROM events WHERE action IN ('judge', 'attach')",
+                "SELECT annotator, seconds FROM events WHERE action IN ('judge', 'attach') "
+                f"AND ({UNPUBLISHED_HIDDEN})",
                 self.conn,
             )
 
@@ -111,7 +115,9 @@ class Frames(Settings):
         DataFrame(annotator, judged_depth)."""
         with self._reading():
             return pd.read_sql_query(
-                "SELECT annotator, judged_depth FROM query_state WHERE status = 'done'", self.conn
+                "SELECT annotator, judged_depth FROM query_state WHERE status = 'done' "
+                f"AND {published()}",
+                self.conn,
             )
 
     def judgements_per_hour(self, since: str = "") -> pd.DataFrame:
@@ -121,6 +127,7 @@ class Frames(Settings):
             return pd.read_sql_query(
                 "SELECT substr(created_at, 1, 13) AS hour, annotator, count(*) AS judgements "
                 "FROM events WHERE action IN ('judge', 'attach') AND created_at >= ? "
+                f"AND ({UNPUBLISHED_HIDDEN}) "
                 "GROUP BY hour, annotator ORDER BY hour, annotator",
                 self.conn,
                 params=(since,),
@@ -180,8 +187,9 @@ class Frames(Settings):
             if run is None:
                 rows = self.conn.execute(
                     "SELECT query_id, doc_id, coalesce(imported_rank, position) FROM candidates c "
-                    "WHERE imported_rank IS NOT NULL OR NOT EXISTS (SELECT 1 FROM candidates i "
-                    "WHERE i.query_id = c.query_id AND i.imported_rank IS NOT NULL) "
+                    f"WHERE {published('c.query_id')} AND (imported_rank IS NOT NULL OR NOT EXISTS "
+                    "(SELECT 1 FROM candidates i WHERE i.query_id = c.query_id "
+                    "AND i.imported_rank IS NOT NULL)) "
                     "ORDER BY query_id, 3"
                 ).fetchall()
                 rows = [(query_id, doc_id, 1.0 / rank) for query_id, doc_id, rank in rows]

@@ -22,6 +22,7 @@ from labeler.importing import (
     tasks_from_records,
 )
 from labeler.store.connection import _chunks, _marks
+from labeler.store.corpus import POOLED_RUN
 from labeler.store.golden_rows import write_golden
 from labeler.store.projections import Projections
 from labeler.store.replay import Replay, _golden_plan, _imported_rows, _replayed, _stored_metadata
@@ -44,7 +45,7 @@ STAGED = "goldset_staged_"  # prefix of an import's TEMP tables (see Imports._st
 # The columns an import stages (see Imports._stage_rows), as the replay gives their values.
 _QUERY_COLUMNS = (
     *("query_id", "position", "query", "slice", "metadata", "content_hash", "source"),
-    "created_at",
+    *("created_at", "status", "answerable", "golden_mode"),
 )
 _EVENT_COLUMNS = (
     *("id", "query_id", "doc_id", "annotator", "action", "grade", "mode", "seconds", "note"),
@@ -59,6 +60,8 @@ _DECISION_COLUMNS = (
     *("id", "query_id", "reviewer", "judgments", "answerable", "adopted", "note", "created_at"),
 )
 _POOL_COLUMNS = ("query_id", "run", "rank", "doc_id", "score")
+# The tables where an unpublished batch leaves rows keyed only by their (missing) query.
+_ORPHANED = ("labels", "query_state", "golden_judgments", "pool_ranks")
 
 
 @contextmanager
@@ -90,16 +93,15 @@ class Imports(Projections):
         is an error. Returns counts: ``queries_added``, ``queries_unchanged``,
         ``candidates_added``, ``documents_added``.
 
-        A large import never holds the write lock for long (annotators keep labelling): its
-        documents, candidates and the pool ranks of new runs are written in short
-        transactions (about :data:`STAGE_SECONDS` each), invisible until the transaction that
-        inserts its queries (see :func:`create_import_batches`). Everything else — the queries
-        and, for golden records, the replayed events, labels, states and decisions — is
-        computed beforehand and staged in TEMP tables of this connection, outside the lock;
-        that last transaction copies each table's rows in one statement (measured: the
-        654,000 rows of a 60,000-query golden set in 1.8 s at load 1.7; written row by row,
-        70,000 queries held the lock 7.1 s). Readers see all of it or none; a crash leaves
-        nothing visible, and the next import deletes what it left.
+        A large import never holds the write lock for long (annotators keep labelling):
+        everything is computed first, outside the lock, then written in short transactions
+        (about :data:`STAGE_SECONDS` each) that readers cannot see yet — its documents,
+        candidates and pool ranks, and for golden records the replayed events, labels,
+        states, decisions and golden projection (see :meth:`_stage_replay`) — and the last
+        short transaction publishes them by inserting the queries, their golden status
+        included (measured: 60,000 golden records, no transaction over 0.5 s at load 2.8;
+        before, one transaction copied 654,000 rows in 1.8 s). Readers see all of it or
+        none; a crash leaves nothing visible, and the next import deletes what it left.
         """
         with _collector_paused():
             tasks = read_tasks(path, max_grade=self.settings()["max_grade"])
@@ -143,21 +145,36 @@ class Imports(Projections):
             with self._batch(source) as batch, self._staging():
                 self._stage_documents(new_documents, batch)
                 self._stage_candidates(candidates, batch)
+                known_runs = {row[0] for row in self.conn.execute("SELECT name FROM runs")}
+                self._stage_ranks([row for row in replay.pool_ranks if row[1] not in known_runs])
+                if replay.queries:  # golden records
+                    self._stage_replay(replay, batch)
                 counts = self._stage_queries(
                     [
                         (t.query_id, t.query, t.slice, _stored_metadata(t), t.content_hash)
                         for t in new
                     ],
                     source,
+                    dict(replay.golden),
                 )
-                known_runs = {row[0] for row in self.conn.execute("SELECT name FROM runs")}
-                self._stage_ranks([row for row in replay.pool_ranks if row[1] not in known_runs])
-                self._stage_replay(replay, known_runs)
+                # ranks of the new queries under runs already pooled: a reader of a run's
+                # ranks does not go through their queries, so they wait for the publishing
+                self._stage_rows(
+                    "pool_ranks",
+                    _POOL_COLUMNS,
+                    [r for r in replay.pool_ranks if r[1] in known_runs],
+                )
                 with self._foreign_keys_off(), self._writing():
                     self._publish_queries()
                     for doc_id, (title, text) in fill_ins.items():
                         self._rewrite_document(doc_id, title, text)
-                    self._publish_replay(replay, batch)
+                    self.conn.executemany(
+                        "INSERT INTO runs (name, path, sha256, depth, pooled_at) "
+                        "VALUES (?, ?, '', ?, ?) "
+                        "ON CONFLICT (name) DO UPDATE SET depth = max(depth, excluded.depth)",
+                        [(run, source, depth, golden.now()) for run, depth in replay.runs.items()],
+                    )
+                    self._publish_staged("pool_ranks", _POOL_COLUMNS)
                     self._add_counts(_merged_counts(counts, replay.counts))
                     self._publish(batch)
         return {
@@ -241,19 +258,13 @@ class Imports(Projections):
             self._in_short_transactions(rows, insert)
 
     def _stage_ranks(self, rows: Sequence[tuple]) -> None:
-        """Insert ``pool_ranks`` rows (query_id, run, rank, doc_id, score) of queries and runs
-        not in the project yet, in short transactions: readers reach a rank through its
-        query or its run, so they stay invisible until those are published (and a batch
-        that is not is cleared of them, see :meth:`_discard_batch`)."""
-
-        def insert(conn: sqlite3.Connection, chunk: Sequence[tuple]) -> None:
-            conn.executemany(
-                f"INSERT INTO pool_ranks ({', '.join(_POOL_COLUMNS)}) VALUES (?, ?, ?, ?, ?)",
-                chunk,
-            )
-
+        """Insert ``pool_ranks`` rows (query_id, run, rank, doc_id, score) of queries not
+        published or runs not registered yet, in short transactions: readers count a rank
+        only with its query and its run (see ``corpus.POOLED_RUN``), and a batch never
+        published is cleared of them (see :meth:`_discard_batch`)."""
+        sql = _insert("pool_ranks", _POOL_COLUMNS)
         with self._foreign_keys_off():
-            self._in_short_transactions(rows, insert)
+            self._in_short_transactions(rows, lambda conn, chunk: conn.executemany(sql, chunk))
 
     def _in_short_transactions(
         self, rows: Sequence[tuple], write: Callable[[sqlite3.Connection, Sequence[tuple]], None]
@@ -299,18 +310,39 @@ class Imports(Projections):
                 )
                 conn.executemany("DELETE FROM documents WHERE rowid = ?", [(r[0],) for r in rows])
                 deleted = len(rows)
-        # A pool stages ranks of its new queries (see Pool._stage_fresh_pools): a rank whose
-        # query is missing is one of them, the queries being published last.
-        orphans = self.conn.execute(
-            "SELECT query_id, run, rank FROM pool_ranks p "
-            "WHERE NOT EXISTS (SELECT 1 FROM queries q WHERE q.query_id = p.query_id)"
-        ).fetchall()
-        for start in range(0, len(orphans), STAGE_ROWS):
-            with self._writing() as conn:
-                conn.executemany(
-                    "DELETE FROM pool_ranks WHERE query_id = ? AND run = ? AND rank = ?",
-                    orphans[start : start + STAGE_ROWS],
+        for table in ("events", "adjudications"):  # see the append-only triggers
+            deleted = 1
+            while deleted:
+                with self._writing() as conn:
+                    deleted = conn.execute(
+                        f"DELETE FROM {table} WHERE id IN "
+                        f"(SELECT id FROM {table} WHERE batch = ? LIMIT ?)",
+                        (batch, STAGE_ROWS),
+                    ).rowcount
+        # The projections and pool ranks of the batch's queries: rows whose query is missing,
+        # the queries being published last (see _stage_replay, Pool._stage_fresh_pools).
+        orphans = sorted(
+            {
+                row[0]
+                for table in _ORPHANED
+                for row in self.conn.execute(
+                    f"SELECT DISTINCT query_id FROM {table} t WHERE NOT EXISTS "
+                    "(SELECT 1 FROM queries q WHERE q.query_id = t.query_id)"
                 )
+            }
+        )
+        for chunk in _chunks(orphans):
+            with self._writing() as conn:
+                for table in _ORPHANED:
+                    conn.execute(f"DELETE FROM {table} WHERE query_id IN ({_marks(chunk)})", chunk)
+        deleted = 1  # the ranks of known queries under a run never registered (Pool.pool)
+        while deleted:
+            with self._writing() as conn:
+                deleted = conn.execute(
+                    "DELETE FROM pool_ranks WHERE (query_id, run, rank) IN (SELECT query_id, run, "
+                    f"rank FROM pool_ranks WHERE NOT {POOLED_RUN} LIMIT ?)",
+                    (STAGE_ROWS,),
+                ).rowcount
         with self._writing() as conn:
             conn.execute("DELETE FROM import_batches WHERE id = ?", (batch,))
 
@@ -375,12 +407,17 @@ class Imports(Projections):
         )
 
     def _stage_queries(
-        self, rows: Sequence[tuple[str, str, str, dict, str]], source: str
+        self,
+        rows: Sequence[tuple[str, str, str, dict, str]],
+        source: str,
+        heads: Mapping[str, golden.GoldenLabel] | None = None,
     ) -> dict[tuple[str, str, str], int]:
         """Stage new queries (query_id, query, slice, metadata, content_hash), to go at the
-        end of the queue, pending; returns the pending counts they add to ``progress`` (per
-        slice)."""
-        created_at = golden.now()
+        end of the queue with the golden status, answerability and mode of their label in
+        ``heads`` (pending without one); returns the pending counts they add to ``progress``
+        (per slice; the replay counts the rest)."""
+        created_at, heads = golden.now(), heads or {}
+        pending = golden.GoldenLabel("pending", True, None)
         self._stage_rows(
             "queries",
             _QUERY_COLUMNS,
@@ -394,6 +431,9 @@ class Imports(Projections):
                     content_hash,
                     source,
                     created_at,
+                    (head := heads.get(query_id, pending)).status,
+                    int(head.answerable),
+                    head.mode,
                 )
                 for position, (query_id, query, slice_name, metadata, content_hash) in enumerate(
                     rows, 1
@@ -475,58 +515,67 @@ class Imports(Projections):
             (rowid, title, text, parts),
         )
 
-    def _stage_replay(self, replay: Replay, known_runs: set[str]) -> None:
-        """Stage the events, projections and decisions that reproduce imported golden
-        records (computed beforehand by :func:`_replayed`), for :meth:`_publish_replay`:
-        the pool ranks under runs the project already has (those under new ones are written
-        in place beforehand, see :meth:`_stage_ranks`)."""
-        for table, columns, rows in (
-            ("events", _EVENT_COLUMNS, replay.events),
-            ("labels", _LABEL_COLUMNS, replay.labels),
-            ("query_state", _STATE_COLUMNS, replay.states),
+    def _stage_replay(self, replay: Replay, batch: int) -> None:
+        """Write the events, projections and decisions that reproduce imported golden records
+        (computed beforehand by :func:`_replayed`), and the golden projection of their queries
+        as the replay merged it, in short transactions before the queries are published: no
+        reader reaches them but through a published query (see :func:`corpus.published`; the
+        events and decisions carry the import ``batch``, which also keeps them off every undo
+        stack). Their ids are the replay's own numbers shifted into a block reserved first,
+        so annotators' events written meanwhile come after them."""
+        bases = self._reserve_ids(
+            {"events": len(replay.events), "adjudications": len(replay.decisions)}
+        )
+        base, decided = bases["events"], bases["adjudications"]
+        batched = (*_DECISION_COLUMNS, "batch")
+        rows = (
             (
-                "adjudications",
-                _DECISION_COLUMNS,
-                [(number, *row) for number, row in enumerate(replay.decisions, 1)],
+                _insert("events", (*_EVENT_COLUMNS, "batch")),
+                [(number + base, *row, batch) for number, *row in replay.events],
             ),
-            ("pool_ranks", _POOL_COLUMNS, [r for r in replay.pool_ranks if r[1] in known_runs]),
-        ):
-            self._stage_rows(table, columns, rows)
+            (_insert("labels", _LABEL_COLUMNS), [(*r[:4], r[4] + base) for r in replay.labels]),
+            (
+                _insert("query_state", _STATE_COLUMNS),
+                [(*row[:10], row[10] + base, *row[11:]) for row in replay.states],
+            ),
+            (
+                _insert("adjudications", batched),
+                [(number + decided, *row, batch) for number, row in enumerate(replay.decisions, 1)],
+            ),
+        )
+        with self._foreign_keys_off():
+            for sql, table_rows in rows:
+                self._in_short_transactions(
+                    table_rows, lambda conn, chunk, sql=sql: conn.executemany(sql, chunk)
+                )
+            # what _refresh_golden would merge again from the rows just written, merged already
+            self._in_short_transactions(
+                [_shifted(*item, base, decided) for item in replay.golden], write_golden
+            )
 
-    def _publish_replay(self, replay: Replay, batch: int) -> None:
-        """Inside the publishing transaction: the staged replay, one bulk copy per table, and
-        the golden projection of its queries as the replay merged it (the counts are the
-        caller's). The events carry the import ``batch``: they are on nobody's undo stack.
-        Event and decision ids are the replay's own numbers shifted past the log's last."""
-        base, decided = (
-            self.conn.execute(
-                "SELECT max(coalesce(max(id), 0), coalesce((SELECT seq FROM sqlite_sequence "
-                f"WHERE name = '{table}'), 0)) FROM {table}"
-            ).fetchone()[0]
-            for table in ("events", "adjudications")
-        )
-        shift = {"base": base}
-        self._publish_staged(
-            "events",
-            _EVENT_COLUMNS,
-            {"id": "id + :base", "batch": ":batch"},
-            {**shift, "batch": batch},
-        )
-        self._publish_staged("labels", _LABEL_COLUMNS, {"event_id": "event_id + :base"}, shift)
-        self._publish_staged(
-            "query_state", _STATE_COLUMNS, {"last_event_id": "last_event_id + :base"}, shift
-        )
-        self._publish_staged(
-            "adjudications", _DECISION_COLUMNS, {"id": "id + :base"}, {"base": decided}
-        )
-        # what _refresh_golden would merge again from the rows just written, merged already
-        write_golden(self.conn, (_shifted(*item, base, decided) for item in replay.golden))
-        self.conn.executemany(
-            "INSERT INTO runs (name, path, sha256, depth, pooled_at) VALUES (?, ?, '', ?, ?) "
-            "ON CONFLICT (name) DO UPDATE SET depth = max(depth, excluded.depth)",
-            [(run, replay.source, depth, golden.now()) for run, depth in replay.runs.items()],
-        )
-        self._publish_staged("pool_ranks", _POOL_COLUMNS)
+    def _reserve_ids(self, counts: Mapping[str, int]) -> dict[str, int]:
+        """Reserve a block of ``count`` ids in each AUTOINCREMENT ``table``, for rows written
+        over several transactions: returns, per table, the id before its block. New rows
+        that others insert meanwhile get ids after it (SQLite gives max(seq, max(id)) + 1)."""
+        bases = {}
+        with self._writing() as conn:
+            for table, count in counts.items():
+                (base,) = conn.execute(
+                    "SELECT max(coalesce(max(id), 0), coalesce((SELECT seq FROM sqlite_sequence "
+                    f"WHERE name = '{table}'), 0)) FROM {table}"
+                ).fetchone()
+                reserved = (base + count, table)
+                if not conn.execute(
+                    "UPDATE sqlite_sequence SET seq = ? WHERE name = ?", reserved
+                ).rowcount:
+                    conn.execute("INSERT INTO sqlite_sequence (seq, name) VALUES (?, ?)", reserved)
+                bases[table] = base
+        return bases
+
+
+def _insert(table: str, columns: Sequence[str]) -> str:
+    """An INSERT of one row of ``columns`` into ``table``, for executemany."""
+    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({_marks(columns)})"
 
 
 def _shifted(

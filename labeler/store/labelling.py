@@ -10,6 +10,7 @@ from labeler.pooling import (
     next_to_judge,
 )
 from labeler.store.connection import _marks
+from labeler.store.corpus import published
 from labeler.store.log import StaleTarget
 from labeler.store.machine import MachineJudges
 from labeler.store.projections import Projections
@@ -205,7 +206,7 @@ class Labelling(Projections, MachineJudges):
                 )
             row = self.conn.execute(
                 "SELECT query_id FROM query_state WHERE annotator = ? AND last_event_id < ? "
-                "AND query_id != ? ORDER BY last_event_id DESC LIMIT 1",
+                f"AND query_id != ? AND {published()} ORDER BY last_event_id DESC LIMIT 1",
                 (annotator, bound if bound is not None else 2**63 - 1, before or ""),
             ).fetchone()
         return row[0] if row else None
@@ -215,7 +216,7 @@ class Labelling(Projections, MachineJudges):
         return [
             row["query_id"]
             for row in self._rows(
-                "SELECT query_id FROM query_state WHERE annotator = ? "
+                f"SELECT query_id FROM query_state WHERE annotator = ? AND {published()} "
                 "ORDER BY last_event_id DESC LIMIT ?",
                 (annotator, limit),
             )

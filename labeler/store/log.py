@@ -6,6 +6,7 @@ import math
 
 from labeler import golden
 from labeler.golden import Event, QueryContext
+from labeler.store.corpus import POOLED_RUN, UNPUBLISHED_HIDDEN
 from labeler.store.settings import Settings
 
 IMPORT_RUN = "import"  # provenance name of a list imported from a tasks file
@@ -88,7 +89,9 @@ class Log(Settings):
         if imported:
             rankings[IMPORT_RUN] = [doc_id for _, doc_id in sorted(imported)]
         for run, doc_id in self.conn.execute(
-            "SELECT run, doc_id FROM pool_ranks WHERE query_id = ? ORDER BY run, rank", (query_id,)
+            f"SELECT run, doc_id FROM pool_ranks WHERE query_id = ? AND {POOLED_RUN} "
+            "ORDER BY run, rank",
+            (query_id,),
         ):
             if doc_id in positions:
                 rankings.setdefault(run, []).append(doc_id)
@@ -109,6 +112,7 @@ class Log(Settings):
         return [
             row[0]
             for row in self.conn.execute(
-                "SELECT query_id FROM events UNION SELECT query_id FROM adjudications"
+                f"SELECT query_id FROM events WHERE {UNPUBLISHED_HIDDEN} "
+                f"UNION SELECT query_id FROM adjudications WHERE {UNPUBLISHED_HIDDEN}"
             )
         ]

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 
 from labeler import golden
 from labeler.golden import QueryState
+from labeler.store.corpus import UNPUBLISHED_HIDDEN, published
 from labeler.store.golden_rows import golden_labels, write_golden
 from labeler.store.states import States
 
@@ -182,12 +183,13 @@ class Projections(States):
                 "path": str(self.path),
                 "queries": self._value("SELECT count(*) FROM queries"),
                 "slices": self.progress(),
-                "judgements": self._value("SELECT count(*) FROM labels"),
-                "events": self._value("SELECT count(*) FROM events"),
+                "judgements": self._value(f"SELECT count(*) FROM labels WHERE {published()}"),
+                "events": self._value(f"SELECT count(*) FROM events WHERE {UNPUBLISHED_HIDDEN}"),
                 "annotators": [
                     row[0]
                     for row in self.conn.execute(
-                        "SELECT DISTINCT annotator FROM query_state ORDER BY annotator"
+                        f"SELECT DISTINCT annotator FROM query_state WHERE {published()} "
+                        "ORDER BY annotator"
                     )
                 ],
                 "documents": self._value("SELECT count(*) FROM documents"),

@@ -376,3 +376,23 @@ def create_dashboard_figures(db: sqlite_utils.Database) -> None:
         );
         """
     )
+
+
+@migrations()
+def m13_staged_golden_imports(db: sqlite_utils.Database) -> None:
+    """Version 13: a golden-set import writes its replayed log early, in short transactions,
+    and publishes it with its queries (see :meth:`Imports.import_tasks`). Decisions carry
+    their import ``batch`` as events do, and the rows of a batch never published (the importer
+    died) may be deleted — the only rows of the append-only log that ever are."""
+    db.execute("ALTER TABLE adjudications ADD COLUMN batch INTEGER")
+    for table in ("events", "adjudications"):
+        db.executescript(
+            f"""
+            DROP TRIGGER {table}_append_only_delete;
+            CREATE TRIGGER {table}_append_only_delete BEFORE DELETE ON {table}
+                WHEN NOT EXISTS (SELECT 1 FROM import_batches
+                                 WHERE id = old.batch AND published_at IS NULL)
+                BEGIN SELECT RAISE(ABORT, '{table} are append-only'); END;
+            CREATE INDEX {table}_batch ON {table}(batch) WHERE batch IS NOT NULL;
+            """
+        )

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from labeler import golden
 from labeler.golden import Decision, GoldenLabel, QueryState
 from labeler.store.connection import _chunks, _marks
-from labeler.store.corpus import Corpus
+from labeler.store.corpus import POOLED_RUN, UNPUBLISHED_HIDDEN, Corpus
 from labeler.store.golden_rows import latest_decisions, stored_golden, stored_states
 from labeler.store.log import IMPORT_RUN, Log
 
@@ -29,7 +29,8 @@ class States(Corpus, Log):
             )
             provenance: dict[str, dict[str, int]] = {}
             for doc_id, run, rank in self.conn.execute(
-                "SELECT doc_id, run, rank FROM pool_ranks WHERE query_id = ?", (query_id,)
+                f"SELECT doc_id, run, rank FROM pool_ranks WHERE query_id = ? AND {POOLED_RUN}",
+                (query_id,),
             ):
                 provenance.setdefault(doc_id, {})[run] = rank
             grades = self._grades(query_id, annotator)
@@ -113,7 +114,10 @@ class States(Corpus, Log):
         """The decision that counts on every adjudicated query: query_id -> Decision."""
         with self._reading():
             ids = [
-                row[0] for row in self.conn.execute("SELECT DISTINCT query_id FROM adjudications")
+                row[0]
+                for row in self.conn.execute(
+                    f"SELECT DISTINCT query_id FROM adjudications WHERE {UNPUBLISHED_HIDDEN}"
+                )
             ]
             found: dict[str, Decision] = {}
             for chunk in _chunks(ids):

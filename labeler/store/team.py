@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 
 from labeler import golden
 from labeler.store.connection import _chunks, _marks
+from labeler.store.corpus import published
 from labeler.store.projections import Projections
 
 
@@ -173,7 +174,7 @@ class Team(Projections):
             ids = [
                 row[0]
                 for row in self.conn.execute(
-                    "SELECT query_id FROM query_state WHERE status = 'done' "
+                    f"SELECT query_id FROM query_state WHERE status = 'done' AND {published()} "
                     "GROUP BY query_id HAVING count(*) >= 2"
                 )
             ]
