@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from eval.arrow import arrow_loaded, pa, pc
+from eval.groups import PADDING, group_begins, group_matrix, grouped_order, ranges
 
 if TYPE_CHECKING:  # pandas is not imported on the eval path: a small eval would pay 0.3 s
     import pandas as pd
@@ -35,8 +36,6 @@ Strings = "pa.ChunkedArray | pa.Array | np.ndarray"
 SLICE_ROWS = 1 << 15
 # Rows from which strings read from JSON are held by Arrow rather than numpy.
 ARROW_ROWS = 100_000
-# Rows from which first_repeat splits the work over two threads.
-PARALLEL_ROWS = 1 << 20
 # Odd 64-bit constants (from splitmix64): multiplying by them spreads bits upwards.
 SPREAD = np.uint64(0x9E3779B97F4A7C15)
 FINISH = np.uint64(0xBF58476D1CE4E5B9)
@@ -116,7 +115,10 @@ def take_rows(column: Strings, rows: np.ndarray) -> Strings:
 
 def filter_rows(column: Strings, keep: np.ndarray) -> Strings:
     """The rows of ``column`` where ``keep`` (booleans) is true, for a numpy or an Arrow column."""
-    return column[keep] if isinstance(column, np.ndarray) else column.filter(arrow_array(keep))
+    if isinstance(column, np.ndarray):
+        return column[keep]
+    # Arrow arrays are immutable: keeping every row needs no copy (of millions of ids).
+    return column if keep.all() else column.filter(arrow_array(keep))
 
 
 def slice_rows(column: Strings, start: int, length: int) -> Strings:
@@ -186,7 +188,8 @@ def _filled(values: pa.Array, null: object) -> np.ndarray:
 def _bits(buffer: pa.Buffer, offset: int, count: int) -> np.ndarray:
     """``count`` bits of an Arrow bitmap from bit ``offset`` on, as booleans."""
     bytes_ = np.frombuffer(buffer, dtype=np.uint8)
-    return np.unpackbits(bytes_, bitorder="little", count=offset + count)[offset:].astype(bool)
+    # unpackbits gives 0 or 1 per byte: viewed as booleans, not copied (10 MB for a run).
+    return np.unpackbits(bytes_, bitorder="little", count=offset + count)[offset:].view(bool)
 
 
 def arrow_strings(column: pd.Series | np.ndarray) -> Strings:
@@ -217,24 +220,27 @@ def runs_of_equals(column: Strings) -> tuple[np.ndarray, Strings]:
 
 
 def factorize_runs(column: Strings) -> tuple[np.ndarray, np.ndarray]:
-    """Like ``pd.factorize``: an int64 code per value and the distinct values (as objects).
+    """Like ``pd.factorize``: an int32 code per value and the distinct values (as objects).
 
     Only the first value of each run of equal neighbours is hashed; a column whose equal
-    values stand together (a run file grouped by query) costs one hash per group.
+    values stand together (a run file grouped by query) costs one hash per group. The
+    codes are int32, as Arrow's dictionary indices: half the memory of a run's 10M rows.
     """
     if len(column) == 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=object)
+        return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=object)
     starts, run_values = runs_of_equals(column)
     if isinstance(run_values, np.ndarray):
         codes: dict[str, int] = {}
-        run_codes = np.array([codes.setdefault(v, len(codes)) for v in run_values.tolist()])
+        run_codes = np.array(
+            [codes.setdefault(v, len(codes)) for v in run_values.tolist()], dtype=np.int32
+        )
         uniques = np.array(list(codes), dtype=object)
     else:
         if isinstance(run_values, pa.ChunkedArray):
             run_values = run_values.combine_chunks()
         # Arrow's dictionary numbers the values in order of first appearance, as pd.factorize.
         encoded = pc.dictionary_encode(run_values)
-        run_codes = as_numpy(encoded.indices).astype(np.int64)
+        run_codes = as_numpy(encoded.indices).astype(np.int32, copy=False)
         uniques = as_numpy(encoded.dictionary)
     return np.repeat(run_codes, np.diff(np.r_[starts, len(column)])), uniques
 
@@ -280,16 +286,28 @@ def fingerprints(column: Strings) -> np.ndarray:
 
     Different strings almost never share one, but they may: confirm matches on the strings.
     """
+    return _filled_fingerprints(column, np.empty(len(column), dtype=np.uint64))
+
+
+def short_fingerprints(column: Strings) -> np.ndarray:
+    """The high 32 bits of each string's fingerprint (uint32): half the memory, and about one
+    pair of different strings in 4 billion shares one."""
+    return _filled_fingerprints(column, np.empty(len(column), dtype=np.uint32))
+
+
+def _filled_fingerprints(column: Strings, hashes: np.ndarray) -> np.ndarray:
+    """``hashes`` (uint64, or uint32 for the high bits) filled with the column's fingerprints,
+    slice by slice: each slice's temporaries are freed before the next slice takes them, so
+    that the kernel need not hand out (and zero) fresh pages for each."""
     chunked = not isinstance(column, np.ndarray) and isinstance(column, pa.ChunkedArray)
-    chunks = column.chunks if chunked else [column]
-    # Kept apart until the end: filling one big array slice by slice makes the allocator
-    # hand the slices' temporaries back to the kernel and fault them in again, each time.
-    parts = [
-        _slice_fingerprints(slice_rows(chunk, start, SLICE_ROWS))
-        for chunk in chunks
-        for start in range(0, len(chunk), SLICE_ROWS)
-    ]
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint64)
+    shift = np.uint64(64 - 8 * hashes.dtype.itemsize)
+    filled = 0
+    for chunk in column.chunks if chunked else [column]:
+        for start in range(0, len(chunk), SLICE_ROWS):
+            part = _slice_fingerprints(slice_rows(chunk, start, SLICE_ROWS))
+            hashes[filled : filled + len(part)] = part >> shift
+            filled += len(part)
+    return hashes
 
 
 def string_buffers(strings: pa.Array | np.ndarray) -> tuple[np.ndarray, pa.Buffer | bytes]:
@@ -320,11 +338,55 @@ def _slice_fingerprints(strings: pa.Array) -> np.ndarray:
     as in splitmix64.
     """
     offsets, data_buffer = string_buffers(strings)
-    first, end = int(offsets[0]), int(offsets[-1])
     length = np.diff(offsets)
+    # Not min(initial=0): that is never above 0, and every word would be masked.
+    shortest = int(length.min()) if len(length) else 0
+    if len(length) and shortest == int(length.max()):
+        hashes = _fixed_width_hashes(data_buffer, int(offsets[0]), len(length), shortest)
+    else:
+        hashes = _hashes(data_buffer, offsets, length, shortest)
+    hashes ^= hashes >> np.uint64(31)
+    hashes *= FINISH
+    hashes ^= hashes >> np.uint64(29)
+    return hashes
+
+
+def _fixed_width_hashes(
+    data_buffer: pa.Buffer | bytes, first: int, count: int, size: int
+) -> np.ndarray:
+    """The unfinished fingerprints of ``count`` strings of ``size`` bytes each (ids such as
+    zero-padded numbers or paths of one pattern), stored one after another from ``first``.
+
+    The same words as :func:`_hashes` mixes, without its gathers: the bytes are laid out
+    one string per row of a zero-padded matrix, whose columns are the words.
+    """
+    width = max((size + 7) // 8, 1)
+    # np.empty and the padding zeroed here, not np.zeros: calloc would take fresh pages from
+    # the kernel for each slice, where malloc reuses the previous slice's.
+    block = np.empty((count, 8 * width), dtype=np.uint8)
+    block[:, size:] = 0
+    if size:
+        data = np.frombuffer(data_buffer, dtype=np.uint8, count=count * size, offset=first)
+        block[:, :size] = data.reshape(count, size)
+    words = block.view(np.uint64)
+    hashes = np.full(count, size, dtype=np.uint64)
+    hashes *= SPREAD
+    for word in range(width):
+        hashes ^= words[:, word]
+        hashes *= SPREAD
+    return hashes
+
+
+def _hashes(
+    data_buffer: pa.Buffer | bytes, offsets: np.ndarray, length: np.ndarray, shortest: int
+) -> np.ndarray:
+    """The unfinished fingerprints of strings of any lengths (see :func:`_slice_fingerprints`)."""
+    first, end = int(offsets[0]), int(offsets[-1])
     word_count = (int(length.max(initial=0)) + 7) // 8
-    # A zero-padded aligned copy of the bytes, with room for the word after the last one.
-    words = np.zeros((end - first) // 8 + word_count + 2, dtype=np.uint64)
+    # A zero-padded aligned copy of the bytes, with room for the word after the last one
+    # (zeroed by hand, as in _fixed_width_hashes).
+    words = np.empty((end - first) // 8 + word_count + 2, dtype=np.uint64)
+    words[(end - first) // 8 :] = 0
     if end > first:
         words.view(np.uint8)[: end - first] = np.frombuffer(
             data_buffer, dtype=np.uint8, count=end - first, offset=first
@@ -334,7 +396,6 @@ def _slice_fingerprints(strings: pa.Array) -> np.ndarray:
     low_shift = ((start << 3) & 56).view(np.uint64)
     # Shifting by 64 is undefined, so the high part moves by (63 - shift) and then by 1.
     high_shift = np.uint64(63) - low_shift
-    shortest = int(length.min(initial=0))
     hashes = length.view(np.uint64) * SPREAD
     for word in range(max(word_count, 1)):
         value = words[word:][aligned] >> low_shift
@@ -348,9 +409,6 @@ def _slice_fingerprints(strings: pa.Array) -> np.ndarray:
             # Only strings that reach this word mix it in: a string's fingerprint must not
             # depend on the strings hashed alongside it.
             hashes = np.where(length > 8 * word, mixed, hashes)
-    hashes ^= hashes >> np.uint64(31)
-    hashes *= FINISH
-    hashes ^= hashes >> np.uint64(29)
     return hashes
 
 
@@ -376,27 +434,46 @@ def first_repeat(groups: np.ndarray, values: Strings) -> int | None:
     """Position of the first row whose (group, value) pair also stands on an earlier row.
 
     None when every pair is distinct. When each group's rows stand together (as in a run
-    file written query by query), the rows are checked in two halves, split between two
-    groups, on two threads: numpy and Arrow release the GIL while they hash and sort.
+    file written query by query), only the groups where two values share a fingerprint
+    (:func:`_rows_of_suspect_groups`) are checked value by value.
     """
-    middle = len(groups) // 2
-    if len(groups) < PARALLEL_ROWS or np.any(groups[1:] < groups[:-1]):
+    begins = group_begins(groups)
+    # A group that begins twice has its rows apart (bincount: np.unique imports numpy.ma).
+    if len(begins) == 0 or np.bincount(groups[begins]).max() > 1:
         return _first_repeat(groups, values)
-    # Move the split forward to where a new group begins (a group never straddles it).
-    middle += int(np.argmax(groups[middle:] != groups[middle - 1]))
-    if groups[middle] == groups[middle - 1]:  # one group from the middle to the end
-        return _first_repeat(groups, values)
+    suspects = _rows_of_suspect_groups(begins, values)
+    if len(suspects) == 0:
+        return None
+    found = _first_repeat(groups[suspects], take_distinct(values, suspects))
+    return None if found is None else int(suspects[found])
 
-    def check(start: int, stop: int) -> int | None:
-        found = _first_repeat(groups[start:stop], slice_rows(values, start, stop - start))
-        return None if found is None else start + found
 
-    from concurrent.futures import ThreadPoolExecutor  # only for a large file: 5 ms to import
+def _rows_of_suspect_groups(begins: np.ndarray, values: Strings) -> np.ndarray:
+    """The rows (ascending) of the groups where two values share a 32-bit fingerprint, and of
+    the groups longer than twice the mean: every repeated value is on one of them. The
+    groups' rows stand together, each group beginning at one of ``begins``.
 
-    with ThreadPoolExecutor(2) as pool:
-        halves = list(pool.map(check, (0, middle), (middle, len(groups))))
-    # Any repeat in the first half comes before every repeat in the second.
-    return next((row for row in halves if row is not None), None)
+    Each group's fingerprints fill one row of a matrix, padded with the largest value, and
+    the matrix is sorted row by row: sorting many short rows is some 30 times quicker than
+    sorting one long array, and needs no group in the key.
+    """
+    count = len(values)
+    lengths = np.diff(begins, append=count)
+    width = min(int(lengths.max()), 2 * -(-count // len(begins)))
+    keys = short_fingerprints(values)
+    padded = width * len(begins) != count
+    if padded:
+        # Padding sorts after every value: a value equal to it moves one down (a false
+        # suspect at worst, which the check value by value clears).
+        np.minimum(keys, PADDING - 1, out=keys)
+    matrix = group_matrix(keys, begins, lengths, width)
+    matrix.sort(axis=1)
+    same = np.equal(matrix[:, 1:], matrix[:, :-1])
+    if padded:
+        same &= matrix[:, 1:] != PADDING
+    shared = same.any(axis=1)
+    suspect = np.flatnonzero(shared | (lengths > width))
+    return ranges(begins[suspect], lengths[suspect])
 
 
 def _first_repeat(groups: np.ndarray, values: Strings) -> int | None:
@@ -433,7 +510,7 @@ class PairIndex:
     def __init__(self, groups: np.ndarray, values: Strings):
         self.groups, self.values = groups, values
         keys = pair_keys(groups, values)
-        self.order = np.argsort(keys)
+        self.order = grouped_order(groups, keys)
         self.sorted_keys = keys[self.order]
 
     def find(self, groups: np.ndarray, values: Strings) -> np.ndarray:

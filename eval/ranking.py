@@ -35,6 +35,7 @@ from eval.columns import (
     take_distinct,
     take_rows,
 )
+from eval.groups import ranges
 from eval.readers import Golden, Run
 
 if TYPE_CHECKING:  # a small file's ids are numpy arrays: pyarrow is imported only for a large one
@@ -343,7 +344,7 @@ def _query_runs(run: Run, query_ids: np.ndarray, by_score: bool) -> _QueryRuns:
         # and only the top rows of each query are ever gathered.
         return _QueryRuns(None, score, starts[by_query], lengths[by_query], run_query[by_query])
     row_query = np.repeat(run_query, lengths)
-    rows = _ranges(starts, lengths)
+    rows = ranges(starts, lengths)
     # A stable sort: equal scores keep the file's order.
     keys = (-score[rows], row_query) if by_score else (row_query,)
     by_rank = np.lexsort(keys)
@@ -366,18 +367,12 @@ def _descending_within(score: np.ndarray, starts: np.ndarray) -> bool:
     return not rises.any()
 
 
-def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """The positions ``start, start + 1, ..., start + length - 1`` of each range, in turn."""
-    ends = np.cumsum(lengths)
-    return np.arange(ends[-1] if len(ends) else 0) + np.repeat(starts - (ends - lengths), lengths)
-
-
 def _best_scores(runs: _QueryRuns) -> np.ndarray:
     """The highest score of each query."""
     if len(runs.start) == 0:
         return np.zeros(0)
     offsets = np.cumsum(runs.length) - runs.length
-    return np.maximum.reduceat(runs.score[_ranges(runs.start, runs.length)], offsets)
+    return np.maximum.reduceat(runs.score[ranges(runs.start, runs.length)], offsets)
 
 
 def _top_positions(
@@ -392,7 +387,7 @@ def _top_positions(
     length = runs.length if limit is None else np.minimum(runs.length, limit)
     if with_ties and limit is not None:
         length = _extend_over_ties(runs, length)
-    return _ranges(runs.start, length), np.repeat(runs.query, length)
+    return ranges(runs.start, length), np.repeat(runs.query, length)
 
 
 def _ranked_rows(

@@ -6,11 +6,13 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from eval.columns import PARALLEL_ROWS, PairIndex, fingerprints, first_repeat
+from eval.columns import PairIndex, fingerprints, first_repeat
 
 ROWS_PER_GROUP = 100
-GROUPS = PARALLEL_ROWS // ROWS_PER_GROUP + 100  # enough rows for the two-thread check
+GROUPS = 12_000  # a run-like column of 1.2M rows
 
 
 @functools.cache
@@ -39,7 +41,7 @@ def with_repeats(values: list[str], rows: list[int]) -> list[str]:
 @pytest.mark.parametrize(
     "repeated_rows",
     [[], [150], [GROUPS * ROWS_PER_GROUP - 7], [200_033, GROUPS * ROWS_PER_GROUP - 60]],
-    ids=["none", "first half", "second half", "both halves"],
+    ids=["none", "early", "in the last group", "two groups"],
 )
 def test_first_repeat_on_a_large_grouped_column_finds_the_first_repeat(repeated_rows):
     groups, values = grouped_rows()
@@ -55,6 +57,43 @@ def test_first_repeat_on_a_large_interleaved_column_agrees_with_pandas():
     shuffle = np.random.default_rng(2).permutation(len(groups))
     groups, values = groups[shuffle], [values[row] for row in shuffle]
     assert first_repeat(groups, pa.array(values)) == reference_first_repeat(groups, values)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(1, 40), min_size=1, max_size=12),
+    st.integers(0, 400),
+    st.randoms(use_true_random=False),
+)
+def test_first_repeat_on_groups_of_any_sizes_agrees_with_pandas(lengths, long_group, random):
+    """Groups of unequal sizes (one of them maybe far longer than the rest), standing
+    together or apart, as Arrow (chunked) or numpy strings."""
+    lengths[random.randrange(len(lengths))] += long_group
+    groups = np.repeat(np.arange(len(lengths)), lengths)
+    values = [f"d{random.randrange(3 * max(lengths))}" for _ in groups]
+    if random.random() < 0.2:
+        order = np.array(random.sample(range(len(groups)), len(groups)))
+        groups, values = groups[order], [values[row] for row in order]
+    expected = reference_first_repeat(groups, values)
+    half = len(values) // 2
+    chunked = pa.chunked_array([pa.array(values[:half], pa.string()), values[half:]])
+    for column in (pa.array(values), chunked, np.array(values, dtype=object)):
+        assert first_repeat(groups, column) == expected
+
+
+def test_values_sharing_a_fingerprint_are_not_a_repeat(monkeypatch):
+    import eval.columns
+
+    # Every string's short fingerprint is alike: every group is suspect, and only the
+    # comparison of the strings can tell them apart.
+    monkeypatch.setattr(
+        eval.columns, "short_fingerprints", lambda values: np.zeros(len(values), np.uint32)
+    )
+    groups = np.repeat(np.arange(3), 4)
+    values = [f"d{number}" for number in range(12)]
+    assert first_repeat(groups, pa.array(values)) is None
+    values[10] = "d8"
+    assert first_repeat(groups, pa.array(values)) == 10
 
 
 def test_a_repeat_in_another_group_is_not_a_repeat():
@@ -89,3 +128,45 @@ def test_pair_index_tries_the_next_equal_key_when_fingerprints_collide(monkeypat
     table = PairIndex(np.zeros(3, dtype=np.int64), pa.array(["x", "y", "z"]))
     found = table.find(np.zeros(4, dtype=np.int64), pa.array(["z", "x", "w", "y"]))
     assert found.tolist() == [2, 0, -1, 1]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.integers(1, 30), min_size=1, max_size=12),
+    st.integers(0, 200),
+    st.booleans(),
+    st.randoms(use_true_random=False),
+)
+def test_pair_index_finds_every_pair_of_a_grouped_or_shuffled_table(
+    lengths, long_group, shuffled, random
+):
+    """Groups standing in order (sorted group by group) or shuffled (sorted all at once)."""
+    lengths[random.randrange(len(lengths))] += long_group
+    groups = np.repeat(np.arange(len(lengths)), lengths)
+    values = [f"d{row}" for row in random.sample(range(10 * len(groups)), len(groups))]
+    if shuffled:
+        order = np.array(random.sample(range(len(groups)), len(groups)))
+        groups, values = groups[order], [values[row] for row in order]
+    table = PairIndex(groups, pa.array(values))
+    assert np.all(table.sorted_keys[1:] >= table.sorted_keys[:-1])
+    asked = np.array([random.randrange(len(groups)) for _ in range(20)])
+    other_group = (groups[asked] + 1) % (len(lengths) + 1)
+    found = table.find(np.r_[groups[asked], other_group], pa.array([values[r] for r in asked] * 2))
+    assert found.tolist() == asked.tolist() + [-1] * len(asked)
+
+
+def test_fingerprints_of_ids_of_one_width_equal_those_of_mixed_widths():
+    """A slice whose ids all have one length is hashed from a matrix of its bytes: the same
+    fingerprints as when the ids stand among others of other lengths (or sliced out)."""
+    ids = [f"corpus/{number:010d}#passage-é" for number in range(2_000)]
+    mixed = fingerprints(pa.array([*ids, "short", *ids[:3]])).tolist()
+    one_width = fingerprints(pa.array(ids)).tolist()
+    sliced = fingerprints(pa.array(ids).slice(7, 100)).tolist()
+    assert one_width == mixed[: len(ids)]
+    assert mixed[len(ids) + 1 :] == one_width[:3]
+    assert sliced == one_width[7:107]
+    assert len(set(one_width)) == len(ids)
+    assert (
+        fingerprints(pa.array(["", ""])).tolist()
+        == fingerprints(pa.array(["", "a"]))[:1].tolist() * 2
+    )

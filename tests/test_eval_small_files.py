@@ -7,6 +7,7 @@ most of its time), and the numpy path must give the very report the Arrow path g
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -210,3 +211,24 @@ def test_jsonl_files_give_the_same_report_held_by_numpy_or_by_arrow(tmp_path, mo
         reports.append((json.dumps(report), values))
     assert kinds[0][0] is not np.ndarray and kinds[1] == (np.ndarray, np.ndarray)
     assert reports[0] == reports[1]
+
+
+def test_the_cli_sets_how_numpy_openblas_and_arrow_use_the_machine_unless_the_user_did():
+    probe = (
+        "import os, labeler.cli, numpy, pyarrow; "
+        "print(os.environ['OPENBLAS_NUM_THREADS'], os.environ['NUMPY_MADVISE_HUGEPAGE'], "
+        "pyarrow.default_memory_pool().backend_name)"
+    )
+    ours = {"OPENBLAS_NUM_THREADS", "NUMPY_MADVISE_HUGEPAGE", "ARROW_DEFAULT_MEMORY_POOL"}
+    clean = {name: value for name, value in os.environ.items() if name not in ours}
+
+    def settings(**chosen: str) -> list[str]:
+        done = subprocess.run(
+            [sys.executable, "-c", probe], env={**clean, **chosen}, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout.split()
+
+    assert settings() == ["1", "0", "jemalloc"]
+    chosen = {"OPENBLAS_NUM_THREADS": "2", "ARROW_DEFAULT_MEMORY_POOL": "system"}
+    assert settings(**chosen) == ["2", "0", "system"]

@@ -11,15 +11,25 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 
 import click
 
-# One OpenBLAS thread, unless the user chose otherwise. goldset never hands OpenBLAS a product
-# big enough to share (eval/stats.py keeps them small: threads that spin made them 70× slower
-# on a busy machine), yet numpy starts OpenBLAS's thread pool when imported: 40-60 ms of CPU,
-# a third of a small golden set's eval. Set before numpy is imported; `goldset app` passes it
-# on to the server.
+# How numpy, OpenBLAS and Arrow use the machine, unless the user chose otherwise (set before
+# numpy or pyarrow is imported; `goldset app` passes them on to the server). Measured on the
+# bench's files (bench/eval_speed.py), 2 shared cores:
+# - one OpenBLAS thread: goldset never hands OpenBLAS a product big enough to share
+#   (eval/stats.py keeps them small: threads that spin made them 70× slower on a busy machine),
+#   yet numpy starts its thread pool at import: 40-60 ms of CPU, a third of a small eval;
+# - no transparent huge pages for numpy's arrays, which the kernel compacts memory to find:
+#   system time of a 10M-line eval 0.7-1.1 s -> 0.55 s (`short`), 3.3 s -> 2.4 s (`long`);
+# - on Linux (where pyarrow's wheels have it, and where it was measured), Arrow allocating
+#   through jemalloc, not mimalloc, which kept asking for fresh pages while parsing: system
+#   time over the `long` eval 2.8-3.0 s -> 1.9-2.0 s.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
+if sys.platform.startswith("linux"):
+    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "jemalloc")
 
 # Each command by name, as "module:attribute" of labeler.cli: a command's module is imported
 # when that command runs (or --help lists them all), so `goldset eval` loads only its own.

@@ -1,0 +1,83 @@
+"""A run and its qrels give the same per-query values whatever the order of their lines.
+
+A file grouped by query (as runs and qrels are usually written) takes the quick paths: the
+fast reader, the repeat check and the judgement index that work query by query. Lines in
+any other order take the general ones. Both must agree to the last bit, ties included.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from eval.errors import InputError
+from eval.metrics import per_query_values, rank_run
+from eval.readers import read_golden, read_run
+
+METRICS = ("mrr", "mrr@3", "hit@1", "precision@5", "recall@5", "ndcg@5", "judged@5")
+
+
+@st.composite
+def collection(draw) -> tuple[list[str], list[str]]:
+    """Run lines (grouped by query, best first) and qrels lines, with many score ties."""
+    rng = random.Random(draw(st.integers(0, 2**32)))
+    run, qrels = [], []
+    for query in range(draw(st.integers(1, 12))):
+        docs = rng.sample(range(60), rng.randint(1, 25))
+        # Scores from a few values: ties within a query, at and across the cutoffs.
+        scores = sorted((rng.choice([0.5, 1.0, 1.5, 2.0]) for _ in docs), reverse=True)
+        run += [f"q{query} Q0 d{doc} {rank} {score} t" for rank, (doc, score) in
+                enumerate(zip(docs, scores, strict=True), start=1)]  # fmt: skip
+        judged = rng.sample(range(60), rng.randint(0, 20))
+        qrels += [f"q{query} 0 d{doc} {rng.choice([0, 0, 1, 2, 3])}" for doc in judged]
+    return run, qrels
+
+
+def values(tmp_path, run_lines: list[str], qrels_lines: list[str]) -> dict[str, list]:
+    """Per-query values (by query id) of the run against the qrels, read by the fast path."""
+    (tmp_path / "run.trec").write_text("\n".join(run_lines) + "\n")
+    (tmp_path / "qrels.txt").write_text("\n".join(qrels_lines) + "\n")
+    golden = read_golden(tmp_path / "qrels.txt", parser="fast")
+    run = read_run(tmp_path / "run.trec", parser="fast")
+    per_query = per_query_values(rank_run(golden, run, METRICS), METRICS)
+    rows = per_query.values.tolist()
+    return dict(zip(per_query.query_ids.tolist(), rows, strict=True))
+
+
+@settings(max_examples=60, deadline=None)
+@given(collection(), st.randoms(use_true_random=False))
+def test_shuffled_lines_give_the_same_per_query_values_as_grouped_ones(
+    tmp_path_factory, files, random_
+):
+    run_lines, qrels_lines = files
+    if not any(line.split()[3] != "0" for line in qrels_lines):
+        qrels_lines = [*qrels_lines, "q0 0 d0 1"]  # at least one judgement, as read_golden needs
+    grouped = values(tmp_path_factory.mktemp("grouped"), run_lines, qrels_lines)
+    shuffled_run, shuffled_qrels = list(run_lines), list(qrels_lines)
+    random_.shuffle(shuffled_run)
+    random_.shuffle(shuffled_qrels)
+    shuffled = values(tmp_path_factory.mktemp("shuffled"), shuffled_run, shuffled_qrels)
+    assert shuffled.keys() == grouped.keys()
+    for query_id, row in grouped.items():
+        # NaN (not measured) compares unequal to itself: compare the bits.
+        assert np.array_equal(np.array(shuffled[query_id]), np.array(row), equal_nan=True)
+
+
+@pytest.mark.parametrize("order", ["grouped", "shuffled"])
+def test_a_doc_repeated_within_a_query_is_refused_in_any_line_order(tmp_path, order):
+    lines = [f"q{query} Q0 d{doc} {doc} {10 - doc} t" for query in range(3) for doc in range(5)]
+    lines.insert(12, "q2 Q0 d1 9 0.5 t")  # q2's d1 a second time, on line 13
+    if order == "shuffled":
+        random.Random(0).shuffle(lines)
+    path = tmp_path / "run.trec"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError) as refused:
+        read_run(path, parser="fast")
+    assert refused.value.field == "doc_id"
+    assert "'d1' repeated within query 'q2'" in refused.value.problem
+    second = max(number for number, line in enumerate(lines, 1) if line.startswith("q2 Q0 d1 "))
+    assert refused.value.line == second
