@@ -22,7 +22,8 @@ from dataclasses import replace
 import numpy as np
 
 from eval.columns import as_strings, lookup
-from eval.ranking import Ranking, _ranges
+from eval.groups import ranges
+from eval.ranking import Ranking
 from eval.readers import Golden, _rows_digest
 
 __all__ = ["label_digests", "spliced_ranking", "updated_digests", "version_of"]
@@ -53,7 +54,7 @@ def spliced_ranking(kept: Ranking, fresh: Ranking, query_ids: np.ndarray) -> Ran
     fresh_starts += len(kept.query_index)
     starts = np.where(from_fresh, fresh_starts[in_fresh], kept_starts[in_kept])
     lengths = np.where(from_fresh, fresh_lengths[in_fresh], kept_lengths[in_kept])
-    rows = _ranges(starts, lengths)
+    rows = ranges(starts, lengths)
     spliced = {
         name: np.concatenate([getattr(kept, name), getattr(fresh, name)])[rows]
         for name in _ROW_FIELDS
