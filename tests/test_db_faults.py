@@ -6,6 +6,8 @@ import hashlib
 import os
 import sqlite3
 import stat
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -229,4 +231,70 @@ def test_the_app_shows_why_a_project_cannot_be_opened(tmp_path, monkeypatch, fau
     assert not app.exception
     assert [error.value for error in app.error] == ["This project cannot be opened."]
     assert str(path) in app.text[0].value
+    assert fingerprint(path) == before
+
+
+@pytest.fixture
+def checked_in_background(monkeypatch):
+    """Every project counts as large: the app's open checks its integrity in the background."""
+    from labeler.store import connection
+
+    monkeypatch.setattr(connection, "BACKGROUND_CHECK_BYTES", 0)
+    return connection
+
+
+def test_a_large_projects_check_does_not_delay_the_open_and_writes_wait_for_it(
+    tmp_path, monkeypatch, checked_in_background
+):
+    path = project(tmp_path / "project.db")
+    release, check = threading.Event(), checked_in_background.IntegrityCheck.run
+
+    def held_check(self) -> None:  # the check of a large file, held until released
+        release.wait()
+        check(self)
+
+    monkeypatch.setattr(checked_in_background.IntegrityCheck, "run", held_check)
+    with Store.open_project(path, write=True, background_check=True) as store:
+        assert store.annotator("ana")["role"] == "annotator"  # reads go ahead meanwhile
+        writer = threading.Thread(target=store.add_annotator, args=("bob",))
+        writer.start()
+        writer.join(0.3)
+        assert writer.is_alive() and store.annotator("bob") is None
+        release.set()
+        writer.join(10)
+        assert store.annotator("bob")["role"] == "annotator"
+        assert store.integrity_problem() is None
+
+
+def test_a_large_corrupt_project_refuses_writes_once_its_background_check_fails(
+    tmp_path, checked_in_background
+):
+    path = corrupt(tmp_path)
+    before = fingerprint(path)
+    # The open itself raises if the check has already failed; else the write does.
+    with (
+        pytest.raises(ProjectError, match="is corrupt .PRAGMA quick_check"),
+        Store.open_project(path, write=True, background_check=True) as store,
+    ):
+        store.add_annotator("bob")
+    assert fingerprint(path) == before
+
+
+def test_the_app_shows_a_failed_background_check_as_a_project_that_cannot_be_opened(
+    tmp_path, monkeypatch, checked_in_background
+):
+    from streamlit.testing.v1 import AppTest
+
+    path = corrupt(tmp_path)
+    before = fingerprint(path)
+    monkeypatch.setenv("GOLDSET_DB", str(path))
+    app = AppTest.from_file("../labeler/app.py", default_timeout=30)
+    for _ in range(50):  # the session's page again, until its check has failed
+        app.run()
+        if app.error:
+            break
+        time.sleep(0.1)
+    assert not app.exception
+    assert [error.value for error in app.error] == ["This project cannot be opened."]
+    assert "is corrupt (PRAGMA quick_check" in app.text[0].value
     assert fingerprint(path) == before

@@ -4,12 +4,16 @@ and full-mode labels, slices, undo, a miss, an unanswerable query, a reviewer's 
 
 from __future__ import annotations
 
+import dataclasses
+
+import numpy as np
 import pandas as pd
 import pytest
 from test_live import label, labelled_demo
 
+from eval.metrics import DEFAULT_METRICS, Ranking, rank_run
 from labeler import live
-from labeler.live.incremental import LiveGolden
+from labeler.live.incremental import Labelled, LiveGolden, LiveWork
 from labeler.store import Store
 
 
@@ -38,6 +42,22 @@ def assert_same_figures(incremental: live.Snapshot, full: live.Snapshot) -> None
     assert incremental.alerts == full.alerts
 
 
+def assert_same_ranking(spliced: Ranking, full: Ranking) -> None:
+    for field in dataclasses.fields(full):
+        assert np.array_equal(getattr(spliced, field.name), getattr(full, field.name)), field.name
+
+
+def assert_as_a_full_recompute(labelled: Labelled, store: Store, run) -> None:
+    """The kept golden set, ranking and version equal those of the whole project read and
+    ranked again, and so do the dashboard's figures from them."""
+    full = live.golden_set(store)
+    pd.testing.assert_frame_equal(labelled.golden.queries, full.queries)
+    assert labelled.version == full.version
+    assert_same_ranking(labelled.ranking, rank_run(full, run, DEFAULT_METRICS))
+    kept = live.snapshot(labelled.golden, run, ranking=labelled.ranking, version=labelled.version)
+    assert_same_figures(kept, live.snapshot(full, run))
+
+
 def test_new_labels_are_read_for_the_queries_they_touch_and_give_the_full_figures(mixed):
     run = live.project_run(mixed)
     labels = LiveGolden()
@@ -52,19 +72,29 @@ def test_new_labels_are_read_for_the_queries_they_touch_and_give_the_full_figure
     mixed.undo("ana", "q08")  # q08's last full grade taken back
     decided = {mixed.candidates("q02")[0]["doc_id"]: 1}
     mixed.adjudicate("q02", "rita", decided, answerable=True)
-    golden, first_ranks = labels.update(mixed, live.ProjectState.of(mixed), run)
+    labelled = labels.update(mixed, live.ProjectState.of(mixed), run)
 
     assert sorted(labels.changed) == ["q01", "q02", "q08", "q10", "q11", "q12", "q13"]
-    full = live.golden_set(mixed)
-    assert golden.version == full.version
-    pd.testing.assert_series_equal(first_ranks, live.first_relevant(full, run))
-    assert_same_figures(
-        live.snapshot(golden, run, first_ranks=first_ranks), live.snapshot(full, run)
-    )
-    report = live.snapshot(golden, run).report
+    assert_as_a_full_recompute(labelled, mixed, run)
+    report = live.snapshot(labelled.golden, run).report
     # nDCG over the full-mode queries done: q09 and q10 (the undo left q08 in progress)
     assert report["metrics"]["ndcg@10"]["queries"] == 2
     assert set(report["slices"]) == {"head", "tail"}
+
+
+def test_updates_one_after_another_stay_equal_to_a_full_recompute(mixed):
+    run = live.project_run(mixed)
+    labels = LiveGolden()
+    labels.update(mixed, live.ProjectState.of(mixed), run)
+    judge_fully(mixed, "q10", [0, 0, 0, 2, 1], annotator="ben")  # a new full-mode query
+    assert_as_a_full_recompute(labels.update(mixed, live.ProjectState.of(mixed), run), mixed, run)
+    mixed.undo("ben", "q10")  # its last grade taken back: q10 no longer done
+    mixed.mark("q09", "unanswerable", "ana", seconds=1.0)  # q09 leaves the scored queries
+    label(mixed, "q14", 3, annotator="ben")
+    labelled = labels.update(mixed, live.ProjectState.of(mixed), run)
+    assert sorted(labels.changed) == ["q09", "q10", "q14"]
+    assert_as_a_full_recompute(labelled, mixed, run)
+    assert "q09" not in set(labelled.ranking.query_ids)
 
 
 def test_an_update_with_nothing_new_reads_no_labels(mixed):
@@ -73,7 +103,7 @@ def test_an_update_with_nothing_new_reads_no_labels(mixed):
     state = live.ProjectState.of(mixed)
     first = labels.update(mixed, state, run)
     again = labels.update(mixed, state, run)
-    assert labels.changed == [] and again[0] is first[0]
+    assert labels.changed == [] and again is first
 
 
 def test_the_dashboard_refresher_updates_incrementally_to_the_full_figures(mixed):
@@ -85,3 +115,34 @@ def test_the_dashboard_refresher_updates_incrementally_to_the_full_figures(mixed
     golden, run, measured = live.golden_set(mixed), live.project_run(mixed), shown.cost
     assert_same_figures(shown.snapshot, live.snapshot(golden, run, measured))
     assert shown.snapshot.report["queries"]["answerable"] == before["answerable"] + 2
+
+
+def assert_work_as_read_in_full(work: LiveWork, store: Store) -> None:
+    """The kept work figures equal the store's, read in full, and so do the dashboard's."""
+    pd.testing.assert_frame_equal(work.seconds, store.judgement_seconds())
+    by = ["annotator", "judged_depth"]
+    pd.testing.assert_frame_equal(
+        work.depths.sort_values(by, ignore_index=True),
+        store.completed_depths().sort_values(by, ignore_index=True),
+    )
+    for since in ("", "2000-01-01T00"):
+        pd.testing.assert_frame_equal(work.per_hour(since), store.judgements_per_hour(since))
+    assert work.per_hour("9999-01-01T00").empty  # no judgements from that hour on
+    kept = live.cost_summary(store, seconds=work.seconds, depths=work.depths)
+    assert kept.as_dict() == live.cost_summary(store).as_dict()
+    pd.testing.assert_frame_equal(
+        live.throughput(store, per_hour=work.per_hour), live.throughput(store)
+    )
+
+
+def test_the_work_figures_read_only_newer_events_and_equal_the_stores(mixed):
+    work = LiveWork()
+    work.update(mixed, live.ProjectState.of(mixed))
+    assert_work_as_read_in_full(work, mixed)
+    judge_fully(mixed, "q10", [0, 1], annotator="ben")  # a new pass completed
+    mixed.undo("ana", "q08")  # a completed pass no longer done
+    label(mixed, "q11", 2, annotator="chen")  # a new annotator
+    work.update(mixed, live.ProjectState.of(mixed))
+    assert_work_as_read_in_full(work, mixed)
+    work.update(mixed, live.ProjectState.of(mixed))  # nothing new
+    assert_work_as_read_in_full(work, mixed)

@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import pandas as pd
 
-from eval.metrics import DEFAULT_METRICS
+from eval.metrics import DEFAULT_METRICS, Ranking, per_query_values, rank_run
 from eval.readers import Golden, Run
 from eval.report import NO_SLICE, build_report
 from labeler.live.figures import (
     BOOTSTRAP,
     HEADLINE,
     SEED,
-    first_relevant,
+    first_relevant_of,
     first_relevant_ranks,
     report_table,
     unanswerable_shares,
@@ -93,14 +93,21 @@ def snapshot(
     target: float = TARGET_HALF_WIDTH,
     bootstrap: int = BOOTSTRAP,
     seed: int = SEED,
-    first_ranks: pd.Series | None = None,
+    ranking: Ranking | None = None,
+    version: str | None = None,
 ) -> Snapshot:
     """The dashboard's figures for ``run``: eval's report (default metrics, as ``goldset
     eval``), the headline table with the unanswerable share, first-relevant ranks, the worst
     queries, how many more queries, and the alerts (``history``: the run history).
-    ``first_ranks``: :func:`first_relevant` of the run when already known (kept up to date
-    by :class:`labeler.live.incremental.LiveGolden`)."""
-    report = build_report(golden, run, DEFAULT_METRICS, bootstrap=bootstrap, seed=seed, worst=WORST)
+    ``ranking`` (the run ranked for eval's default metrics) and ``version`` (the golden
+    set's) when already known: kept up to date by
+    :class:`labeler.live.incremental.LiveGolden`."""
+    if ranking is None:
+        ranking = rank_run(golden, run, DEFAULT_METRICS)
+    ranked = (ranking, per_query_values(ranking, DEFAULT_METRICS), version or golden.version)
+    report = build_report(
+        golden, run, DEFAULT_METRICS, bootstrap=bootstrap, seed=seed, worst=WORST, ranked=ranked
+    )
     per_query = report.pop("per_query")
     shares = unanswerable_shares(golden, bootstrap, seed)
     left = int((golden.queries["status"] != "done").sum())
@@ -108,9 +115,7 @@ def snapshot(
         report=report,
         table=dashboard_table(report, shares),
         wide=wide_figures(report, shares),
-        first_relevant=first_relevant_ranks(
-            first_relevant(golden, run) if first_ranks is None else first_ranks, golden
-        ),
+        first_relevant=first_relevant_ranks(first_relevant_of(ranking), golden),
         worst=worst_table(report),
         needed=queries_needed(per_query, report, measured, left, target),
         alerts=alerts(report, shares[ALL], [r for r in history if r["run"] == run.name]),
@@ -200,12 +205,18 @@ def coverage(store: Store) -> pd.DataFrame:
                   "in_progress", "pending", "done_share"]]  # fmt: skip
 
 
-def throughput(store: Store, hours: int = 24, now: datetime | None = None) -> pd.DataFrame:
+def throughput(
+    store: Store,
+    hours: int = 24,
+    now: datetime | None = None,
+    per_hour: Callable[[str], pd.DataFrame] | None = None,
+) -> pd.DataFrame:
     """Judgements made per hour and annotator over the last ``hours`` hours (UTC), only the
-    hours that have some: DataFrame(hour, annotator, judgements), oldest first."""
+    hours that have some: DataFrame(hour, annotator, judgements), oldest first. ``per_hour``
+    counts them from an hour on, as :meth:`Store.judgements_per_hour` (the default) does."""
     now = now or datetime.now(UTC)
     first = (now - timedelta(hours=hours - 1)).replace(minute=0, second=0, microsecond=0)
-    counts = store.judgements_per_hour(since=first.strftime("%Y-%m-%dT%H"))
+    counts = (per_hour or store.judgements_per_hour)(first.strftime("%Y-%m-%dT%H"))
     counts["hour"] = pd.to_datetime(counts["hour"], format="%Y-%m-%dT%H", utc=True)
     return counts[["hour", "annotator", "judgements"]]
 

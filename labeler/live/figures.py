@@ -9,9 +9,10 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from eval.ranking import NOT_RANKED, rank
+from eval.metrics import PerQuery
+from eval.ranking import NOT_RANKED, Ranking, rank
 from eval.readers import Golden, Run
-from eval.report import NO_SLICE, slice_summaries, summarise
+from eval.report import slice_rows, slice_summaries, summarise
 from labeler.live.formats import (
     _FIGURE_COLUMNS,
     ALL,
@@ -32,6 +33,7 @@ __all__ = [
     "changed_queries",
     "CHANGES",
     "first_relevant",
+    "first_relevant_of",
     "first_relevant_ranks",
     "HEADLINE",
     "LABEL_LINK",
@@ -75,11 +77,12 @@ def report_table(report: Mapping) -> pd.DataFrame:
 def unanswerable_shares(golden: Golden, bootstrap: int = BOOTSTRAP, seed: int = SEED) -> dict:
     """Share of done queries flagged unanswerable, overall (``all``) and per slice, each
     with its bootstrap 95% CI: ``{slice: {"queries": n, "mean": ..., "ci95": [...]}}``."""
-    queries = golden.queries
-    done = queries[queries["status"] == "done"].set_index("query_id")
-    flags = pd.DataFrame({UNANSWERABLE: (~done["answerable"]).astype(float)})
-    shares = {ALL: {"queries": len(flags), "metrics": summarise(flags, bootstrap, seed)}}
-    shares.update(slice_summaries(flags, done["slice"], bootstrap, seed))
+    done = golden.query_column("status") == "done"
+    flags = (~golden.answerable[done]).astype(float)[:, None]
+    per_query = PerQuery(golden.query_column("query_id")[done], (UNANSWERABLE,), flags)
+    shares = {ALL: {"queries": len(flags), "metrics": summarise(per_query, bootstrap, seed)}}
+    if (golden.query_column("slice")[done] != "").any():  # slices among the done queries
+        shares.update(slice_summaries(per_query, golden, bootstrap, seed))
     return {
         name: {"queries": e["queries"], **e["metrics"][UNANSWERABLE]} for name, e in shares.items()
     }
@@ -90,17 +93,18 @@ def first_relevant_ranks(first_ranks: pd.Series, golden: Golden) -> pd.DataFrame
     in the top 10, overall and per slice: DataFrame(slice, rank, queries, share).
     ``first_ranks`` is :func:`first_relevant` of the run."""
     first = first_ranks.to_numpy()
-    ranks = np.full(len(first), "none", dtype=object)
     found = ~np.isnan(first)
-    ranks[found] = first[found].astype(int).astype(str)
-    slices = golden.queries.set_index("query_id")["slice"].reindex(first_ranks.index)
-    labelled = pd.DataFrame({"rank": ranks, "slice": slices.replace("", NO_SLICE).to_numpy()})
-    groups = [(ALL, labelled)] + (list(labelled.groupby("slice")) if slices.any() else [])
+    bins = np.full(len(first), CUTOFF, dtype=np.int64)  # the last bin: none in the top 10
+    bins[found] = first[found].astype(np.int64) - 1
+    query_ids = first_ranks.index.to_numpy(dtype=object)
+    groups = {ALL: np.arange(len(first))}
+    if len(query_ids) and (golden.query_values("slice", query_ids) != "").any():
+        groups |= slice_rows(golden, query_ids)
     order = [str(rank) for rank in range(1, CUTOFF + 1)] + ["none"]
     frames = []
-    for name, group in groups:
-        counts = group["rank"].value_counts().reindex(order, fill_value=0)
-        share = counts / counts.sum() if len(group) else counts.astype(float)
+    for name, rows in groups.items():
+        counts = np.bincount(bins[rows], minlength=CUTOFF + 1)
+        share = counts / counts.sum() if len(rows) else counts.astype(float)
         frames.append(
             pd.DataFrame({"slice": name, "rank": order, "queries": counts, "share": share})
         )
@@ -276,7 +280,11 @@ _EMPTY_REPORT = {"queries": {"answerable": 0}, "metrics": {}, "slices": {}}
 def first_relevant(golden: Golden, run: Run) -> pd.Series:
     """Each scored query's first relevant rank within the top 10 (NaN when none is there), as
     eval ranks the run: a Series indexed by query_id, in eval's query order."""
-    ranking = rank(golden, run, top=CUTOFF)
+    return first_relevant_of(rank(golden, run, top=CUTOFF))
+
+
+def first_relevant_of(ranking: Ranking) -> pd.Series:
+    """:func:`first_relevant` of a run already ranked (to the top 10 at least)."""
     first = ranking.first_relevant_within(CUTOFF)
     ranks = np.where(first == NOT_RANKED, np.nan, first.astype(np.float64))
     return pd.Series(ranks, index=pd.Index(ranking.query_ids, name="query_id"))

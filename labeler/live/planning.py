@@ -114,11 +114,23 @@ class CostSummary:
         }
 
 
-def cost_summary(store: Store, rate: float = DEFAULT_RATE) -> CostSummary:
+def cost_summary(
+    store: Store,
+    rate: float = DEFAULT_RATE,
+    *,
+    seconds: pd.DataFrame | None = None,
+    depths: pd.DataFrame | None = None,
+    status: dict | None = None,
+) -> CostSummary:
     """Hours and dollars spent, remaining and in total from the measured figures: the median
     active seconds per judgement, the mean judged depth of a completed pass, the queries not
-    done yet and the measured overlap; also the same per annotator."""
-    seconds, depths = store.judgement_seconds(), store.completed_depths()
+    done yet and the measured overlap; also the same per annotator. ``seconds``, ``depths``
+    and ``status``: :meth:`Store.judgement_seconds`, :meth:`Store.completed_depths` and
+    :meth:`Store.status` when already read (the dashboard keeps them up to date)."""
+    if seconds is None:
+        seconds = store.judgement_seconds()
+    if depths is None:
+        depths = store.completed_depths()
     progress = store.progress()
     done = sum(counts["done"] for counts in progress.values())
     remaining = sum(counts["total"] for counts in progress.values()) - done
@@ -127,7 +139,7 @@ def cost_summary(store: Store, rate: float = DEFAULT_RATE) -> CostSummary:
         seconds["seconds"], depths["judged_depth"], remaining, rate, overlap
     )
     per_annotator = _per_annotator(seconds, depths, rate)
-    labels = store.status()["judgements"]
+    labels = (status or store.status())["judgements"]
     return CostSummary(measured, rate, remaining, overlap, per_annotator, labels, len(seconds))
 
 

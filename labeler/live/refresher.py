@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from eval.readers import Run
 from labeler.live.dashboard import Dashboard, coverage, snapshot, throughput
-from labeler.live.incremental import LiveGolden
+from labeler.live.incremental import LiveGolden, LiveWork
 from labeler.live.kept import figures_from_json, figures_json
 from labeler.live.planning import DEFAULT_RATE, TARGET_HALF_WIDTH, cost_summary
 from labeler.live.project import ProjectState, project_run
@@ -119,15 +119,17 @@ def dashboard_refresher(
     """A :class:`Refresher` of the :class:`Dashboard` of ``run`` in the project at ``path``.
 
     It keeps the run's top k while the candidates do not change (only imports and pooling
-    change them), and the golden set (:class:`LiveGolden`: a new label reads and ranks only
-    the queries it touches), so a new label costs eval's report and the counts only.
+    change them), the golden set and the run's ranking (:class:`LiveGolden`: a new label
+    reads and ranks only the queries it touches) and the work figures (:class:`LiveWork`:
+    only the newer events are read), so a new label costs eval's report from the ranking
+    and the counts only.
     Every computation is kept in the project (:meth:`Store.save_figures`); a new refresher
     (a server start) serves the kept figures at once and computes the current ones in the
     background (:meth:`Refresher.warm_up`), so the next new label is an incremental update.
     """
     view = json.dumps({"run": run, "target": target, "rate": rate})
     held: dict[ProjectState, Run] = {}
-    labels = LiveGolden()
+    labels, work = LiveGolden(), LiveWork()
 
     def compute(state: ProjectState) -> Dashboard:
         with Store(path) as store:
@@ -135,17 +137,23 @@ def dashboard_refresher(
             if candidates not in held:
                 held.clear()
                 held[candidates] = project_run(store, run)
-            golden, first_ranks = labels.update(store, state, held[candidates])
-            measured = cost_summary(store, rate)
+            labelled = labels.update(store, state, held[candidates])
+            work.update(store, state)
+            status = store.status()
+            measured = cost_summary(
+                store, rate, seconds=work.seconds, depths=work.depths, status=status
+            )
             figures = snapshot(
-                golden,
+                labelled.golden,
                 held[candidates],
                 measured,
                 store.eval_history(),
                 target=target,
-                first_ranks=first_ranks,
+                ranking=labelled.ranking,
+                version=labelled.version,
             )
-            return Dashboard(figures, coverage(store), throughput(store), store.status(), measured)
+            per_hour = throughput(store, per_hour=work.per_hour)
+            return Dashboard(figures, coverage(store), per_hour, status, measured)
 
     def keep(state: ProjectState, figures: Dashboard, seconds: float) -> None:
         try:

@@ -51,14 +51,94 @@ def is_busy(error: BaseException) -> bool:
     return isinstance(error, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
 
 
-# Projects that passed quick_check in this process: it reads the whole file (2.2 s at 100,000
-# queries x 20 candidates), so the app's sessions and repeated opens pay it once.
-_CHECKED: set[tuple[str, int]] = set()
+# A file this large is checked in the background when the app opens it (quick_check reads the
+# whole file: 2.5-3 s idle at 100,000 queries x 20 candidates, ~1 GB); smaller ones (about
+# 0.1 s) are checked before the open returns, as every command does.
+BACKGROUND_CHECK_BYTES = 32 << 20
 
 
-def _inspect_project(path: Path) -> list:
-    """Check, through a read-only connection, that ``path`` is an intact goldset project;
-    return its pending migrations. Raises :class:`ProjectError` otherwise."""
+class IntegrityCheck:
+    """``PRAGMA quick_check`` of one project file, run once per process (see :func:`_check_of`).
+
+    :meth:`run` does the check (through a read-only connection of its own); :meth:`wait`
+    blocks until it is done and raises :class:`ProjectError` if the file is corrupt;
+    :meth:`problem` says so without waiting. Writes wait for it (:meth:`Connection._writing`).
+    """
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._done = threading.Event()
+        self._error: ProjectError | None = None
+
+    def run(self) -> None:
+        """Check the file now (``PRAGMA quick_check``) and keep the outcome."""
+        try:
+            conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True)
+            try:
+                problems = [row[0] for row in conn.execute("PRAGMA quick_check(1)")]
+            finally:
+                conn.close()
+        except sqlite3.Error as error:
+            problems = [str(error)]
+        if problems != ["ok"]:
+            problem = " ".join(problems[0].split())  # one line
+            self._error = ProjectError(
+                f"{self.path} is corrupt (PRAGMA quick_check: {problem}); restore it from a backup"
+            )
+        self._done.set()
+
+    def in_background(self) -> IntegrityCheck:
+        """Start :meth:`run` in a daemon thread; returns self."""
+        threading.Thread(target=self.run, name="goldset-quick-check", daemon=True).start()
+        return self
+
+    def running(self) -> bool:
+        """Whether the check has not finished yet."""
+        return not self._done.is_set()
+
+    def problem(self) -> ProjectError | None:
+        """The error if the check found the file corrupt (None while it runs or if it passed)."""
+        return self._error if self._done.is_set() else None
+
+    def wait(self) -> None:
+        """Wait for the check; raise :class:`ProjectError` if the file is corrupt."""
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+
+
+# The integrity check of each project file this process opened, by (path, inode): one check
+# per file and process, so that the app's sessions and repeated opens pay it once. A file
+# whose check failed is checked again at its next open (it may have been restored).
+_CHECKS: dict[tuple[str, int], IntegrityCheck] = {}
+
+
+def _identity(path: Path) -> tuple[str, int]:
+    return str(path.resolve()), path.stat().st_ino
+
+
+def _check_of(path: Path, background: bool) -> IntegrityCheck:
+    """The integrity check of ``path`` in this process, started if none was: in the background
+    when ``background`` is asked for and the file is large (:data:`BACKGROUND_CHECK_BYTES`),
+    else done before returning, raising :class:`ProjectError` if the file is corrupt."""
+    identity = _identity(path)
+    check = _CHECKS.get(identity)
+    if check is None or (not check.running() and check.problem() is not None):
+        check = _CHECKS[identity] = IntegrityCheck(path)
+        if background and path.stat().st_size >= BACKGROUND_CHECK_BYTES:
+            return check.in_background()
+        check.run()
+    if not background:
+        check.wait()
+    elif (problem := check.problem()) is not None:
+        raise problem
+    return check
+
+
+def _inspect_project(path: Path, background: bool = False) -> list:
+    """Check, through a read-only connection, that ``path`` is a goldset project whose
+    integrity check passed (or, with ``background``, runs: see :func:`_check_of`); return
+    its pending migrations. Raises :class:`ProjectError` otherwise."""
     try:
         conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
     except sqlite3.Error as error:
@@ -82,25 +162,27 @@ def _inspect_project(path: Path) -> list:
             raise ProjectError(
                 f"{path} is not a goldset project (an SQLite file without goldset's tables)"
             )
-        identity = (str(path.resolve()), path.stat().st_ino)
+        if not background:  # checked before anything more is read of a scribbled file
+            _check_of(path, background=False)
         try:
-            problems = (
-                ["ok"]
-                if identity in _CHECKED
-                else [row[0] for row in conn.execute("PRAGMA quick_check(1)")]
-            )
+            pending = migrations.pending(sqlite_utils.Database(conn))
         except sqlite3.DatabaseError as error:
-            problems = [str(error)]
-        if problems == ["ok"]:
-            _CHECKED.add(identity)
-        else:
-            problem = " ".join(problems[0].split())  # one line
-            raise ProjectError(
-                f"{path} is corrupt (PRAGMA quick_check: {problem}); restore it from a backup"
-            )
-        return migrations.pending(sqlite_utils.Database(conn))
+            _check_of(path, background=False)  # says which page is corrupt, if it can
+            raise ProjectError(f"{path} is corrupt ({error}); restore it from a backup") from None
     finally:
         conn.close()
+    if background:  # a migration writes: it waits for the check
+        _check_of(path, background=not pending)
+    return pending
+
+
+def _check_in_process(path: Path) -> IntegrityCheck | None:
+    """The integrity check of ``path`` that this process started, if any (running, or
+    passed): a connection's writes wait for it."""
+    try:
+        return _CHECKS.get(_identity(path))
+    except OSError:  # no such file (yet): nothing checked
+        return None
 
 
 def _writable(path: Path) -> bool:
@@ -147,6 +229,7 @@ class Connection:
         )
         self.db = sqlite_utils.Database(self.conn)
         self._lock = threading.RLock()
+        self._integrity = _check_in_process(self.path)  # writes wait for it
         self._timeout = timeout
         if read_only:
             return
@@ -158,7 +241,9 @@ class Connection:
                 migrations.apply(self.db)
 
     @classmethod
-    def open_project(cls, path: str | Path, *, write: bool, create: bool = False) -> Self:
+    def open_project(
+        cls, path: str | Path, *, write: bool, create: bool = False, background_check: bool = False
+    ) -> Self:
         """Open the goldset project at ``path`` for a command, or raise :class:`ProjectError`
         (a one-line message for the user) — and then the file has not been touched.
 
@@ -168,7 +253,10 @@ class Connection:
         pass ``PRAGMA quick_check`` (a scribbled page is caught here, not halfway through a
         command) and, for ``write=True``, be writable. Read commands (``write=False``) get a
         read-only connection, so they never change the file's bytes. The app calls this with
-        ``write=True`` for the project named by ``GOLDSET_DB``.
+        ``write=True`` for the project named by ``GOLDSET_DB``, and ``background_check=True``:
+        a large file's ``quick_check`` then runs in the background (once per process), so
+        that pages show at once; meanwhile every write waits for it, and once it has failed
+        writes and :meth:`integrity_problem` raise the one-line :class:`ProjectError`.
         """
         path = Path(path)
         if path.is_dir():
@@ -179,7 +267,7 @@ class Connection:
             if not path.parent.is_dir():
                 raise ProjectError(f"cannot create a project at {path}: no folder {path.parent}")
             return cls._opened(path)
-        pending = _inspect_project(path)
+        pending = _inspect_project(path, background_check)
         if write or pending:
             if not _writable(path):
                 why = "must upgrade it to this goldset version" if pending else "would change it"
@@ -194,6 +282,17 @@ class Connection:
         except sqlite3.Error as error:
             raise ProjectError(f"cannot open the project {path}: {error}") from None
 
+    def integrity_problem(self) -> ProjectError | None:
+        """The error if this process's integrity check of the file (see :meth:`open_project`)
+        found it corrupt; None while it runs, once it passed, or when none ran."""
+        return None if self._integrity is None else self._integrity.problem()
+
+    def wait_for_integrity_check(self) -> None:
+        """Wait for this process's integrity check of the file if one runs (see
+        :meth:`open_project`); raise :class:`ProjectError` if it failed. Writes call it."""
+        if self._integrity is not None:
+            self._integrity.wait()
+
     def close(self) -> None:
         """Close the connection (the WAL is checkpointed when the last connection closes)."""
         self.conn.close()
@@ -207,6 +306,7 @@ class Connection:
     @contextmanager
     def _writing(self) -> Iterator[sqlite3.Connection]:
         """One write transaction, ``BEGIN IMMEDIATE`` (see the module docstring)."""
+        self.wait_for_integrity_check()
         with self._lock:
             self._begin()
             began, changes = time.perf_counter(), self.conn.total_changes

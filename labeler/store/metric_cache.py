@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+import pandas as pd
+
 from labeler import golden
-from labeler.store.connection import Connection
+from labeler.store.connection import Connection, _chunks, _marks
+from labeler.store.corpus import UNPUBLISHED_HIDDEN, published
 
 
 class MetricCache(Connection):
@@ -43,3 +48,34 @@ class MetricCache(Connection):
                 "saved_at = excluded.saved_at",
                 (view, marks, figures, seconds, golden.now()),
             )
+
+    def events_after(self, event: int | None) -> pd.DataFrame:
+        """The log's events after id ``event`` (None: all), as the dashboard's work figures
+        need them: DataFrame(id, query_id, annotator, action, seconds, hour), ``hour`` the
+        UTC hour of the event (``YYYY-MM-DDTHH``), in id order. An unpublished import's
+        events are left out, as :meth:`judgement_seconds` leaves them out (its publication
+        adds queries: the dashboard marks move, and the dashboard reads every event again)."""
+        with self._reading():
+            return pd.read_sql_query(
+                "SELECT id, query_id, annotator, action, seconds, substr(created_at, 1, 13) "
+                f"AS hour FROM events WHERE id > ? AND ({UNPUBLISHED_HIDDEN}) ORDER BY id",
+                self.conn,
+                params=(event or 0,),
+            )
+
+    def completed_depths_of(self, query_ids: Sequence[str] | None = None) -> pd.DataFrame:
+        """:meth:`completed_depths` of ``query_ids`` only (None: of every query), with the
+        query: DataFrame(query_id, annotator, judged_depth)."""
+        sql = (
+            "SELECT query_id, annotator, judged_depth FROM query_state WHERE status = 'done' "
+            f"AND {published()}"
+        )
+        with self._reading():
+            if query_ids is None:
+                return pd.read_sql_query(sql, self.conn)
+            frames = [
+                pd.read_sql_query(f"{sql} AND query_id IN ({_marks(ids)})", self.conn, params=ids)
+                for ids in _chunks(query_ids)
+            ]
+        columns = ["query_id", "annotator", "judged_depth"]
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)

@@ -30,15 +30,22 @@ def rows_height(rows: Sized, most: int = 25) -> int:
 
 @st.cache_resource(scope="session", on_release=Store.close, show_spinner=False)
 def _session_store(path: str | None) -> Store:
-    return Store.open_project(path, write=True) if path else Store.open_default()
+    if not path:
+        return Store.open_default()
+    return Store.open_project(path, write=True, background_check=True)
 
 
 def store() -> Store:
     """This browser session's connection to the project database (``GOLDSET_DB``, set by
     ``goldset app --db PATH``; unset means the default project). A path that is not a usable
-    project (missing, foreign, corrupt, read-only) stops the page with its one-line reason."""
+    project (missing, foreign, corrupt, read-only) stops the page with its one-line reason;
+    so does a large project's integrity check once it fails (it runs in the background, and
+    writes wait for it: see :meth:`Store.open_project`)."""
     try:
-        return _session_store(os.environ.get(DB_ENV) or None)
+        opened = _session_store(os.environ.get(DB_ENV) or None)
+        if (problem := opened.integrity_problem()) is not None:
+            raise problem
+        return opened
     except ProjectError as error:
         show_error("This project cannot be opened.", error)
         st.stop()
