@@ -51,6 +51,16 @@ def write_tasks(path: Path, queries: int, candidates: int) -> None:
             handle.write(json.dumps(record) + "\n")
 
 
+def import_synthetic(store: Store, queries: int, candidates: int) -> float:
+    """Import the synthetic tasks of :func:`write_tasks` into ``store``; the seconds it took."""
+    with tempfile.TemporaryDirectory() as scratch:
+        tasks = Path(scratch) / "tasks.jsonl"
+        write_tasks(tasks, queries, candidates)
+        started = time.perf_counter()
+        store.import_tasks(tasks)
+        return time.perf_counter() - started
+
+
 def rows_of(path: Path) -> tuple[list, list, list]:
     """The rows the store writes for the tasks file, for the executemany baseline."""
     queries, documents, candidates = [], [], []

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from _common import add_project_options
-from import_speed import write_tasks
+from import_speed import import_synthetic
 
 from labeler.judging import LabelSession
 from labeler.store import Store
@@ -38,13 +38,8 @@ PATTERN = ["1", "0", "1", "0", "0", "1", "s", "0", "0", "0", "1", "z", "0", "1"]
 
 def build(path: Path, queries: int, candidates: int) -> float:
     """Import the synthetic project; return the seconds it took."""
-    with tempfile.TemporaryDirectory() as scratch:
-        tasks = Path(scratch) / "tasks.jsonl"
-        write_tasks(tasks, queries, candidates)
-        started = time.perf_counter()
-        with Store(path) as store:
-            store.import_tasks(tasks)
-        return time.perf_counter() - started
+    with Store(path) as store:
+        return import_synthetic(store, queries, candidates)
 
 
 def replay(session: LabelSession, presses: int, first_seq: int = 1) -> dict[str, list[float]]:
