@@ -715,3 +715,18 @@ def test_a_table_left_by_a_pool_killed_after_its_swap_is_dropped_by_the_next_imp
         store.conn.execute("CREATE TABLE candidates_retired AS SELECT * FROM candidates")
         store.import_tasks(big)
         assert tables(store) == schema
+
+
+def test_rebuilding_the_projections_waits_for_a_running_import(project):
+    # Rebuilt meanwhile, the projections would lose the import's rows staged so far.
+    path, _ = project
+    importer, rebuilder = Store(path), Store(path)
+    rebuilt = threading.Event()
+    with importer._import_lock():
+        worker = threading.Thread(target=lambda: (rebuilder.rebuild_projections(), rebuilt.set()))
+        worker.start()
+        assert not rebuilt.wait(0.5)  # held back while the import holds its lock
+    assert rebuilt.wait(30)
+    worker.join()
+    importer.close()
+    rebuilder.close()

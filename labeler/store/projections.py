@@ -120,8 +120,9 @@ class Projections(States):
 
     def rebuild_projections(self) -> None:
         """Recompute every projection (labels, query states, counts, the golden projection)
-        from the log alone. The result must equal what the incremental updates produced."""
-        with self._writing() as conn:
+        from the log alone. The result must equal what the incremental updates produced.
+        Waits for a running import or pool (whose staged rows it would otherwise delete)."""
+        with self._import_lock(), self._writing() as conn:
             for table in ("labels", "query_state", "progress", "golden_judgments"):
                 conn.execute(f"DELETE FROM {table}")
             conn.execute(
