@@ -136,11 +136,17 @@ class Golden:
         Row hashes are summed, so the order in which the labels were read does not matter.
         Computed once, on first use: the labels are not to be changed afterwards.
         """
+        return version_of(self.digests)
+
+    @cached_property
+    def digests(self) -> tuple[int, int]:
+        """The two sums of row hashes behind :attr:`version`: of the queries (id, slice,
+        status, answerable) and of the judgements (query id, doc id, grade). Being sums, they
+        can be brought up to date query by query (:func:`eval.splice.updated_digests`)."""
         queries = [self.query_column(name) for name in ("query_id", "slice", "status")]
         queries.append(self.query_column("answerable"))
         judgments = [self.judgment_column(name) for name in ("query_id", "doc_id", "grade")]
-        digests = [_rows_digest(columns) for columns in (queries, judgments)]
-        return hashlib.sha256(repr(digests).encode()).hexdigest()[:16]
+        return _rows_digest(queries), _rows_digest(judgments)
 
     def scored_query_ids(self) -> np.ndarray:
         """Ids of the queries that metrics are averaged over: answerable and done."""
@@ -177,6 +183,11 @@ class Run:
                 "score": self.scores,
             }
         ).to_pandas()
+
+
+def version_of(digests: tuple[int, int]) -> str:
+    """The :attr:`Golden.version` of a golden set whose :attr:`Golden.digests` are these."""
+    return hashlib.sha256(repr(list(digests)).encode()).hexdigest()[:16]
 
 
 def _rows_digest(columns: list[np.ndarray | pa.Array | pa.ChunkedArray]) -> int:

@@ -11,12 +11,11 @@ In short::
     kept = rank_run(golden, run, DEFAULT_METRICS)  # once
     fresh = rank_run(golden_of_changed_queries, run_of_changed_queries, DEFAULT_METRICS)
     ranking = spliced_ranking(kept, fresh, updated_golden.scored_query_ids())
-    version = version_of(updated_digests(label_digests(golden), old_labels, new_labels))
+    version = readers.version_of(updated_digests(golden.digests, old_labels, new_labels))
 """
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import replace
 
 import numpy as np
@@ -24,9 +23,9 @@ import numpy as np
 from eval.columns import as_strings, lookup
 from eval.groups import ranges
 from eval.ranking import Ranking
-from eval.readers import Golden, _rows_digest
+from eval.readers import Golden
 
-__all__ = ["label_digests", "spliced_ranking", "updated_digests", "version_of"]
+__all__ = ["spliced_ranking", "updated_digests"]
 
 _ROW_FIELDS = ("query_index", "rank", "score", "grade", "judged", "relevant")
 _QUERY_FIELDS = ("retrieved", "relevant_count", "first_hit")
@@ -74,27 +73,13 @@ def spliced_ranking(kept: Ranking, fresh: Ranking, query_ids: np.ndarray) -> Ran
     return replace(kept, query_ids=np.asarray(query_ids, dtype=object), **spliced)
 
 
-def label_digests(golden: Golden) -> tuple[int, int]:
-    """The two sums of row hashes behind :attr:`Golden.version`: of the queries (id, slice,
-    status, answerable) and of the judgements (query id, doc id, grade)."""
-    queries = [golden.query_column(name) for name in ("query_id", "slice", "status")]
-    queries.append(golden.query_column("answerable"))
-    judgments = [golden.judgment_column(name) for name in ("query_id", "doc_id", "grade")]
-    return _rows_digest(queries), _rows_digest(judgments)
-
-
 def updated_digests(digests: tuple[int, int], before: Golden, after: Golden) -> tuple[int, int]:
-    """``digests`` (:func:`label_digests` of a golden set) once the rows of ``before`` are
+    """``digests`` (:attr:`Golden.digests` of a golden set) once the rows of ``before`` are
     replaced by those of ``after`` (the same queries' old and new labels)."""
-    removed, added = label_digests(before), label_digests(after)
+    removed, added = before.digests, after.digests
     return tuple(
         (whole - old + new) % _WORD for whole, old, new in zip(digests, removed, added, strict=True)
     )
-
-
-def version_of(digests: tuple[int, int]) -> str:
-    """The :attr:`Golden.version` of a golden set whose :func:`label_digests` are ``digests``."""
-    return hashlib.sha256(repr(list(digests)).encode()).hexdigest()[:16]
 
 
 def _row_ranges(ranking: Ranking) -> tuple[np.ndarray, np.ndarray]:

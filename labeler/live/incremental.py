@@ -11,8 +11,8 @@ import pandas as pd
 
 from eval.columns import as_strings, filter_rows, lookup
 from eval.metrics import DEFAULT_METRICS, Ranking, rank_run
-from eval.readers import Golden, Run, golden_from_records
-from eval.splice import label_digests, spliced_ranking, updated_digests, version_of
+from eval.readers import Golden, Run, golden_from_records, version_of
+from eval.splice import spliced_ranking, updated_digests
 from labeler.live.project import KeptGolden, ProjectState, golden_set
 from labeler.store import Store
 
@@ -25,7 +25,7 @@ class Labelled:
     golden: Golden
     ranking: Ranking
     version: str
-    digests: tuple[int, int]  # eval.splice.label_digests of the golden set
+    digests: tuple[int, int]  # the golden set's Golden.digests
 
 
 class LiveGolden:
@@ -48,7 +48,7 @@ class LiveGolden:
         seen = self._seen
         if seen is None or seen[0].candidates() != state.candidates() or seen[1] is not run:
             golden = golden_set(store)
-            digests = label_digests(golden)
+            digests = golden.digests
             ranking = rank_run(golden, run, DEFAULT_METRICS)
             labelled, self.changed = Labelled(golden, ranking, version_of(digests), digests), None
         else:
