@@ -36,7 +36,7 @@ from eval.columns import (
     take_rows,
 )
 from eval.groups import ranges
-from eval.readers import Golden, Run
+from eval.readers import PLAIN_MAX_LINES, Golden, Run
 
 if TYPE_CHECKING:  # a small file's ids are numpy arrays: pyarrow is imported only for a large one
     import pyarrow as pa
@@ -59,10 +59,10 @@ def comparable_scores(scores: np.ndarray) -> np.ndarray:
         return np.asarray(scores, dtype=np.float64).astype(np.float32)
 
 
-# Below this many run rows, a second thread costs more than it saves: a small file is read by
+# Up to this many run rows, a second thread costs more than it saves: such a file is read by
 # the plain parser, which holds the GIL, so the threads take turns (every 5 ms, Python's switch
 # interval) instead of overlapping. See worth_threads.
-THREADED_ROWS = 50_000
+THREADED_ROWS = PLAIN_MAX_LINES
 
 
 def worth_threads(*runs: Run) -> bool:
