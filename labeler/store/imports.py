@@ -457,14 +457,6 @@ class Imports(Projections):
             "queries", _QUERY_COLUMNS, {"position": "position + :start"}, {"start": start}
         )
 
-    def _add_counts(self, counts: Mapping[tuple[str, str, str], int]) -> None:
-        """Add to the ``progress`` counters: (annotator, slice, state) -> delta."""
-        self.conn.executemany(
-            "INSERT INTO progress (annotator, slice, state, n) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT (annotator, slice, state) DO UPDATE SET n = n + excluded.n",
-            [(*key, n) for key, n in counts.items() if n],
-        )
-
     def _new_documents(
         self, documents: Mapping[str, tuple[int, str, dict]], source: str
     ) -> tuple[list[tuple], dict[str, tuple[str, str]]]:

@@ -13,7 +13,7 @@ from labeler.store.connection import _marks
 from labeler.store.corpus import published
 from labeler.store.log import StaleTarget
 from labeler.store.machine import MachineJudges
-from labeler.store.projections import Projections
+from labeler.store.projections import Projections, Rederivation
 
 ANY_GRADE = object()  # Store.judge without a compare-and-set on the doc's current grade
 
@@ -27,6 +27,13 @@ class Labelling(Projections, MachineJudges):
         events (actions, decisions, a new protocol, a rebuild) keeps the queue rule true."""
         super()._refresh(query_id, annotators)
         self._refresh_second_opinions([query_id])
+
+    def _publish_rederived(self, found: Rederivation) -> set[str]:
+        """Write a bulk re-derivation (see :meth:`Projections._publish_rederived`), and
+        whether the queries it changed wait for a second annotator, in one statement."""
+        written = super()._publish_rederived(found)
+        self._refresh_second_opinions(sorted(written))
+        return written
 
     def configure(
         self,
@@ -52,20 +59,17 @@ class Labelling(Projections, MachineJudges):
             ):
                 raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
         given = dict(mode=mode, max_grade=max_grade, rel_threshold=rel_threshold, depth=depth)
+        # Every labelled query is re-derived under the new protocol outside the write lock
+        # (see _rederive); the one transaction that changes the protocol writes what changed.
+        with self._reading():
+            settings, changes = self._new_protocol(given)
+            mark = self._log_mark()
+            labelled = self._all_query_ids_with_events()
+        if not changes:
+            return settings
+        found = self._rederive(labelled, settings, mark)
         with self._writing() as conn:
-            before = self.settings()
-            changes = {k: v for k, v in given.items() if v is not None and v != before[k]}
-            settings = {**before, **changes}
-            if settings["rel_threshold"] > settings["max_grade"]:
-                raise ValueError(
-                    f"rel_threshold {settings['rel_threshold']} is above max_grade "
-                    f"{settings['max_grade']}: nothing could be relevant"
-                )
-            highest = self._value("SELECT max(grade) FROM labels") or 0
-            if settings["max_grade"] < highest:
-                raise ValueError(
-                    f"max_grade {settings['max_grade']} is below a grade given: {highest}"
-                )
+            settings, changes = self._new_protocol(given)
             if not changes:
                 return settings
             conn.executemany(
@@ -78,9 +82,26 @@ class Labelling(Projections, MachineJudges):
                 "VALUES (?, ?, ?, ?)",
                 (by, golden.now(), json.dumps(changes), json.dumps(settings)),
             )
-            for query_id in self._all_query_ids_with_events():
-                self._refresh(query_id)
+            self._publish_rederived(found)
+            if "rel_threshold" in changes:  # what counts as a disagreement, for every query
+                self._refresh_second_opinions()
         return self.settings()
+
+    def _new_protocol(self, given: dict) -> tuple[dict, dict]:
+        """The protocol with the ``given`` settings (None: unchanged), and those that change
+        it; ValueError when it would be inconsistent or below a grade already given."""
+        before = self.settings()
+        changes = {k: v for k, v in given.items() if v is not None and v != before[k]}
+        settings = {**before, **changes}
+        if settings["rel_threshold"] > settings["max_grade"]:
+            raise ValueError(
+                f"rel_threshold {settings['rel_threshold']} is above max_grade "
+                f"{settings['max_grade']}: nothing could be relevant"
+            )
+        highest = self._value("SELECT max(grade) FROM labels") or 0
+        if settings["max_grade"] < highest:
+            raise ValueError(f"max_grade {settings['max_grade']} is below a grade given: {highest}")
+        return settings, changes
 
     def next_candidate(self, query_id: str, annotator: str, mode: str | None = None) -> dict | None:
         """The candidate the annotator should judge next, or None when there is none left.

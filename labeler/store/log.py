@@ -3,13 +3,52 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 from labeler import golden
 from labeler.golden import Event, QueryContext
+from labeler.store.connection import _marks
 from labeler.store.corpus import POOLED_RUN, UNPUBLISHED_HIDDEN
 from labeler.store.settings import Settings
 
 IMPORT_RUN = "import"  # provenance name of a list imported from a tasks file
+
+
+def query_context(
+    candidates: Iterable[tuple[str, int, int | None]],
+    ranks: Iterable[tuple[str, int, str]],
+    settings: Mapping[str, object],
+) -> QueryContext:
+    """A query's context under the protocol ``settings``: its candidates (doc_id, position,
+    imported_rank) within the depth, the imported list (by imported rank) and each run's
+    ranking (ranks: run, rank, doc_id; by run name, then rank) of them. The one rule, for
+    the store's reads and for a pool's new order computed before it is written."""
+    depth = settings["depth"]
+    shown = sorted(
+        (position, doc_id, imported_rank)
+        for doc_id, position, imported_rank in candidates
+        if depth == 0 or position <= depth
+    )
+    positions = {doc_id: position for position, doc_id, _ in shown}
+    rankings: dict[str, list[str]] = {}
+    imported = sorted((rank, doc_id) for _, doc_id, rank in shown if rank is not None)
+    if imported:
+        rankings[IMPORT_RUN] = [doc_id for _, doc_id in imported]
+    for run, _, doc_id in sorted(ranks):
+        if doc_id in positions:
+            rankings.setdefault(run, []).append(doc_id)
+    return QueryContext(rankings, positions, settings["rel_threshold"], settings["mode"])
+
+
+@dataclass(frozen=True)
+class LogMark:
+    """The last event, decision and published import batch ids at one moment: what a
+    re-derivation read (see :meth:`Projections._rederive`); anything later is redone."""
+
+    events: int
+    decisions: int
+    batches: int
 
 
 class StaleTarget(ValueError):
@@ -74,28 +113,54 @@ class Log(Settings):
 
     def _context(self, query_id: str) -> QueryContext:
         """The query's candidates within the protocol's depth, and each run's ranking of them."""
-        settings = self.settings()
-        positions: dict[str, int] = {}
-        imported: list[tuple[int, str]] = []
-        for doc_id, position, imported_rank in self.conn.execute(
-            "SELECT doc_id, position, imported_rank FROM candidates WHERE query_id = :query_id "
-            "AND (:depth = 0 OR position <= :depth) ORDER BY position",
-            {"query_id": query_id, "depth": settings["depth"]},
+        return self._contexts([query_id], self.settings())[query_id]
+
+    def _contexts(
+        self, query_ids: Sequence[str], settings: Mapping[str, object]
+    ) -> dict[str, QueryContext]:
+        """:meth:`_context` of each of these queries (at most :data:`CHUNK`) under
+        ``settings``, read in two statements."""
+        marks = _marks(query_ids)
+        candidates: dict[str, list[tuple]] = {query_id: [] for query_id in query_ids}
+        for query_id, *row in self.conn.execute(
+            "SELECT query_id, doc_id, position, imported_rank FROM candidates "
+            f"WHERE query_id IN ({marks})",
+            query_ids,
         ):
-            positions[doc_id] = position
-            if imported_rank is not None:
-                imported.append((imported_rank, doc_id))
-        rankings: dict[str, list[str]] = {}
-        if imported:
-            rankings[IMPORT_RUN] = [doc_id for _, doc_id in sorted(imported)]
-        for run, doc_id in self.conn.execute(
-            f"SELECT run, doc_id FROM pool_ranks WHERE query_id = ? AND {POOLED_RUN} "
-            "ORDER BY run, rank",
-            (query_id,),
+            candidates[query_id].append(row)
+        ranks: dict[str, list[tuple]] = {}
+        for query_id, *row in self.conn.execute(
+            f"SELECT query_id, run, rank, doc_id FROM pool_ranks WHERE query_id IN ({marks}) "
+            f"AND {POOLED_RUN}",
+            query_ids,
         ):
-            if doc_id in positions:
-                rankings.setdefault(run, []).append(doc_id)
-        return QueryContext(rankings, positions, settings["rel_threshold"], settings["mode"])
+            ranks.setdefault(query_id, []).append(row)
+        return {
+            query_id: query_context(rows, ranks.get(query_id, ()), settings)
+            for query_id, rows in candidates.items()
+        }
+
+    def _log_mark(self) -> LogMark:
+        """How far the log, the decisions and the published imports have got (read it in the
+        snapshot that decides what a re-derivation covers)."""
+        return LogMark(
+            *self.conn.execute(
+                "SELECT (SELECT coalesce(max(id), 0) FROM events), "
+                "(SELECT coalesce(max(id), 0) FROM adjudications), "
+                "(SELECT coalesce(max(id), 0) FROM import_batches WHERE published_at IS NOT NULL)"
+            ).fetchone()
+        )
+
+    def _acted_since(self, mark: LogMark) -> set[str]:
+        """The published queries with an event or a decision after ``mark``."""
+        return {
+            row[0]
+            for row in self.conn.execute(
+                f"SELECT query_id FROM events WHERE id > ? AND ({UNPUBLISHED_HIDDEN}) "
+                f"UNION SELECT query_id FROM adjudications WHERE id > ? AND ({UNPUBLISHED_HIDDEN})",
+                (mark.events, mark.decisions),
+            )
+        }
 
     def _events(self, query_id: str, annotator: str) -> list[Event]:
         return [
@@ -106,6 +171,21 @@ class Log(Settings):
                 (query_id, annotator),
             )
         ]
+
+    def _events_of(self, query_ids: Sequence[str]) -> dict[str, dict[str, list[Event]]]:
+        """Every event on these queries (at most :data:`CHUNK`): query_id -> annotator ->
+        events, oldest first."""
+        found: dict[str, dict[str, list[Event]]] = {}
+        for row in self._rows(
+            "SELECT id, query_id, annotator, action, doc_id, grade, mode, seconds, note, "
+            f"undoes, created_at FROM events WHERE query_id IN ({_marks(query_ids)}) "
+            "ORDER BY query_id, annotator, id",
+            query_ids,
+        ):
+            found.setdefault(row["query_id"], {}).setdefault(row["annotator"], []).append(
+                Event(**row)
+            )
+        return found
 
     def _all_query_ids_with_events(self) -> list[str]:
         """Every query with events or an adjudication: those with projections to derive."""

@@ -87,13 +87,13 @@ class MachineJudges(Settings):
     def _refresh_second_opinions(self, query_ids: Sequence[str] | None = None) -> None:
         """Re-derive whether these queries (None: all) wait for a second annotator first
         (see :meth:`second_opinions`), inside the caller's write transaction: after a machine
-        label or a human event on them. A few index lookups per query."""
+        label or a human event on them, or in one statement after a bulk re-derivation. A few
+        index lookups per query."""
         if query_ids is None:
             self.conn.execute("DELETE FROM second_opinions")
             scope, params = "SELECT query_id FROM queries", {}
-        else:
-            params = {f"q{i}": query_id for i, query_id in enumerate(query_ids)}
-            scope = ", ".join(f":{name}" for name in params)
+        else:  # one parameter, however many queries (SQLite limits bound parameters)
+            scope, params = "SELECT value FROM json_each(:ids)", {"ids": json.dumps(query_ids)}
             self.conn.execute(f"DELETE FROM second_opinions WHERE query_id IN ({scope})", params)
         self.conn.execute(
             SECOND_OPINIONS_SQL.format(scope=scope),

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from eval.readers import InputError
 from labeler import golden
+from labeler.golden import QueryContext
 from labeler.importing import (
     Task,
 )
@@ -23,7 +24,7 @@ from labeler.pooling import (
 )
 from labeler.store.connection import CANDIDATES_NEXT, CANDIDATES_RETIRED, _chunks, _marks
 from labeler.store.imports import _POOL_COLUMNS, Imports
-from labeler.store.log import IMPORT_RUN
+from labeler.store.log import IMPORT_RUN, query_context
 
 
 class Pool(Imports):
@@ -88,7 +89,14 @@ class Pool(Imports):
                 row[0] for row in self.conn.execute("SELECT name FROM runs")
             }
             staged, pooled_fresh = self._stage_fresh_pools(pooled, fresh, new_runs, batch)
-            added, touched, order = self._stage_known_pools(pooled, known_queries, fresh, new_runs)
+            with self._reading():  # what the labelled queries' re-derivation covers
+                settings, mark = self.settings(), self._log_mark()
+                labelled = set(self._all_query_ids_with_events())
+            added, touched, order, context = self._stage_known_pools(
+                pooled, known_queries, fresh, new_runs, settings
+            )
+            # their new states, against their new order, derived outside the write lock
+            found = self._rederive(sorted(labelled & touched), settings, mark, touched, context)
             try:
                 if order:
                     self._build_next_candidates(order)
@@ -102,8 +110,7 @@ class Pool(Imports):
                     if order:
                         self.conn.execute(f"ALTER TABLE candidates RENAME TO {CANDIDATES_RETIRED}")
                         self.conn.execute(f"ALTER TABLE {CANDIDATES_NEXT} RENAME TO candidates")
-                    for query_id in self._with_labels(touched):
-                        self._refresh(query_id)
+                    self._publish_rederived(found)
                     self._publish(batch)
             finally:  # the old table once swapped out, or the copy if anything failed
                 self._drop_tables(CANDIDATES_NEXT, CANDIDATES_RETIRED)
@@ -207,7 +214,8 @@ class Pool(Imports):
         known_queries: set[str],
         fresh: set[str],
         new_runs: set[str],
-    ) -> tuple[int, set[str], list[tuple]]:
+        settings: Mapping[str, object],
+    ) -> tuple[int, set[str], list[tuple], Callable[[str], QueryContext]]:
         """Stage the ranks not yet stored of the project's queries (and of new queries under
         runs already pooled) — those under new runs written in place, the others in a TEMP
         table for the publishing transaction — and compute the new
@@ -215,7 +223,8 @@ class Pool(Imports):
         candidate's fused position, as :meth:`_context` would rank them once the ranks are
         in. Read and computed outside the lock; an import or pool is the only writer of
         ranks and candidates, and it holds :meth:`_import_lock`. Returns (candidates added,
-        known queries touched, their order as (query_id, doc_id, position, score) rows)."""
+        known queries touched, their order as (query_id, doc_id, position, score) rows, and
+        the context of a touched query once they are in, under ``settings``)."""
         wanted = sorted(
             {
                 query_id
@@ -239,7 +248,7 @@ class Pool(Imports):
                 chunk,
             ):
                 candidates.setdefault(query_id, {})[doc_id] = (position, imported_rank)
-        wanted_set, depth = set(wanted), self.settings()["depth"]
+        wanted_set = set(wanted)
         new_ranks, touched, order, added = [], set(), [], 0
         for run in pooled:
             for query_id, ranking in run.rankings.items():
@@ -251,32 +260,32 @@ class Pool(Imports):
                         stored[run.name, rank] = doc_id
                         new_ranks.append((query_id, run.name, rank, doc_id, score))
                         touched.add(query_id)
+
+        def context(query_id: str) -> QueryContext:
+            return query_context(
+                [(d, position, rank) for d, (position, rank) in candidates[query_id].items()],
+                [(run, rank, d) for (run, rank), d in ranks[query_id].items()],
+                settings,
+            )
+
         for query_id in sorted(touched - fresh):  # fresh ones are fused already
             mine = candidates.setdefault(query_id, {})
             for doc_id in ranks[query_id].values():
                 if doc_id not in mine:
                     mine[doc_id] = (0, None)  # as a new candidate is inserted: position 0
                     added += 1
-            shown = {d for d, (position, _) in mine.items() if depth == 0 or position <= depth}
-            rankings: dict[str, list[str]] = {}
-            imported = sorted((r, d) for d, (_, r) in mine.items() if r is not None and d in shown)
-            if imported:
-                rankings[IMPORT_RUN] = [doc_id for _, doc_id in imported]
-            for (run_name, _), doc_id in sorted(ranks[query_id].items()):
-                if doc_id in shown:
-                    rankings.setdefault(run_name, []).append(doc_id)
+            rankings = context(query_id).rankings  # as _context ranks them once the ranks are in
             scores = fusion_scores(rankings)
-            order += [
-                (query_id, doc_id, position, scores[doc_id])
-                for position, doc_id in enumerate(fuse(rankings), start=1)
-            ]
+            for position, doc_id in enumerate(fuse(rankings), start=1):
+                order.append((query_id, doc_id, position, scores[doc_id]))
+                mine[doc_id] = (position, mine[doc_id][1])  # its place once the order is in
         # ranks under a new run count only once it is registered (see corpus.POOLED_RUN):
         # they are written now, in short transactions; the others wait for the publishing
         self._stage_ranks([row for row in new_ranks if row[1] in new_runs])
         self._stage_rows(
             "pool_ranks", _POOL_COLUMNS, [r for r in new_ranks if r[1] not in new_runs]
         )
-        return added, touched - fresh, order
+        return added, touched - fresh, order, context
 
     def _build_next_candidates(self, order: Sequence[tuple]) -> None:
         """Write :data:`CANDIDATES_NEXT`, in short transactions: a copy of ``candidates``
@@ -315,12 +324,6 @@ class Pool(Imports):
             first = max(1, 1_000 * len(query_ids) // max(rows, 1))
             self._in_short_transactions(query_ids, copy, size=first)
             self._in_short_transactions(order, lambda conn, chunk: conn.executemany(upsert, chunk))
-
-    def _with_labels(self, query_ids: set[str]) -> list[str]:
-        """Those of the queries with events or a decision: the others have no state that a
-        new ranking could change (pending, nothing judged)."""
-        labelled = self._all_query_ids_with_events()
-        return [query_id for query_id in labelled if query_id in query_ids]
 
     def add_corpus(self, path: str | Path) -> int:
         """Add a BEIR ``corpus.jsonl`` (``_id``, ``title``, ``text``) to the project's

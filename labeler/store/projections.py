@@ -3,17 +3,25 @@ with each event."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from labeler import golden
-from labeler.golden import QueryState
+from labeler.golden import GoldenLabel, QueryContext, QueryState
+from labeler.store.connection import _chunks, _marks
 from labeler.store.corpus import UNPUBLISHED_HIDDEN, published
 from labeler.store.golden_rows import golden_labels, write_golden
+from labeler.store.log import LogMark
 from labeler.store.states import States
 
 
 def _progress_key(status: str, answerable: bool) -> str:
     return "unanswerable" if status == "done" and not answerable else status
+
+
+def _counter(state: QueryState | GoldenLabel) -> str:
+    """The progress counter a state or a golden label counts in."""
+    return _progress_key(state.status, state.answerable)
 
 
 def _progress_summary(counts: Mapping[str, int], total: int) -> dict[str, int]:
@@ -28,6 +36,79 @@ def _progress_summary(counts: Mapping[str, int], total: int) -> dict[str, int]:
         "in_progress": in_progress,
         "pending": total - done - skipped - in_progress,
     }
+
+
+_STATE_SQL = (
+    "INSERT OR REPLACE INTO query_state (query_id, annotator, slice, status, answerable, "
+    "needs_verdict, mode, first_relevant_rank, judged_depth, seconds, last_event_id, "
+    "updated_at, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_LABEL_SQL = (
+    "INSERT INTO labels (query_id, annotator, doc_id, grade, event_id) VALUES (?, ?, ?, ?, ?)"
+)
+
+
+def _state_row(query_id: str, annotator: str, slice_name: str, state: QueryState) -> tuple:
+    """The ``query_state`` row of a state (see :data:`_STATE_SQL`)."""
+    return (
+        *(query_id, annotator, slice_name, state.status, int(state.answerable)),
+        *(int(state.needs_verdict), state.mode, state.first_relevant_rank, state.judged_depth),
+        *(state.seconds, state.last_event_id, state.updated_at, state.note),
+    )
+
+
+def _label_rows(query_id: str, annotator: str, state: QueryState) -> list[tuple]:
+    """The ``labels`` rows of a state (see :data:`_LABEL_SQL`)."""
+    return [
+        (query_id, annotator, doc_id, grade, state.label_events[doc_id])
+        for doc_id, grade in state.grades.items()
+    ]
+
+
+def _is_open(state: QueryState) -> int:
+    """``assignments.open`` for a state: the query is still to do for the annotator."""
+    return int(state.status not in ("done", "skipped"))
+
+
+@dataclass
+class Rederivation:
+    """What re-deriving some queries' projections outside the write lock found changed
+    (see :meth:`Projections._rederive`), per query, for the publishing transaction."""
+
+    mark: LogMark  # what the derivation covers: events and decisions up to it
+    settings: dict  # the protocol it derived under
+    scope: Collection[str] | None  # queries the change concerns (None: all)
+    query_ids: list[str]  # the queries derived
+    states: dict[str, list[tuple]] = field(default_factory=dict)  # changed query_state rows
+    labels: dict[tuple[str, str], list[tuple]] = field(default_factory=dict)  # per annotator
+    opens: dict[str, list[tuple]] = field(default_factory=dict)  # (open, annotator, query)
+    counts: dict[str, dict[tuple[str, str, str], int]] = field(default_factory=dict)
+    golden: dict[str, tuple[GoldenLabel, GoldenLabel]] = field(default_factory=dict)
+
+    def count(self, query_id: str, key: tuple[str, str, str], delta: int) -> None:
+        """Add ``delta`` to the query's share of the progress counter ``key``."""
+        mine = self.counts.setdefault(query_id, {})
+        mine[key] = mine.get(key, 0) + delta
+
+    def changed(
+        self,
+        query_id: str,
+        annotator: str,
+        slice_name: str,
+        state: QueryState,
+        old: QueryState | None,
+    ) -> None:
+        """Record the rows that replace the stored state ``old`` (None: none) by ``state``."""
+        self.states.setdefault(query_id, []).append(
+            _state_row(query_id, annotator, slice_name, state)
+        )
+        if old is None or (old.grades, old.label_events) != (state.grades, state.label_events):
+            self.labels[query_id, annotator] = _label_rows(query_id, annotator, state)
+        if old is None or _is_open(old) != _is_open(state):
+            self.opens.setdefault(query_id, []).append((_is_open(state), annotator, query_id))
+        if old is not None:
+            self.count(query_id, (annotator, slice_name, _counter(old)), -1)
+        self.count(query_id, (annotator, slice_name, _counter(state)), 1)
 
 
 class Projections(States):
@@ -55,10 +136,105 @@ class Projections(States):
         others = {} if everyone else self._states([query_id]).get(query_id, {})
         label = golden.merge({**others, **fresh}, self._decisions([query_id]).get(query_id))
         before = self._golden([query_id])[query_id]
-        if (before.status, before.answerable) != (label.status, label.answerable):
-            self._count("", slice_name, _progress_key(before.status, before.answerable), -1)
-            self._count("", slice_name, _progress_key(label.status, label.answerable), 1)
+        if _counter(before) != _counter(label):
+            self._count("", slice_name, _counter(before), -1)
+            self._count("", slice_name, _counter(label), 1)
         write_golden(self.conn, [(query_id, label)], {query_id: before})
+
+    def _rederive(
+        self,
+        query_ids: Sequence[str],
+        settings: Mapping[str, object],
+        mark: LogMark,
+        scope: Collection[str] | None = None,
+        context: Callable[[str], QueryContext] | None = None,
+    ) -> Rederivation:
+        """Re-derive these queries' projections as :meth:`_refresh` would under ``settings``
+        (and each query's ``context``, default: read from the store), OUTSIDE the write lock,
+        keeping only what differs from the stored ones; :meth:`_publish_rederived` writes
+        it. ``mark``, read no later than ``query_ids``: the events and decisions it covers;
+        ``scope``: every query whose projections the change concerns (None: all)."""
+        found = Rederivation(mark, dict(settings), scope, list(query_ids))
+        for chunk in _chunks(found.query_ids):
+            with self._reading():
+                contexts = (
+                    {q: context(q) for q in chunk}
+                    if context is not None
+                    else self._contexts(chunk, settings)
+                )
+                events = self._events_of(chunk)
+                stored, befores = self._states(chunk), self._golden(chunk)
+                decisions = self._decisions(chunk)
+                slices = dict(
+                    self.conn.execute(
+                        f"SELECT query_id, slice FROM queries WHERE query_id IN ({_marks(chunk)})",
+                        chunk,
+                    ).fetchall()
+                )
+            for query_id in chunk:
+                fresh = {
+                    annotator: golden.derive_state(mine, contexts[query_id])
+                    for annotator, mine in events.get(query_id, {}).items()
+                }
+                label = golden.merge(fresh, decisions.get(query_id))
+                slice_name = slices[query_id]
+                for annotator, state in fresh.items():
+                    old = stored.get(query_id, {}).get(annotator)
+                    if state != old:
+                        found.changed(query_id, annotator, slice_name, state, old)
+                before = befores[query_id]
+                if label != before:
+                    found.golden[query_id] = (label, before)
+                    found.count(query_id, ("", slice_name, _counter(before)), -1)
+                    found.count(query_id, ("", slice_name, _counter(label)), 1)
+        return found
+
+    def _publish_rederived(self, found: Rederivation) -> set[str]:
+        """Inside the publishing write transaction: write what :meth:`_rederive` found, in
+        bulk, and re-derive here (:meth:`_refresh`) the queries of its scope that were acted
+        on since its mark, from their newest events. When the protocol or the candidates
+        may have changed meanwhile (another protocol change, an import published), every
+        labelled query of the scope is re-derived here instead. Returns the queries written
+        in bulk whose states changed."""
+        if self.settings() != found.settings or self._log_mark().batches != found.mark.batches:
+            for query_id in self._labelled_in(found.scope):
+                self._refresh(query_id)
+            return set()
+        acted = self._acted_since(found.mark)
+        redo = acted if found.scope is None else acted & set(found.scope)
+        kept = [query_id for query_id in found.query_ids if query_id not in redo]
+        self.conn.executemany(
+            "DELETE FROM labels WHERE query_id = ? AND annotator = ?",
+            [key for key in found.labels if key[0] not in redo],
+        )
+        self.conn.executemany(
+            _LABEL_SQL,
+            [row for key, rows in found.labels.items() if key[0] not in redo for row in rows],
+        )
+        self.conn.executemany(_STATE_SQL, [row for q in kept for row in found.states.get(q, ())])
+        self.conn.executemany(
+            "UPDATE assignments SET open = ? WHERE annotator = ? AND query_id = ?",
+            [row for q in kept for row in found.opens.get(q, ())],
+        )
+        counts: dict[tuple[str, str, str], int] = {}
+        for query_id in kept:
+            for key, delta in found.counts.get(query_id, {}).items():
+                counts[key] = counts.get(key, 0) + delta
+        self._add_counts(counts)
+        written = [q for q in kept if q in found.golden]
+        write_golden(
+            self.conn,
+            [(q, found.golden[q][0]) for q in written],
+            {q: found.golden[q][1] for q in written},
+        )
+        for query_id in sorted(redo):
+            self._refresh(query_id)
+        return {q for q in kept if q in found.states}
+
+    def _labelled_in(self, scope: Collection[str] | None) -> list[str]:
+        """The queries with events or a decision, of ``scope`` (None: all)."""
+        labelled = self._all_query_ids_with_events()
+        return labelled if scope is None else [q for q in labelled if q in scope]
 
     def _refresh_golden(self, query_ids: Sequence[str]) -> None:
         """Re-merge the golden labels of these queries from their stored states and decisions
@@ -74,41 +250,15 @@ class Projections(States):
         ).fetchone()
         if old:
             self._count(annotator, slice_name, _progress_key(old[0], bool(old[1])), -1)
-        self._count(annotator, slice_name, _progress_key(state.status, state.answerable), 1)
+        self._count(annotator, slice_name, _counter(state), 1)
         self.conn.execute(
             "DELETE FROM labels WHERE query_id = ? AND annotator = ?", (query_id, annotator)
         )
-        self.conn.executemany(
-            "INSERT INTO labels (query_id, annotator, doc_id, grade, event_id) "
-            "VALUES (?, ?, ?, ?, ?)",
-            [
-                (query_id, annotator, doc_id, grade, state.label_events[doc_id])
-                for doc_id, grade in state.grades.items()
-            ],
-        )
-        self.conn.execute(
-            "INSERT OR REPLACE INTO query_state (query_id, annotator, slice, status, answerable, "
-            "needs_verdict, mode, first_relevant_rank, judged_depth, seconds, last_event_id, "
-            "updated_at, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                query_id,
-                annotator,
-                slice_name,
-                state.status,
-                int(state.answerable),
-                int(state.needs_verdict),
-                state.mode,
-                state.first_relevant_rank,
-                state.judged_depth,
-                state.seconds,
-                state.last_event_id,
-                state.updated_at,
-                state.note,
-            ),
-        )
+        self.conn.executemany(_LABEL_SQL, _label_rows(query_id, annotator, state))
+        self.conn.execute(_STATE_SQL, _state_row(query_id, annotator, slice_name, state))
         self.conn.execute(
             "UPDATE assignments SET open = ? WHERE annotator = ? AND query_id = ?",
-            (int(state.status not in ("done", "skipped")), annotator, query_id),
+            (_is_open(state), annotator, query_id),
         )
 
     def _count(self, annotator: str, slice_name: str, state: str, delta: int) -> None:
@@ -116,6 +266,14 @@ class Projections(States):
             "INSERT INTO progress (annotator, slice, state, n) VALUES (?, ?, ?, ?) "
             "ON CONFLICT (annotator, slice, state) DO UPDATE SET n = n + excluded.n",
             (annotator, slice_name, state, delta),
+        )
+
+    def _add_counts(self, counts: Mapping[tuple[str, str, str], int]) -> None:
+        """Add to the ``progress`` counters: (annotator, slice, state) -> delta."""
+        self.conn.executemany(
+            "INSERT INTO progress (annotator, slice, state, n) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (annotator, slice, state) DO UPDATE SET n = n + excluded.n",
+            [(*key, n) for key, n in counts.items() if n],
         )
 
     def rebuild_projections(self) -> None:
