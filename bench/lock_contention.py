@@ -1,7 +1,7 @@
 """Lock contention: how long annotators' judgements wait while a large import runs.
 
     python bench/lock_contention.py [--queries 60000] [--candidates 20] [--writers 2]
-                                    [--golden | --pool]
+                                    [--golden | --pool [--labelled N]]
 
 A project holds 500 queries to label. Then ``--writers`` processes (annotators, as the app's
 server would write for them) each judge one candidate after another, flat out, while the main
@@ -9,7 +9,10 @@ process imports ``--queries`` new queries × ``--candidates`` candidates — or,
 ``--golden``, a golden set of that many labelled queries (first-hit records judged to depth 3,
 one in ten unanswerable, one in five pooled from two runs over ``--candidates`` docs), whose
 import replays every label into the log — or, with ``--pool``, pooling a new run (10 new
-documents per query) over all the project's queries, imported beforehand. Reported: the
+documents per query) over all the project's queries, imported beforehand; ``--labelled N``
+first judges the first candidate of N of them relevant (as annotator ``ana``; every third
+query, the first not relevant and the second relevant), so that the pool re-derives the
+states of N labelled queries. Reported: the
 import's time and its write transactions (how many, the longest, the most rows in one), and
 for the judgements made during it the count, the median, the 99th percentile and the
 longest wait (one ``Store.judge`` call, lock wait included), and any error. The import
@@ -50,6 +53,26 @@ def judge_until(path: Path, writer: int, stop, results) -> None:
             waits.append(time.perf_counter() - started)
             query, rank = (query + 1) % LABELLED, rank % 20 + 1
     results.put((waits, errors))
+
+
+def label_first(store: Store, count: int) -> None:
+    """Judge the first candidate of queries ``q0``.. ``q{count - 1}`` relevant (every third:
+    the first not relevant, the second relevant), through the store's own action path, a
+    thousand queries a transaction to keep the setup fast."""
+    for start in range(0, count, 1_000):
+        with store._writing():
+            for n in range(start, min(start + 1_000, count)):
+                grades = (0, 1) if n % 3 == 0 else (1,)
+                for rank, grade in enumerate(grades):
+                    store._act(
+                        f"q{n}",
+                        "ana",
+                        action="judge",
+                        doc_id=f"d{n}-{rank}",
+                        grade=grade,
+                        mode="first_hit",
+                        seconds=1.0,
+                    )
 
 
 def write_golden(path: Path, first: int, count: int, candidates: int) -> None:
@@ -97,7 +120,12 @@ def main() -> None:
     kind = parser.add_mutually_exclusive_group()
     kind.add_argument("--golden", action="store_true", help="import a golden set instead")
     kind.add_argument("--pool", action="store_true", help="pool a run over them instead")
+    parser.add_argument(
+        "--labelled", type=int, default=0, help="with --pool: label this many queries first"
+    )
     args = parser.parse_args()
+    if args.labelled and not args.pool:
+        parser.error("--labelled goes with --pool")
     with tempfile.TemporaryDirectory() as folder:
         folder = Path(folder)
         labelled, tasks = folder / "labelled.jsonl", folder / "tasks.jsonl"
@@ -113,6 +141,7 @@ def main() -> None:
                 store.import_tasks(tasks)
                 tasks = folder / "B.trec"
                 write_run(tasks, LABELLED + args.queries)
+                label_first(store, args.labelled)
         # the same generator: the first LABELLED queries of the big file are already there
         context = multiprocessing.get_context("spawn")
         stop, results = context.Event(), context.Queue()

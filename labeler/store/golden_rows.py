@@ -86,39 +86,49 @@ def latest_decisions(conn: sqlite3.Connection, query_ids: Sequence[str]) -> dict
     }
 
 
+def golden_rows(
+    labels: Iterable[tuple[str, GoldenLabel]], before: Mapping[str, GoldenLabel] | None = None
+) -> tuple[list[tuple], list[tuple], list[tuple]]:
+    """What replacing the golden projection of these queries by their labels (query_id,
+    label) writes: the (query_id,) whose ``golden_judgments`` rows are replaced, their new
+    rows (query_id, doc_id, grade, seq, source, decision_id), and the (query_id, status,
+    answerable, golden_mode) of ``queries`` rows that change. ``before``: the labels stored
+    now, where known; what did not change is not written again (a press that changes one
+    query's status leaves its judgements' pages alone, and the reverse)."""
+    before = before or {}
+    replaced, rows, heads = [], [], []
+    for query_id, label in labels:
+        old = before.get(query_id)
+        if old is None or _judgments(old) != _judgments(label):
+            replaced.append((query_id,))
+            rows += [
+                (query_id, doc_id, grade, label.order[doc_id], label.sources[doc_id])
+                + (label.decision_id,)
+                for doc_id, grade in label.grades.items()
+            ]
+        if old is None or _head(old) != _head(label):
+            heads.append((query_id, label.status, int(label.answerable), label.mode))
+    return replaced, rows, heads
+
+
 def write_golden(
     conn: sqlite3.Connection,
     labels: Iterable[tuple[str, GoldenLabel]],
     before: Mapping[str, GoldenLabel] | None = None,
 ) -> None:
     """Replace the golden projection of these queries by their labels (query_id, label),
-    inside the caller's write transaction. Index lookups only: no table scan. ``before``:
-    the labels stored now, where known; what did not change is not written again (a press
-    that changes one query's status leaves its judgements' pages alone, and the reverse)."""
-    before = before or {}
-    judged, headed = [], []
-    for query_id, label in labels:
-        old = before.get(query_id)
-        if old is None or _judgments(old) != _judgments(label):
-            judged.append((query_id, label))
-        if old is None or _head(old) != _head(label):
-            headed.append((query_id, label))
-    conn.executemany(
-        "DELETE FROM golden_judgments WHERE query_id = ?", [(query_id,) for query_id, _ in judged]
-    )
+    inside the caller's write transaction, writing only what changed (see
+    :func:`golden_rows`). Index lookups only: no table scan."""
+    replaced, rows, heads = golden_rows(labels, before)
+    conn.executemany("DELETE FROM golden_judgments WHERE query_id = ?", replaced)
     conn.executemany(
         "INSERT INTO golden_judgments (query_id, doc_id, grade, seq, source, decision_id) "
         "VALUES (?, ?, ?, ?, ?, ?)",
-        [
-            (query_id, doc_id, grade, label.order[doc_id], label.sources[doc_id])
-            + (label.decision_id,)
-            for query_id, label in judged
-            for doc_id, grade in label.grades.items()
-        ],
+        rows,
     )
     conn.executemany(
-        "UPDATE queries SET status = ?, answerable = ?, golden_mode = ? WHERE query_id = ?",
-        [(label.status, int(label.answerable), label.mode, query_id) for query_id, label in headed],
+        "UPDATE queries SET status = ?2, answerable = ?3, golden_mode = ?4 WHERE query_id = ?1",
+        heads,
     )
 
 

@@ -24,7 +24,7 @@ from labeler.importing import (
 from labeler.store.connection import CANDIDATES_NEXT, CANDIDATES_RETIRED, _chunks, _marks
 from labeler.store.corpus import POOLED_RUN
 from labeler.store.golden_rows import write_golden
-from labeler.store.projections import Projections
+from labeler.store.projections import _LABEL_COLUMNS, _STATE_COLUMNS, Projections
 from labeler.store.replay import Replay, _golden_plan, _imported_rows, _replayed, _stored_metadata
 
 STAGE_ROWS = 20_000  # rows deleted per transaction when an unpublished import is discarded
@@ -50,11 +50,6 @@ _QUERY_COLUMNS = (
 _EVENT_COLUMNS = (
     *("id", "query_id", "doc_id", "annotator", "action", "grade", "mode", "seconds", "note"),
     "created_at",
-)
-_LABEL_COLUMNS = ("query_id", "annotator", "doc_id", "grade", "event_id")
-_STATE_COLUMNS = (
-    *("query_id", "annotator", "slice", "status", "answerable", "needs_verdict", "mode"),
-    *("first_relevant_rank", "judged_depth", "seconds", "last_event_id", "updated_at", "note"),
 )
 _DECISION_COLUMNS = (
     *("id", "query_id", "reviewer", "judgments", "answerable", "adopted", "note", "created_at"),

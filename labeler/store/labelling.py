@@ -28,11 +28,11 @@ class Labelling(Projections, MachineJudges):
         super()._refresh(query_id, annotators)
         self._refresh_second_opinions([query_id])
 
-    def _publish_rederived(self, found: Rederivation) -> set[str]:
+    def _publish_rederived(self, found: Rederivation) -> list[str]:
         """Write a bulk re-derivation (see :meth:`Projections._publish_rederived`), and
         whether the queries it changed wait for a second annotator, in one statement."""
         written = super()._publish_rederived(found)
-        self._refresh_second_opinions(sorted(written))
+        self._refresh_second_opinions(written)
         return written
 
     def configure(
@@ -67,7 +67,13 @@ class Labelling(Projections, MachineJudges):
             labelled = self._all_query_ids_with_events()
         if not changes:
             return settings
-        found = self._rederive(labelled, settings, mark)
+        with self._rederiving():
+            found = self._rederive(labelled, settings, mark)
+            return self._change_protocol(given, found, by)
+
+    def _change_protocol(self, given: dict, found: Rederivation, by: str) -> dict:
+        """The one write transaction of :meth:`configure`: the new settings, their log entry
+        and the labelled queries' projections re-derived under them (``found``)."""
         with self._writing() as conn:
             settings, changes = self._new_protocol(given)
             if not changes:

@@ -3,14 +3,16 @@ with each event."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+import json
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from labeler import golden
 from labeler.golden import GoldenLabel, QueryContext, QueryState
 from labeler.store.connection import _chunks, _marks
 from labeler.store.corpus import UNPUBLISHED_HIDDEN, published
-from labeler.store.golden_rows import golden_labels, write_golden
+from labeler.store.golden_rows import golden_labels, golden_rows, write_golden
 from labeler.store.log import LogMark
 from labeler.store.states import States
 
@@ -38,14 +40,17 @@ def _progress_summary(counts: Mapping[str, int], total: int) -> dict[str, int]:
     }
 
 
+_STATE_COLUMNS = (
+    *("query_id", "annotator", "slice", "status", "answerable", "needs_verdict", "mode"),
+    *("first_relevant_rank", "judged_depth", "seconds", "last_event_id", "updated_at", "note"),
+)
 _STATE_SQL = (
-    "INSERT OR REPLACE INTO query_state (query_id, annotator, slice, status, answerable, "
-    "needs_verdict, mode, first_relevant_rank, judged_depth, seconds, last_event_id, "
-    "updated_at, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    f"INSERT OR REPLACE INTO query_state ({', '.join(_STATE_COLUMNS)}) "
+    f"VALUES ({_marks(_STATE_COLUMNS)})"
 )
-_LABEL_SQL = (
-    "INSERT INTO labels (query_id, annotator, doc_id, grade, event_id) VALUES (?, ?, ?, ?, ?)"
-)
+_LABEL_COLUMNS = ("query_id", "annotator", "doc_id", "grade", "event_id")
+_LABEL_SQL = f"INSERT INTO labels ({', '.join(_LABEL_COLUMNS)}) VALUES ({_marks(_LABEL_COLUMNS)})"
+_FROM_EVENTS = ("seconds", "last_event_id", "updated_at", "note")  # of a state: events alone
 
 
 def _state_row(query_id: str, annotator: str, slice_name: str, state: QueryState) -> tuple:
@@ -70,20 +75,37 @@ def _is_open(state: QueryState) -> int:
     return int(state.status not in ("done", "skipped"))
 
 
+# A re-derivation's rows, staged in TEMP tables of the connection (see Projections._rederive):
+# table -> columns. "states" rows with ``whole`` 0 differ from the stored state only in the
+# columns that the candidates and the protocol decide (_RECOMPUTED), the rest are new or
+# differ in what only events decide.
+REDERIVED = "goldset_rederived_"
+_RECOMPUTED = ("status", "answerable", "needs_verdict", "mode", "first_relevant_rank")
+_RECOMPUTED += ("judged_depth",)
+_REDERIVED_COLUMNS = {
+    "states": (*_STATE_COLUMNS, "whole"),
+    "label_keys": ("query_id", "annotator"),
+    "labels": _LABEL_COLUMNS,
+    "opens": ("query_id", "annotator", "open"),
+    "golden_keys": ("query_id",),
+    "golden": ("query_id", "doc_id", "grade", "seq", "source", "decision_id"),
+    "heads": ("query_id", "status", "answerable", "golden_mode"),
+}
+
+
 @dataclass
 class Rederivation:
     """What re-deriving some queries' projections outside the write lock found changed
-    (see :meth:`Projections._rederive`), per query, for the publishing transaction."""
+    (see :meth:`Projections._rederive`): rows per table, each starting with its query id,
+    staged for the publishing transaction, and the progress deltas per query."""
 
     mark: LogMark  # what the derivation covers: events and decisions up to it
     settings: dict  # the protocol it derived under
     scope: Collection[str] | None  # queries the change concerns (None: all)
-    query_ids: list[str]  # the queries derived
-    states: dict[str, list[tuple]] = field(default_factory=dict)  # changed query_state rows
-    labels: dict[tuple[str, str], list[tuple]] = field(default_factory=dict)  # per annotator
-    opens: dict[str, list[tuple]] = field(default_factory=dict)  # (open, annotator, query)
+    rows: dict[str, list[tuple]] = field(
+        default_factory=lambda: {table: [] for table in _REDERIVED_COLUMNS}
+    )
     counts: dict[str, dict[tuple[str, str, str], int]] = field(default_factory=dict)
-    golden: dict[str, tuple[GoldenLabel, GoldenLabel]] = field(default_factory=dict)
 
     def count(self, query_id: str, key: tuple[str, str, str], delta: int) -> None:
         """Add ``delta`` to the query's share of the progress counter ``key``."""
@@ -99,16 +121,44 @@ class Rederivation:
         old: QueryState | None,
     ) -> None:
         """Record the rows that replace the stored state ``old`` (None: none) by ``state``."""
-        self.states.setdefault(query_id, []).append(
-            _state_row(query_id, annotator, slice_name, state)
+        row = _state_row(query_id, annotator, slice_name, state)
+        whole = old is None or any(
+            getattr(old, name) != getattr(state, name) for name in _FROM_EVENTS
         )
+        self.rows["states"].append((*row, int(whole)))
         if old is None or (old.grades, old.label_events) != (state.grades, state.label_events):
-            self.labels[query_id, annotator] = _label_rows(query_id, annotator, state)
+            self.rows["label_keys"].append((query_id, annotator))
+            self.rows["labels"] += _label_rows(query_id, annotator, state)
         if old is None or _is_open(old) != _is_open(state):
-            self.opens.setdefault(query_id, []).append((_is_open(state), annotator, query_id))
+            self.rows["opens"].append((query_id, annotator, _is_open(state)))
         if old is not None:
             self.count(query_id, (annotator, slice_name, _counter(old)), -1)
         self.count(query_id, (annotator, slice_name, _counter(state)), 1)
+
+    def relabelled(
+        self, query_id: str, slice_name: str, label: GoldenLabel, before: GoldenLabel
+    ) -> None:
+        """Record the rows that replace the golden label ``before`` by ``label``."""
+        replaced, rows, heads = golden_rows([(query_id, label)], {query_id: before})
+        self.rows["golden_keys"] += replaced
+        self.rows["golden"] += rows
+        self.rows["heads"] += heads
+        if _counter(before) != _counter(label):
+            self.count(query_id, ("", slice_name, _counter(before)), -1)
+            self.count(query_id, ("", slice_name, _counter(label)), 1)
+
+    def written(self, redo: Collection[str]) -> list[str]:
+        """The queries whose states it changes, but those in ``redo``."""
+        return sorted({row[0] for row in self.rows["states"]} - set(redo))
+
+    def counts_but(self, redo: Collection[str]) -> dict[tuple[str, str, str], int]:
+        """The progress deltas of every query but those in ``redo``."""
+        total: dict[tuple[str, str, str], int] = {}
+        for query_id, mine in self.counts.items():
+            if query_id not in redo:
+                for key, delta in mine.items():
+                    total[key] = total.get(key, 0) + delta
+        return total
 
 
 class Projections(States):
@@ -151,11 +201,12 @@ class Projections(States):
     ) -> Rederivation:
         """Re-derive these queries' projections as :meth:`_refresh` would under ``settings``
         (and each query's ``context``, default: read from the store), OUTSIDE the write lock,
-        keeping only what differs from the stored ones; :meth:`_publish_rederived` writes
-        it. ``mark``, read no later than ``query_ids``: the events and decisions it covers;
-        ``scope``: every query whose projections the change concerns (None: all)."""
-        found = Rederivation(mark, dict(settings), scope, list(query_ids))
-        for chunk in _chunks(found.query_ids):
+        keeping only what differs from the stored ones, staged in TEMP tables (inside
+        :meth:`_rederiving`) for :meth:`_publish_rederived` to write. ``mark``, read no
+        later than ``query_ids``: the events and decisions it covers; ``scope``: every query
+        whose projections the change concerns (None: all)."""
+        found = Rederivation(mark, dict(settings), scope)
+        for chunk in _chunks(list(query_ids)):
             with self._reading():
                 contexts = (
                     {q: context(q) for q in chunk}
@@ -176,60 +227,77 @@ class Projections(States):
                     annotator: golden.derive_state(mine, contexts[query_id])
                     for annotator, mine in events.get(query_id, {}).items()
                 }
-                label = golden.merge(fresh, decisions.get(query_id))
                 slice_name = slices[query_id]
                 for annotator, state in fresh.items():
                     old = stored.get(query_id, {}).get(annotator)
                     if state != old:
                         found.changed(query_id, annotator, slice_name, state, old)
-                before = befores[query_id]
-                if label != before:
-                    found.golden[query_id] = (label, before)
-                    found.count(query_id, ("", slice_name, _counter(before)), -1)
-                    found.count(query_id, ("", slice_name, _counter(label)), 1)
+                label = golden.merge(fresh, decisions.get(query_id))
+                if label != befores[query_id]:
+                    found.relabelled(query_id, slice_name, label, befores[query_id])
+        with self._scratch() as conn:
+            for table, columns in _REDERIVED_COLUMNS.items():
+                conn.execute(f"DROP TABLE IF EXISTS temp.{REDERIVED}{table}")
+                conn.execute(f"CREATE TEMP TABLE {REDERIVED}{table} ({', '.join(columns)})")
+                conn.executemany(
+                    f"INSERT INTO temp.{REDERIVED}{table} VALUES ({_marks(columns)})",
+                    found.rows[table],
+                )
         return found
 
-    def _publish_rederived(self, found: Rederivation) -> set[str]:
-        """Inside the publishing write transaction: write what :meth:`_rederive` found, in
-        bulk, and re-derive here (:meth:`_refresh`) the queries of its scope that were acted
-        on since its mark, from their newest events. When the protocol or the candidates
-        may have changed meanwhile (another protocol change, an import published), every
-        labelled query of the scope is re-derived here instead. Returns the queries written
-        in bulk whose states changed."""
+    @contextmanager
+    def _rederiving(self) -> Iterator[None]:
+        """Room for a re-derivation's TEMP tables (see :meth:`_rederive`), dropped at the end."""
+        try:
+            yield
+        finally:
+            with self._scratch() as conn:
+                for table in _REDERIVED_COLUMNS:
+                    conn.execute(f"DROP TABLE IF EXISTS temp.{REDERIVED}{table}")
+
+    def _publish_rederived(self, found: Rederivation) -> list[str]:
+        """Inside the publishing write transaction: write what :meth:`_rederive` staged, a
+        statement per table, and re-derive here (:meth:`_refresh`) the queries of its scope
+        that were acted on since its mark, from their newest events. When the protocol or
+        the candidates may have changed meanwhile (another protocol change, an import
+        published), every labelled query of the scope is re-derived here instead. Returns
+        the queries written in bulk whose states changed."""
         if self.settings() != found.settings or self._log_mark().batches != found.mark.batches:
             for query_id in self._labelled_in(found.scope):
                 self._refresh(query_id)
-            return set()
+            return []
         acted = self._acted_since(found.mark)
         redo = acted if found.scope is None else acted & set(found.scope)
-        kept = [query_id for query_id in found.query_ids if query_id not in redo]
-        self.conn.executemany(
-            "DELETE FROM labels WHERE query_id = ? AND annotator = ?",
-            [key for key in found.labels if key[0] not in redo],
-        )
-        self.conn.executemany(
-            _LABEL_SQL,
-            [row for key, rows in found.labels.items() if key[0] not in redo for row in rows],
-        )
-        self.conn.executemany(_STATE_SQL, [row for q in kept for row in found.states.get(q, ())])
-        self.conn.executemany(
-            "UPDATE assignments SET open = ? WHERE annotator = ? AND query_id = ?",
-            [row for q in kept for row in found.opens.get(q, ())],
-        )
-        counts: dict[tuple[str, str, str], int] = {}
-        for query_id in kept:
-            for key, delta in found.counts.get(query_id, {}).items():
-                counts[key] = counts.get(key, 0) + delta
-        self._add_counts(counts)
-        written = [q for q in kept if q in found.golden]
-        write_golden(
-            self.conn,
-            [(q, found.golden[q][0]) for q in written],
-            {q: found.golden[q][1] for q in written},
-        )
+        params = {"redo": json.dumps(sorted(redo))}
+        kept = "t.query_id NOT IN (SELECT value FROM json_each(:redo))"
+
+        def staged(table: str, columns: Sequence[str] | None = None) -> str:
+            names = ", ".join(f"t.{name}" for name in columns or _REDERIVED_COLUMNS[table])
+            return f"SELECT {names} FROM temp.{REDERIVED}{table} t WHERE {kept}"
+
+        recomputed = ", ".join(f"{name} = t.{name}" for name in _RECOMPUTED)
+        for sql in (
+            f"DELETE FROM labels WHERE (query_id, annotator) IN ({staged('label_keys')})",
+            f"INSERT INTO labels ({', '.join(_LABEL_COLUMNS)}) {staged('labels')}",
+            f"INSERT OR REPLACE INTO query_state ({', '.join(_STATE_COLUMNS)}) "
+            f"{staged('states', _STATE_COLUMNS)} AND t.whole",
+            f"UPDATE query_state AS s SET {recomputed} FROM temp.{REDERIVED}states t "
+            f"WHERE s.query_id = t.query_id AND s.annotator = t.annotator AND NOT t.whole "
+            f"AND {kept}",
+            f"UPDATE assignments AS a SET open = t.open FROM temp.{REDERIVED}opens t "
+            f"WHERE a.query_id = t.query_id AND a.annotator = t.annotator AND {kept}",
+            f"DELETE FROM golden_judgments WHERE query_id IN ({staged('golden_keys')})",
+            f"INSERT INTO golden_judgments ({', '.join(_REDERIVED_COLUMNS['golden'])}) "
+            f"{staged('golden')}",
+            "UPDATE queries AS q SET status = t.status, answerable = t.answerable, "
+            f"golden_mode = t.golden_mode FROM temp.{REDERIVED}heads t "
+            f"WHERE q.query_id = t.query_id AND {kept}",
+        ):
+            self.conn.execute(sql, params)
+        self._add_counts(found.counts_but(redo))
         for query_id in sorted(redo):
             self._refresh(query_id)
-        return {q for q in kept if q in found.states}
+        return found.written(redo)
 
     def _labelled_in(self, scope: Collection[str] | None) -> list[str]:
         """The queries with events or a decision, of ``scope`` (None: all)."""
