@@ -235,3 +235,121 @@ def test_any_sequence_of_actions_leaves_a_projection_that_a_rebuild_reproduces(
         live = projection(store)
         store.rebuild_projections()
         assert projection(store) == live
+
+
+# --- bulk re-derivation: a pool or a protocol change equals a rebuild -----------------------------
+
+
+def every_projection(store: Store) -> dict:
+    """Every table the log is projected into (the golden projection with them)."""
+    tables = {
+        "labels": "SELECT * FROM labels ORDER BY query_id, annotator, doc_id",
+        "query_state": "SELECT * FROM query_state ORDER BY query_id, annotator",
+        "counters": "SELECT annotator, slice, state, n FROM progress WHERE n != 0 "
+        "ORDER BY annotator, slice, state",
+        "second_opinions": "SELECT * FROM second_opinions ORDER BY query_id",
+        "assignments": "SELECT annotator, query_id, open FROM assignments "
+        "ORDER BY annotator, query_id",
+    }
+    found = {name: store.conn.execute(sql).fetchall() for name, sql in tables.items()}
+    return {**projection(store), **found}
+
+
+def rebuilt(store: Store) -> dict:
+    """Every projection once rebuilt from the log alone."""
+    store.rebuild_projections()
+    return every_projection(store)
+
+
+def reordering_run(folder, queries: int = 9) -> str:
+    """A run "fresh" over q1..q{queries} that ranks each query's third candidate first, then
+    the next query's first candidate (a new one), then its first."""
+    path = folder / "fresh.trec"
+    path.write_text(
+        "".join(
+            f"q{n} Q0 {doc} {rank} {10 - rank} fresh\n"
+            for n in range(1, queries + 1)
+            for rank, doc in enumerate((f"q{n}-d3", f"q{n % queries + 1}-d1", f"q{n}-d1"), start=1)
+        )
+    )
+    return str(path)
+
+
+@pytest.fixture
+def trusted(mixed):
+    """The mixed project with assignments, and a trusted machine judge that disagrees with
+    the one annotator of q3 (U), q5 (skipped) and q6 (done at rank 2): q3 and q6 wait for a
+    second opinion, q6 no more once a run or the protocol reopens it."""
+    mixed.judge("q6", "q6-d1", 0, "ana")
+    mixed.judge("q6", "q6-d2", 1, "ana")
+    mixed.assign("ana", ["q1", "q3", "q4", "q5", "q6", "q7"])
+    mixed.assign("ben", ["q2", "q4", "q8"])
+    add_machine_labels(mixed, [("q3", "q3-d1"), ("q5", "q5-d1"), ("q6", "q6-d1")])
+    mixed.trust_judge(JUDGE)
+    assert [row["query_id"] for row in mixed.second_opinions()] == ["q3", "q6"]
+    return mixed
+
+
+def test_pooling_a_run_over_a_labelled_project_leaves_what_a_rebuild_produces(trusted, tmp_path):
+    before = every_projection(trusted)
+    counts = trusted.pool(None, None, [reordering_run(tmp_path)], depth=3)
+    live = every_projection(trusted)
+    assert counts["queries_touched"] == 9 and live["query_state"] != before["query_state"]
+    assert [row[0] for row in live["second_opinions"]] == ["q3"]  # q6 is open again
+    assert rebuilt(trusted) == live
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"depth": 2},
+        {"mode": "full"},
+        {"rel_threshold": 2},
+        {"depth": 1, "rel_threshold": 2, "mode": "full"},
+    ],
+)
+def test_a_protocol_change_on_a_labelled_project_leaves_what_a_rebuild_produces(trusted, change):
+    before = every_projection(trusted)
+    trusted.configure(**change)
+    live = every_projection(trusted)
+    assert live != before
+    assert rebuilt(trusted) == live
+
+
+def test_a_labelled_query_whose_state_was_lost_is_written_whole_by_a_protocol_change(trusted):
+    # as if ana's projection of q4 had never been derived: its rows and counter gone
+    conn = trusted.conn
+    slice_name, state = conn.execute(
+        "SELECT slice, status FROM query_state WHERE query_id = 'q4' AND annotator = 'ana'"
+    ).fetchone()
+    conn.execute("DELETE FROM query_state WHERE query_id = 'q4' AND annotator = 'ana'")
+    conn.execute("DELETE FROM labels WHERE query_id = 'q4' AND annotator = 'ana'")
+    conn.execute(
+        "UPDATE progress SET n = n - 1 WHERE annotator = 'ana' AND slice = ? AND state = ?",
+        (slice_name, state),
+    )
+    trusted.configure(depth=3)
+    live = every_projection(trusted)
+    assert ("q4", "ana") in {row[:2] for row in live["query_state"]}
+    assert rebuilt(trusted) == live
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(actions=st.lists(ACTIONS, max_size=10), pool_depth=st.integers(1, 3))
+def test_any_labelling_then_a_new_run_leaves_what_a_rebuild_produces(
+    tmp_path_factory, actions, pool_depth
+):
+    folder = tmp_path_factory.mktemp("pooled")
+    with Store(folder / "any.db") as store:
+        store.import_records(tasks(2, prefix="q"))
+        add_machine_labels(store, [("q1", "q1-d1"), ("q2", "q2-d2")])
+        store.trust_judge(JUDGE)
+        for action in actions:
+            apply(store, action)
+        store.pool(None, None, [reordering_run(folder, 2)], depth=pool_depth)
+        live = every_projection(store)
+        assert rebuilt(store) == live
