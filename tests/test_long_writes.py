@@ -404,22 +404,33 @@ def test_an_export_in_progress_lets_annotators_write(project):
         assert store.labels("q1") == {"d1-0": 1}  # committed while the export was reading
 
 
-def publishing_statements(store: Store) -> list[int]:
-    """Counts, per write transaction of ``store``, of the statements run inside it."""
-    counts: list[int] = []
+def traced_transactions(store: Store) -> list[list[str]]:
+    """The statements of each transaction that ``store`` runs from now on, as SQLite traces
+    them (an ``executemany`` once per row)."""
+    transactions: list[list[str]] = []
 
     def trace(sql: str) -> None:
-        if sql.startswith("BEGIN IMMEDIATE"):
-            counts.append(0)
-        elif counts and store.conn.in_transaction:
-            counts[-1] += 1
+        if sql.startswith("BEGIN"):
+            transactions.append([])
+        elif transactions and store.conn.in_transaction:
+            transactions[-1].append(sql)
 
     store.conn.set_trace_callback(trace)
-    return counts
+    return transactions
 
 
-@pytest.mark.parametrize("queries", [40, 400])
-def test_pooling_a_run_over_known_queries_publishes_in_statements_not_per_query(tmp_path, queries):
+def published_in(transactions: list[list[str]]) -> list[str]:
+    """The statements of the transaction that published an import or a pool."""
+    return next(
+        statements
+        for statements in transactions
+        if any(sql.startswith("UPDATE import_batches SET published_at") for sql in statements)
+    )
+
+
+def two_runs(tmp_path, queries: int) -> tuple:
+    """A corpus of 100 docs, ``queries`` queries p0.., and runs A and B (B's top 10 starts
+    3 docs further down the corpus): the paths of corpus, queries and the runs by name."""
     corpus, topics = tmp_path / "corpus.jsonl", tmp_path / "queries.jsonl"
     corpus.write_text(
         "".join(json.dumps({"_id": f"c{n}", "text": "x"}) + "\n" for n in range(100)),
@@ -440,18 +451,47 @@ def test_pooling_a_run_over_known_queries_publishes_in_statements_not_per_query(
             ),
             encoding="utf-8",
         )
+    return corpus, topics, runs
+
+
+@pytest.mark.parametrize("queries", [40, 400])
+def test_pooling_a_run_over_known_queries_publishes_in_statements_not_per_query(tmp_path, queries):
+    corpus, topics, runs = two_runs(tmp_path, queries)
     with Store(tmp_path / "project.db") as store:
         store.pool(corpus, topics, [runs["A"]], depth=10)
         store.judge("p0", "c1", 1, "ana")  # done in first-hit: B's top 3 reopen it
-        statements = publishing_statements(store)
+        transactions = traced_transactions(store)
         counts = store.pool(None, None, [runs["B"]], depth=10)
         reopened = store.progress()[""]["done"]
     assert counts["queries_touched"] == queries and counts["candidates_added"] == 3 * queries
     assert reopened == 0
     # the new run's ranks are written before (in short transactions, hidden until the run is
     # registered); publishing is the same few bulk statements at either size: nothing per
-    # query but the labelled one
-    assert len(statements) >= 3 and statements[-1] < 40
+    # query
+    assert len(transactions) >= 3 and len(published_in(transactions)) < 40
+
+
+def test_re_deriving_labelled_queries_publishes_in_statements_not_per_query(tmp_path):
+    written = {}
+    for queries in (40, 400):
+        folder = tmp_path / str(queries)
+        folder.mkdir()
+        corpus, topics, runs = two_runs(folder, queries)
+        with Store(folder / "project.db") as store:
+            store.pool(corpus, topics, [runs["A"]], depth=10)
+            for n in range(queries):  # A's first: done, until B's top 3 reopen it
+                store.judge(f"p{n}", f"c{(n + 1) % 100}", 1, "ana")
+            transactions = traced_transactions(store)
+            store.pool(None, None, [runs["B"]], depth=10)
+            pooled = published_in(transactions)
+            del transactions[:]
+            store.configure(mode="full")
+            (configured,) = [t for t in transactions if any("protocol_log" in s for s in t)]
+            reopened = store.progress("ana")[""]["in_progress"]
+        assert reopened == queries
+        written[queries] = (len(pooled), len(configured))
+    # every labelled query's state changed twice, in the same few statements at either size
+    assert written[40] == written[400] and max(written[400]) < 40
 
 
 def test_a_golden_import_writes_the_golden_projection_that_its_rows_merge_to(tmp_path):
