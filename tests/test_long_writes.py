@@ -770,3 +770,86 @@ def test_rebuilding_the_projections_waits_for_a_running_import(project):
     worker.join()
     importer.close()
     rebuilder.close()
+
+
+def meanwhile(monkeypatch, act) -> None:
+    """Run ``act()`` once, between the next re-derivation and its publishing transaction."""
+    original, pending = Store._rederive, [act]
+
+    def rederive(self, *args, **kwargs):
+        found = original(self, *args, **kwargs)
+        while pending:
+            pending.pop()()  # taken first: what it runs may re-derive too
+        return found
+
+    monkeypatch.setattr(Store, "_rederive", rederive)
+
+
+def labelled_project(path) -> None:
+    """Labels on the 50-query project: ana done on q1 and q3, in progress on q2."""
+    with Store(path) as store:
+        store.judge("q1", "d1-0", 1, "ana")
+        store.judge("q2", "d2-0", 0, "ana")
+        store.judge("q3", "d3-0", 0, "ana")
+        store.judge("q3", "d3-1", 2, "ana")
+
+
+ACTED_MEANWHILE = {  # an action on a query while its state is derived, and what it leaves
+    "a judgement": (lambda s: s.judge("q1", "d1-1", 2, "ana"), ("q1", "ana", "d1-1", 2)),
+    "an undo": (lambda s: s.undo("ana", "q3"), ("q3", "ana", "d3-1", None)),
+    "first judgements": (
+        lambda s: (s.judge("q4", "d4-3", 0, "cid"), s.judge("q4", "d4-0", 1, "cid")),
+        ("q4", "cid", "d4-0", 1),
+    ),
+    "a decision": (  # q1 stays done, which the pool and the protocol would reopen
+        lambda s: s.adjudicate("q1", "rita", {"d1-0": 2}, True),
+        ("q1", None, "d1-0", 2),
+    ),
+}
+
+
+@pytest.mark.parametrize("acted", ACTED_MEANWHILE)
+@pytest.mark.parametrize("change", ["pool", "protocol"])
+def test_acting_on_a_query_while_its_state_is_derived_is_not_lost(
+    project, tmp_path, monkeypatch, acted, change
+):
+    from test_golden_projection import every_projection, rebuilt
+
+    path, _ = project
+    labelled_project(path)
+    act, (query_id, annotator, doc_id, grade) = ACTED_MEANWHILE[acted]
+    meanwhile(monkeypatch, lambda: act(Store(path)))
+    with Store(path) as store:
+        if change == "pool":
+            store.pool(None, None, [next_query_run(tmp_path, 50)], depth=10)
+        else:
+            store.configure(depth=1, rel_threshold=2)
+        assert store.labels(query_id, annotator).get(doc_id) == grade
+        live = every_projection(store)
+        assert rebuilt(store) == live  # re-derived from its newest events
+
+
+@pytest.mark.parametrize("change", ["pool", "protocol"])
+def test_a_change_to_what_states_derive_from_meanwhile_re_derives_every_labelled_query(
+    project, tmp_path, monkeypatch, change
+):
+    # a protocol change while a pool derives, or a pool while a protocol change derives:
+    # what was derived no longer holds, and the publishing transaction derives again
+    from test_golden_projection import every_projection, rebuilt
+
+    path, _ = project
+    labelled_project(path)
+    run = next_query_run(tmp_path, 50)
+    other = {
+        "pool": lambda: Store(path).configure(depth=3),
+        "protocol": lambda: Store(path).pool(None, None, [run], depth=10),
+    }
+    meanwhile(monkeypatch, other[change])
+    with Store(path) as store:
+        if change == "pool":
+            store.pool(None, None, [run], depth=10)
+        else:
+            store.configure(depth=3)
+        assert store.settings()["depth"] == 3 and "B" in store.candidates("q1")[0]["provenance"]
+        live = every_projection(store)
+        assert rebuilt(store) == live
