@@ -24,7 +24,7 @@ from labeler.importing import (
 from labeler.store.connection import CANDIDATES_NEXT, CANDIDATES_RETIRED, _chunks, _marks
 from labeler.store.corpus import POOLED_RUN
 from labeler.store.golden_rows import write_golden
-from labeler.store.projections import _LABEL_COLUMNS, _STATE_COLUMNS, Projections
+from labeler.store.projections import _LABEL_COLUMNS, _STATE_COLUMNS, STAGED, Projections
 from labeler.store.replay import Replay, _golden_plan, _imported_rows, _replayed, _stored_metadata
 
 STAGE_ROWS = 20_000  # rows deleted per transaction when an unpublished import is discarded
@@ -37,9 +37,6 @@ STAGE_PAUSE = 0.1  # ...then let waiting writers in (see Store._in_short_transac
 
 
 _NO_TEXT = {"title": None, "text": None, "metadata": None}  # a doc named, not described
-
-
-STAGED = "goldset_staged_"  # prefix of an import's TEMP tables (see Imports._stage_rows)
 
 
 # The columns an import stages (see Imports._stage_rows), as the replay gives their values.
@@ -356,19 +353,6 @@ class Imports(Projections):
                 ).fetchall()
             )
         return hashes
-
-    @contextmanager
-    def _staging(self) -> Iterator[None]:
-        """Room for an import's TEMP tables (see :meth:`_stage_rows`), dropped at the end."""
-        try:
-            yield
-        finally:
-            with self._scratch() as conn:
-                for (name,) in conn.execute(
-                    "SELECT name FROM temp.sqlite_master WHERE type = 'table' AND name LIKE ?",
-                    (STAGED + "%",),
-                ).fetchall():
-                    conn.execute(f"DROP TABLE temp.{name}")
 
     def _stage_rows(self, table: str, columns: Sequence[str], rows: Iterable[Sequence]) -> None:
         """Copy ``rows`` (values of ``columns`` of ``table``) into a TEMP table of this

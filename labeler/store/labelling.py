@@ -67,7 +67,7 @@ class Labelling(Projections, MachineJudges):
             labelled = self._all_query_ids_with_events()
         if not changes:
             return settings
-        with self._rederiving():
+        with self._staging():
             found = self._rederive(labelled, settings, mark)
             return self._change_protocol(given, found, by)
 

@@ -71,12 +71,7 @@ class Pool(Imports):
         # one publishing transaction adds the queries and runs, copies in the ranks under
         # known runs and swaps the copy in (before, upserting the new order there took 6.8 s
         # at 70,000 queries x 30 candidates).
-        with (
-            self._import_lock(),
-            self._batch(str(corpus or runs[0])) as batch,
-            self._staging(),
-            self._rederiving(),
-        ):
+        with self._import_lock(), self._batch(str(corpus or runs[0])) as batch, self._staging():
             new_documents, fill_ins = self._new_documents(documents, str(corpus))
             self._stage_documents(new_documents, batch)
             new_queries = self._new_pool_queries(pool_queries, str(queries))

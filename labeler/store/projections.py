@@ -79,7 +79,8 @@ def _is_open(state: QueryState) -> int:
 # table -> columns. "states" rows with ``whole`` 0 differ from the stored state only in the
 # columns that the candidates and the protocol decide (_RECOMPUTED), the rest are new or
 # differ in what only events decide.
-REDERIVED = "goldset_rederived_"
+STAGED = "goldset_staged_"  # prefix of an import's TEMP tables (see Imports._stage_rows)
+REDERIVED = STAGED + "rederived_"  # ...and of a re-derivation's, dropped with them
 _RECOMPUTED = ("status", "answerable", "needs_verdict", "mode", "first_relevant_rank")
 _RECOMPUTED += ("judged_depth",)
 _REDERIVED_COLUMNS = {
@@ -206,7 +207,7 @@ class Projections(States):
         """Re-derive these queries' projections as :meth:`_refresh` would under ``settings``
         (and each query's ``context``, default: read from the store), OUTSIDE the write lock,
         keeping only what differs from the stored ones, staged in TEMP tables (inside
-        :meth:`_rederiving`) for :meth:`_publish_rederived` to write. ``mark``, read no
+        :meth:`_staging`) for :meth:`_publish_rederived` to write. ``mark``, read no
         later than ``query_ids``: the events and decisions it covers; ``scope``: every query
         whose projections the change concerns (None: all)."""
         found = Rederivation(mark, dict(settings), scope)
@@ -250,14 +251,18 @@ class Projections(States):
         return found
 
     @contextmanager
-    def _rederiving(self) -> Iterator[None]:
-        """Room for a re-derivation's TEMP tables (see :meth:`_rederive`), dropped at the end."""
+    def _staging(self) -> Iterator[None]:
+        """Room for an import's or a re-derivation's TEMP tables (see
+        :meth:`Imports._stage_rows`, :meth:`_rederive`), dropped at the end."""
         try:
             yield
         finally:
             with self._scratch() as conn:
-                for table in _REDERIVED_COLUMNS:
-                    conn.execute(f"DROP TABLE IF EXISTS temp.{REDERIVED}{table}")
+                for (name,) in conn.execute(
+                    "SELECT name FROM temp.sqlite_master WHERE type = 'table' AND name LIKE ?",
+                    (STAGED + "%",),
+                ).fetchall():
+                    conn.execute(f"DROP TABLE temp.{name}")
 
     def _publish_rederived(self, found: Rederivation) -> list[str]:
         """Inside the publishing write transaction: write what :meth:`_rederive` staged, a
