@@ -3,6 +3,7 @@
 export, ``eval --db`` and the dashboard. Rebuilt from the log alone, it equals the live one."""
 
 import sqlite3
+from contextlib import contextmanager
 
 import pandas as pd
 import pytest
@@ -353,3 +354,28 @@ def test_any_labelling_then_a_new_run_leaves_what_a_rebuild_produces(
         store.pool(None, None, [reordering_run(folder, 2)], depth=pool_depth)
         live = every_projection(store)
         assert rebuilt(store) == live
+
+
+def test_a_protocol_change_writes_the_main_tables_by_index_only(trusted, monkeypatch):
+    @contextmanager
+    def kept(self):  # the staged rows kept, to explain the statements that read them
+        yield
+
+    monkeypatch.setattr(Store, "_staging", kept)
+    statements = []
+    trusted.conn.set_trace_callback(statements.append)
+    try:
+        trusted.configure(depth=2, mode="full")
+    finally:
+        trusted.conn.set_trace_callback(None)
+    staged = [sql for sql in statements if "FROM temp.goldset_staged_rederived" in sql]
+    assert len(staged) == 8, "the re-derivation was not published from its staged rows"
+    scans = [
+        detail
+        for sql in staged
+        for *_, detail in trusted.conn.execute(f"EXPLAIN QUERY PLAN {sql}").fetchall()
+        if detail.startswith("SCAN")
+        and detail not in ("SCAN t",)
+        and not detail.startswith("SCAN json_each")
+    ]
+    assert scans == []

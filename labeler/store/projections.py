@@ -75,14 +75,17 @@ def _is_open(state: QueryState) -> int:
     return int(state.status not in ("done", "skipped"))
 
 
-# A re-derivation's rows, staged in TEMP tables of the connection (see Projections._rederive):
-# table -> columns. "states" rows with ``whole`` 0 differ from the stored state only in the
-# columns that the candidates and the protocol decide (_RECOMPUTED), the rest are new or
-# differ in what only events decide.
 STAGED = "goldset_staged_"  # prefix of an import's TEMP tables (see Imports._stage_rows)
 REDERIVED = STAGED + "rederived_"  # ...and of a re-derivation's, dropped with them
-_RECOMPUTED = ("status", "answerable", "needs_verdict", "mode", "first_relevant_rank")
-_RECOMPUTED += ("judged_depth",)
+
+# The columns of a state that the candidates and the protocol decide (the others are the
+# keys, the slice and _FROM_EVENTS): all that a re-derivation changes in a stored state.
+_RECOMPUTED = (
+    *("status", "answerable", "needs_verdict", "mode", "first_relevant_rank", "judged_depth"),
+)
+# A re-derivation's rows, staged in TEMP tables of the connection (see Projections._rederive):
+# table -> columns. "states" rows with ``whole`` 0 differ from the stored state only in
+# _RECOMPUTED; the others are new, or differ in what only events decide.
 _REDERIVED_COLUMNS = {
     "states": (*_STATE_COLUMNS, "whole"),
     "label_keys": ("query_id", "annotator"),
