@@ -67,10 +67,12 @@ class Pool(Imports):
         # new queries), is staged in short transactions (invisible: no published query or
         # registered run reaches it yet); the known queries' new candidates and fused order
         # go into a copy of the candidates table (see _build_next_candidates), also in short
-        # transactions; the rest is computed outside the lock and staged in TEMP tables. The
-        # one publishing transaction adds the queries and runs, copies in the ranks under
-        # known runs and swaps the copy in (before, upserting the new order there took 6.8 s
-        # at 70,000 queries x 30 candidates).
+        # transactions; the rest is computed outside the lock and staged in TEMP tables, the
+        # labelled queries' states under their new order too (see Projections._rederive).
+        # The one publishing transaction adds the queries and runs, copies in the ranks under
+        # known runs, swaps the copy in and writes the states that changed, a statement a
+        # table (before, upserting the new order there took 6.8 s at 70,000 queries x 30
+        # candidates, and refreshing 70,000 labelled queries one by one about 9 s).
         with self._import_lock(), self._batch(str(corpus or runs[0])) as batch, self._staging():
             new_documents, fill_ins = self._new_documents(documents, str(corpus))
             self._stage_documents(new_documents, batch)
