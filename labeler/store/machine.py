@@ -89,6 +89,8 @@ class MachineJudges(Settings):
         (see :meth:`second_opinions`), inside the caller's write transaction: after a machine
         label or a human event on them, or in one statement after a bulk re-derivation. A few
         index lookups per query."""
+        if query_ids is not None and self.trusted_judge() is None:
+            return  # none waits: trust_judge(None) emptied the table, and nothing adds to it
         if query_ids is None:
             self.conn.execute("DELETE FROM second_opinions")
             scope, params = "SELECT query_id FROM queries", {}
