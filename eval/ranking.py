@@ -19,6 +19,7 @@ golden set) overlap on a second core.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
@@ -215,9 +216,10 @@ def rank(
         retrieved[runs.query] = runs.length if depth is None else np.minimum(runs.length, depth)
         return runs, retrieved, _Ranked.of(run, runs, limit, keep_order, len(query_ids))
 
-    # The judgements' side needs only the golden set: it is indexed while the run is ranked.
+    # The judgements' side needs only the golden set: it is indexed while the run is ranked
+    # (unless a caller indexed it already, see prepare).
     judgments, (runs, retrieved, rows) = concurrently(
-        lambda: _Judgments.of(golden, query_ids),
+        lambda: _judgments_of(golden),
         ranked_rows,
         threads=worth_threads(run),
     )
@@ -247,6 +249,31 @@ def rank(
         ranked_to=top,
         to_first_relevant=to_first_relevant,
     )
+
+
+# Each golden set's judgements indexed for rank, kept while the golden set lives: indexing
+# is half the cost of a ranking, and every run ranked against one golden set shares it.
+_INDEXED: weakref.WeakKeyDictionary[Golden, _Judgments] = weakref.WeakKeyDictionary()
+
+
+def prepare(golden: Golden) -> Golden:
+    """Do now the work of :func:`rank` that needs only the golden set (index its judgements)
+    and hash its :attr:`~eval.readers.Golden.version`; returns it.
+
+    What it computes is kept with the golden set, so a caller reading a run meanwhile (on
+    another thread, see :func:`concurrently`) takes it off the ranking's critical path.
+    """
+    _judgments_of(golden)
+    golden.version  # noqa: B018 - a cached property, computed here
+    return golden
+
+
+def _judgments_of(golden: Golden) -> _Judgments:
+    """The golden set's judgements of its scored queries, indexed once per golden set."""
+    judgments = _INDEXED.get(golden)
+    if judgments is None:
+        judgments = _INDEXED[golden] = _Judgments.of(golden, golden.scored_query_ids())
+    return judgments
 
 
 def first_hit_queries(golden: Golden, query_ids: np.ndarray) -> np.ndarray:
@@ -470,17 +497,19 @@ class _Judgments:
     @classmethod
     def of(cls, golden: Golden, query_ids: np.ndarray) -> _Judgments:
         """The golden set's judgements of ``query_ids`` (the others are of no use here)."""
-        query_index = lookup(golden.judgment_column("query_id"), query_ids)
-        known = query_index >= 0
-        query_index = query_index[known]
-        grade = golden.judgment_column("grade")[known]
-        doc_ids = filter_rows(golden.judgment_column("doc_id"), known)
-        return cls(
-            query_index,
-            grade,
-            PairIndex(query_index, doc_ids),
-            _ideal_grades(query_index, grade, len(query_ids)),
-        )
+        grade = golden.judgment_column("grade")
+        every_query = len(query_ids) == len(golden.query_column("query_id"))
+        if every_query and golden.pairs.groups.min(initial=0) >= 0:
+            # Every query is scored (as in qrels), in the golden set's order, and every
+            # judgement is of one: the golden set's own index of the pairs serves as it is.
+            pairs = golden.pairs
+            query_index = pairs.groups
+        else:
+            query_index = lookup(golden.judgment_column("query_id"), query_ids)
+            known = query_index >= 0
+            query_index, grade = query_index[known], grade[known]
+            pairs = PairIndex(query_index, filter_rows(golden.judgment_column("doc_id"), known))
+        return cls(query_index, grade, pairs, _ideal_grades(query_index, grade, len(query_ids)))
 
     def grades_of(
         self, query_index: np.ndarray, doc_ids: pa.Array | np.ndarray

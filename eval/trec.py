@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -40,6 +41,7 @@ import numpy as np
 
 from eval.arrow import pa, pc, pcsv
 from eval.columns import (
+    PairIndex,
     arrow_array,
     arrow_strings,
     as_numpy,
@@ -85,6 +87,9 @@ class Layout:
     integer: bool
     exact: bool
     header: bool = False
+    # Judgements: their (query, doc) pairs are indexed as they are read (see Rows.pairs), to
+    # be matched with ranked rows later; the index finds a repeated doc too.
+    indexed: bool = False
 
     @property
     def value_name(self) -> str:
@@ -106,8 +111,10 @@ class Layout:
 
 
 RUN = Layout("run", ("query_id", "iter", "doc_id", "rank", "score", "tag"), 0, 2, 4, False, False)
-QRELS = Layout("qrels", ("query_id", "iter", "doc_id", "grade"), 0, 2, 3, True, True)
-BEIR_QRELS = Layout("BEIR qrels", ("query_id", "doc_id", "score"), 0, 1, 2, True, True, True)
+QRELS = Layout("qrels", ("query_id", "iter", "doc_id", "grade"), 0, 2, 3, True, True, indexed=True)
+BEIR_QRELS = Layout(
+    "BEIR qrels", ("query_id", "doc_id", "score"), 0, 1, 2, True, True, True, indexed=True
+)
 
 
 @dataclass(frozen=True)
@@ -123,6 +130,7 @@ class Rows:
     doc_ids: pa.Array | pa.ChunkedArray | np.ndarray
     values: np.ndarray
     lines: np.ndarray | None = None
+    indexed: bool = False  # judgements: see Layout.indexed
 
     @classmethod
     def from_frame(cls, frame: pd.DataFrame, values: pd.Series) -> Rows:
@@ -146,9 +154,23 @@ class Rows:
             return self.query_ids[self.query_index]
         return arrow_array(self.query_ids).take(arrow_array(self.query_index))
 
+    @cached_property
+    def pairs(self) -> PairIndex:
+        """The rows' (query, doc) pairs indexed, as a golden set keeps its judgements'."""
+        return PairIndex(self.query_index, self.doc_ids)
+
+    @cached_property
+    def repeated_row(self) -> int | None:
+        """The first row whose doc stands on an earlier row of its query (None: no doc is
+        repeated). Judgements' rows find it through their index of pairs (:attr:`pairs`),
+        which they need anyway; others by :func:`~eval.columns.first_repeat`, quicker alone."""
+        if self.indexed:
+            return self.pairs.first_repeat()
+        return first_repeat(self.query_index, self.doc_ids)
+
     def check_no_repeated_docs(self, source: str) -> None:
         """Raise an input error, naming the second line, if a doc is given twice for a query."""
-        row = first_repeat(self.query_index, self.doc_ids)
+        row = self.repeated_row
         if row is not None:
             doc_id = self.doc_ids[row]
             doc_id = doc_id if isinstance(doc_id, str) else doc_id.as_py()
@@ -207,6 +229,7 @@ def read_lines(data: bytes, layout: Layout, source: str) -> Rows:
         np.array(doc_ids, dtype=object),
         np.array(values, dtype=np.int64 if layout.integer else np.float64),
         np.array(numbers, dtype=np.int64),
+        layout.indexed,
     )
 
 
@@ -257,7 +280,7 @@ def read_quick(data: bytes, layout: Layout) -> Rows | None:
     query_index, query_ids = factorize_runs(
         np.array(_line_field(tokens, starts, counts, layout.query), dtype=object)
     )
-    return Rows(query_ids, query_index, doc_ids, parsed, numbers)
+    return Rows(query_ids, query_index, doc_ids, parsed, numbers, layout.indexed)
 
 
 # The bytes that str.split() and bytes.split() both split on, in a file read_quick takes
@@ -364,7 +387,7 @@ def read_general(path: Path, layout: Layout) -> Rows:
     if values is None or not (_clean_ids(query) and _clean_ids(doc)):
         return read_plain(path, layout)
     query_index, query_ids = factorize_runs(query)
-    return Rows(query_ids, query_index, doc, values, number)
+    return Rows(query_ids, query_index, doc, values, number, layout.indexed)
 
 
 def _field(fields: pa.ListArray, position: int) -> pa.Array:
@@ -455,12 +478,21 @@ def read_fast(path: Path, layout: Layout, first_line: str) -> Rows | None:
     from eval.ranking import concurrently  # imported here: eval.ranking imports this module
 
     # The layout check reads the file again on one core while the other checks the columns
-    # (numpy releases the GIL as it scans a block).
+    # and looks for a repeated doc (numpy releases the GIL as it scans a block).
     spaced, rows = concurrently(
         lambda: _single_spaced(path, len(layout.names), table.num_rows),
-        lambda: _fast_rows(query_column, doc_column, as_numpy(table[layout.value_name]), layout),
+        lambda: _searched_for_repeats(
+            _fast_rows(query_column, doc_column, as_numpy(table[layout.value_name]), layout)
+        ),
     )
     return rows if spaced else None
+
+
+def _searched_for_repeats(rows: Rows | None) -> Rows | None:
+    """The rows, their :attr:`Rows.repeated_row` found (and kept)."""
+    if rows is not None:
+        rows.repeated_row  # noqa: B018 - a cached property, computed on this thread
+    return rows
 
 
 def _fast_rows(
@@ -476,7 +508,7 @@ def _fast_rows(
     if not layout.integer and len(values) and np.isnan(values.min()):
         return None
     query_index, query_ids = factorize_runs(query_column)
-    return Rows(query_ids, query_index, doc_column, values)
+    return Rows(query_ids, query_index, doc_column, values, indexed=layout.indexed)
 
 
 def _single_spaced(path: Path, fields: int, rows: int) -> bool:
