@@ -46,9 +46,7 @@ def test_qrels_are_indexed_once_for_the_repeat_check_the_version_and_every_ranki
 def test_a_version_from_the_kept_index_equals_one_from_the_columns(tmp_path):
     lines = [f"q{q} 0 d{(7 * q + j) % 13} {j % 3}" for q in range(40) for j in range(q % 5 + 1)]
     from_qrels = readers.read_golden(write(tmp_path / "qrels.txt", lines))
-    columns = {
-        name: from_qrels.judgment_column(name) for name in ("query_id", "doc_id", "grade")
-    }
+    columns = {name: from_qrels.judgment_column(name) for name in ("query_id", "doc_id", "grade")}
     queries = {name: from_qrels.query_column(name) for name in readers.QUERY_COLUMNS}
     rebuilt = readers.Golden(queries, columns)  # no index given: built from the columns
     assert rebuilt.version == from_qrels.version
