@@ -270,8 +270,8 @@ def prepare(golden: Golden) -> Golden:
     What it computes is kept with the golden set, so a caller reading a run meanwhile (on
     another thread, see :func:`concurrently`) takes it off the ranking's critical path.
     """
-    _judgments_of(golden)
-    golden.version  # noqa: B018 - a cached property, computed here
+    large = len(golden.judgment_column("grade")) > THREADED_ROWS
+    concurrently(lambda: _judgments_of(golden), lambda: golden.version, threads=large)
     return golden
 
 
