@@ -438,7 +438,7 @@ def read_fast(path: Path, layout: Layout, first_line: str) -> Rows | None:
 
     Arrow splits on the one delimiter; the reading splits on any run of ASCII whitespace. They
     agree when the file's whitespace is only single delimiters and line ends, which a pass
-    over its bytes confirms (:func:`_single_spaced`); an id with a control character or a NaN
+    over its bytes confirms (:func:`_whitespace_bytes`); an id with a control character or a NaN
     score makes it decline too, and the general parser reads (or refuses) the file. Rows map
     one to one to lines.
 
@@ -449,7 +449,28 @@ def read_fast(path: Path, layout: Layout, first_line: str) -> Rows | None:
     """
     if layout.header:
         return None
-    delimiter = "\t" if "\t" in first_line else " "
+    from eval.ranking import concurrently  # imported here: eval.ranking imports this module
+
+    # The layout check reads the file on its own thread while Arrow parses it on others and
+    # the columns are checked (numpy and Arrow release the GIL as they work).
+    whitespace, rows = concurrently(
+        lambda: _whitespace_bytes(path),
+        lambda: _parsed(path, layout, "\t" if "\t" in first_line else " "),
+    )
+    if rows is None or whitespace is None:
+        return None
+    count, ends_with_line_end = whitespace
+    lines = len(rows.values)
+    line_ends = lines if ends_with_line_end else lines - 1
+    # Exactly as many as the delimiters and line ends of the rows Arrow found: one byte more
+    # (a tab amid spaces, a ``\v``) would split a field that Arrow kept whole.
+    return rows if count == (len(layout.names) - 1) * lines + line_ends else None
+
+
+def _parsed(path: Path, layout: Layout, delimiter: str) -> Rows | None:
+    """The file parsed by Arrow's CSV reader, split on ``delimiter`` alone, its ids checked
+    and a repeated doc looked for (:attr:`Rows.repeated_row`); None when Arrow refuses it or
+    an id or value is not clean."""
     query_name, doc_name = layout.names[layout.query], layout.names[layout.doc]
     types = {
         query_name: pa.binary(),
@@ -475,21 +496,7 @@ def read_fast(path: Path, layout: Layout, first_line: str) -> Rows | None:
         doc_column = table[doc_name].cast(pa.string())
     except (pa.ArrowInvalid, UnicodeDecodeError):
         return None
-    from eval.ranking import concurrently  # imported here: eval.ranking imports this module
-
-    # The layout check reads the file again on one core while the other checks the columns
-    # and looks for a repeated doc (numpy releases the GIL as it scans a block).
-    spaced, rows = concurrently(
-        lambda: _single_spaced(path, len(layout.names), table.num_rows),
-        lambda: _searched_for_repeats(
-            _fast_rows(query_column, doc_column, as_numpy(table[layout.value_name]), layout)
-        ),
-    )
-    return rows if spaced else None
-
-
-def _searched_for_repeats(rows: Rows | None) -> Rows | None:
-    """The rows, their :attr:`Rows.repeated_row` found (and kept)."""
+    rows = _fast_rows(query_column, doc_column, as_numpy(table[layout.value_name]), layout)
     if rows is not None:
         rows.repeated_row  # noqa: B018 - a cached property, computed on this thread
     return rows
@@ -511,14 +518,14 @@ def _fast_rows(
     return Rows(query_ids, query_index, doc_column, values, indexed=layout.indexed)
 
 
-def _single_spaced(path: Path, fields: int, rows: int) -> bool:
-    """Whether the file's only whitespace (or control) bytes are single delimiters between
-    ``fields`` fields on each of ``rows`` lines, and single line ends (LF, CRLF or CR).
+def _whitespace_bytes(path: Path) -> tuple[int, bool] | None:
+    """How many whitespace (or control) bytes the file holds, a CR LF counted once, and
+    whether its last byte ends a line; None unless each of them is a single delimiter or a
+    single line end (LF, CRLF or CR).
 
-    No two such bytes stand side by side but a CR LF (which rules out empty fields and blank
-    lines), none opens the file, and there are exactly as many as the delimiters and line
-    ends of the rows Arrow found: one byte more (a tab amid spaces, a ``\v``) would split a
-    field that Arrow kept whole. Read in blocks, to keep memory flat.
+    None when two such bytes stand side by side but a CR LF (an empty field, a blank line),
+    when one opens the file, or when a delimiter ends it (an empty last field). Read in
+    blocks, to keep memory flat.
     """
     count, pairs = 0, 0
     # One buffer and its temporaries, filled block by block: fresh memory for each block
@@ -537,14 +544,14 @@ def _single_spaced(path: Path, fields: int, rows: int) -> bool:
             if pair.any():
                 crlf = (block[:-1] == 0x0D) & (block[1:] == 0x0A)
                 if np.any(pair & ~crlf):
-                    return False
+                    return None
                 pairs += int(np.count_nonzero(crlf))
             data[0] = block[-1]
-    previous = bytes(data[:1])
-    if previous not in (b"\n", b"\r") and previous[0] <= 0x20:
-        return False  # a delimiter ends the file: an empty last field
-    line_ends = rows if previous in (b"\n", b"\r") else rows - 1
-    return count - pairs == (fields - 1) * rows + line_ends
+    last = bytes(data[:1])
+    ends_with_line_end = last in (b"\n", b"\r")
+    if not ends_with_line_end and last[0] <= 0x20:
+        return None
+    return count - pairs, ends_with_line_end
 
 
 def _clean_ids(column: pa.Array | pa.ChunkedArray) -> bool:
