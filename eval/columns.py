@@ -412,15 +412,16 @@ def _hashes(
     return hashes
 
 
-def pair_keys(groups: np.ndarray, values: Strings) -> np.ndarray:
+def pair_keys(groups: np.ndarray, values: Strings, hashes: np.ndarray | None = None) -> np.ndarray:
     """A uint64 key per (group, string) pair: equal pairs always get equal keys.
 
     The group (a small non-negative integer) fills the high 32 bits, so that sorted keys
     stand grouped; 32 bits of the string's fingerprint fill the low ones. Two different
     strings of one group share a key about once in 4 billion pairs (and are told apart
-    when the strings are compared).
+    when the strings are compared). ``hashes``: the values' :func:`fingerprints`, when
+    computed already (they are not changed).
     """
-    keys = fingerprints(values)
+    keys = fingerprints(values) if hashes is None else hashes.copy()
     keys >>= np.uint64(32)
     # Slice by slice: a temporary as long as the column would be fresh memory, which the
     # kernel must zero first (slower than the shift itself).
@@ -507,11 +508,32 @@ class PairIndex:
     can be done once, or on another thread, before :meth:`find` is called.
     """
 
-    def __init__(self, groups: np.ndarray, values: Strings):
+    def __init__(self, groups: np.ndarray, values: Strings, hashes: np.ndarray | None = None):
+        """Index the pairs (``groups[i]``, ``values[i]``); ``hashes``: the values'
+        :func:`fingerprints` when computed already (kept, as :attr:`hashes`). Arrow chunks
+        are joined here, once: :meth:`find` takes rows from the values, and a take from a
+        chunked array joins all its chunks first (190 MB for 4M judgements, at every call)."""
+        if not isinstance(values, np.ndarray) and isinstance(values, pa.ChunkedArray):
+            values = values.combine_chunks()
         self.groups, self.values = groups, values
-        keys = pair_keys(groups, values)
+        self.hashes = fingerprints(values) if hashes is None else hashes
+        keys = pair_keys(groups, values, self.hashes)
         self.order = grouped_order(groups, keys)
         self.sorted_keys = keys[self.order]
+
+    def first_repeat(self) -> int | None:
+        """Position of the first row whose pair also stands on an earlier row (None when
+        every pair is distinct), as :func:`first_repeat` finds it: equal pairs share a key,
+        so only rows whose key stands beside an equal one in the sorted table are compared
+        as strings (the sort done to index the table serves both)."""
+        shared = np.flatnonzero(self.sorted_keys[1:] == self.sorted_keys[:-1])
+        if len(shared) == 0:
+            return None
+        suspect = np.zeros(len(self.order), dtype=bool)  # not np.unique: it imports numpy.ma
+        suspect[self.order[shared]] = suspect[self.order[shared + 1]] = True
+        suspects = np.flatnonzero(suspect)
+        found = _first_repeat(self.groups[suspects], take_rows(self.values, suspects))
+        return None if found is None else int(suspects[found])
 
     def find(self, groups: np.ndarray, values: Strings) -> np.ndarray:
         """Per (group, value) row, the position of the equal pair in the table (-1 when absent).

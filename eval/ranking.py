@@ -19,9 +19,10 @@ golden set) overlap on a second core.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, partial
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -207,21 +208,29 @@ def rank(
     query_ids = golden.scored_query_ids()
     limit = min((cutoff for cutoff in (depth, top) if cutoff is not None), default=None)
 
-    def ranked_rows() -> tuple[_QueryRuns, np.ndarray, _Ranked]:
+    def query_runs() -> tuple[_QueryRuns, np.ndarray]:
         runs = _query_runs(run, query_ids, not keep_order)
         if abstain_below is not None:
             runs = runs.select(_best_scores(runs) >= comparable_scores(abstain_below))
         retrieved = np.zeros(len(query_ids), dtype=np.int64)
         retrieved[runs.query] = runs.length if depth is None else np.minimum(runs.length, depth)
-        return runs, retrieved, _Ranked.of(run, runs, limit, keep_order, len(query_ids))
+        return runs, retrieved
 
-    # The judgements' side needs only the golden set: it is indexed while the run is ranked.
-    judgments, (runs, retrieved, rows) = concurrently(
-        lambda: _Judgments.of(golden, query_ids),
-        ranked_rows,
-        threads=worth_threads(run),
+    def graded(runs: _QueryRuns) -> _Ranked:
+        ranked = _Ranked.of(run, runs, limit, keep_order, len(query_ids))
+        return ranked.with_grades(judgments, rel_threshold)
+
+    # The judgements' side needs only the golden set: it is indexed while the run's rows are
+    # grouped (unless a caller indexed it already, see prepare). Then each half of the
+    # queries is ranked and graded on its own thread.
+    threads = worth_threads(run)
+    judgments, (runs, retrieved) = concurrently(
+        lambda: _judgments_of(golden), query_runs, threads=threads
     )
-    rows = rows.with_grades(judgments, rel_threshold)
+    halves = runs.split(2 if threads else 1)
+    rows = _Ranked.joined(
+        concurrently(*(partial(graded, half) for half in halves), threads=threads)
+    )
     if to_first_relevant and limit is not None:
         found = np.zeros(len(query_ids), dtype=bool)
         found[rows.query_index[rows.relevant]] = True
@@ -247,6 +256,31 @@ def rank(
         ranked_to=top,
         to_first_relevant=to_first_relevant,
     )
+
+
+# Each golden set's judgements indexed for rank, kept while the golden set lives: indexing
+# is half the cost of a ranking, and every run ranked against one golden set shares it.
+_INDEXED: weakref.WeakKeyDictionary[Golden, _Judgments] = weakref.WeakKeyDictionary()
+
+
+def prepare(golden: Golden) -> Golden:
+    """Do now the work of :func:`rank` that needs only the golden set (index its judgements)
+    and hash its :attr:`~eval.readers.Golden.version`; returns it.
+
+    What it computes is kept with the golden set, so a caller reading a run meanwhile (on
+    another thread, see :func:`concurrently`) takes it off the ranking's critical path.
+    """
+    large = len(golden.judgment_column("grade")) > THREADED_ROWS
+    concurrently(lambda: _judgments_of(golden), lambda: golden.version, threads=large)
+    return golden
+
+
+def _judgments_of(golden: Golden) -> _Judgments:
+    """The golden set's judgements of its scored queries, indexed once per golden set."""
+    judgments = _INDEXED.get(golden)
+    if judgments is None:
+        judgments = _INDEXED[golden] = _Judgments.of(golden, golden.scored_query_ids())
+    return judgments
 
 
 def first_hit_queries(golden: Golden, query_ids: np.ndarray) -> np.ndarray:
@@ -286,6 +320,15 @@ class _Ranked:
         relevant = judged & (grade >= rel_threshold)
         return _Ranked(self.query_index, self.rank, self.score, None, grade, judged, relevant)
 
+    @staticmethod
+    def joined(parts: Sequence[_Ranked]) -> _Ranked:
+        """Graded rows of consecutive ranges of queries (see :meth:`_QueryRuns.split`), as one."""
+        if len(parts) == 1:
+            return parts[0]
+        fields = ("query_index", "rank", "score", "grade", "judged", "relevant")
+        joined = {name: np.concatenate([getattr(part, name) for part in parts]) for name in fields}
+        return _Ranked(**joined, doc_ids=None)
+
     def replaced_by(self, other: _Ranked, queries: np.ndarray) -> _Ranked:
         """These judged rows, where the queries flagged in ``queries`` take ``other``'s rows."""
         keep = ~queries[self.query_index]
@@ -318,10 +361,19 @@ class _QueryRuns:
     query: np.ndarray
 
     def select(self, keep: np.ndarray) -> _QueryRuns:
-        """Only the queries where ``keep`` is true."""
+        """Only the queries where ``keep`` (booleans, or a slice) is true."""
         return _QueryRuns(
             self.order, self.score, self.start[keep], self.length[keep], self.query[keep]
         )
+
+    def split(self, parts: int) -> list[_QueryRuns]:
+        """These queries in ``parts`` consecutive ranges of about as many rows each."""
+        if parts == 1:
+            return [self]
+        total = np.cumsum(self.length)
+        ends = np.searchsorted(total, total[-1] * np.arange(1, parts) / parts) if len(total) else []
+        bounds = [0, *(int(end) for end in ends), len(self.length)]
+        return [self.select(slice(a, b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
 
 
 def _query_runs(run: Run, query_ids: np.ndarray, by_score: bool) -> _QueryRuns:
@@ -470,17 +522,19 @@ class _Judgments:
     @classmethod
     def of(cls, golden: Golden, query_ids: np.ndarray) -> _Judgments:
         """The golden set's judgements of ``query_ids`` (the others are of no use here)."""
-        query_index = lookup(golden.judgment_column("query_id"), query_ids)
-        known = query_index >= 0
-        query_index = query_index[known]
-        grade = golden.judgment_column("grade")[known]
-        doc_ids = filter_rows(golden.judgment_column("doc_id"), known)
-        return cls(
-            query_index,
-            grade,
-            PairIndex(query_index, doc_ids),
-            _ideal_grades(query_index, grade, len(query_ids)),
-        )
+        grade = golden.judgment_column("grade")
+        every_query = len(query_ids) == len(golden.query_column("query_id"))
+        if every_query and golden.pairs.groups.min(initial=0) >= 0:
+            # Every query is scored (as in qrels), in the golden set's order, and every
+            # judgement is of one: the golden set's own index of the pairs serves as it is.
+            pairs = golden.pairs
+            query_index = pairs.groups
+        else:
+            query_index = lookup(golden.judgment_column("query_id"), query_ids)
+            known = query_index >= 0
+            query_index, grade = query_index[known], grade[known]
+            pairs = PairIndex(query_index, filter_rows(golden.judgment_column("doc_id"), known))
+        return cls(query_index, grade, pairs, _ideal_grades(query_index, grade, len(query_ids)))
 
     def grades_of(
         self, query_index: np.ndarray, doc_ids: pa.Array | np.ndarray

@@ -21,6 +21,7 @@ import numpy as np
 from eval import trec, validation
 from eval.arrow import arrow_loaded, pa, pc
 from eval.columns import (
+    PairIndex,
     arrow_array,
     arrow_strings,
     as_strings,
@@ -74,8 +75,22 @@ class Golden:
     first use, so that an evaluation never imports pandas. Neither is to be changed after.
     """
 
-    def __init__(self, queries: pd.DataFrame | Columns, judgments: pd.DataFrame | Columns):
+    def __init__(
+        self,
+        queries: pd.DataFrame | Columns,
+        judgments: pd.DataFrame | Columns,
+        pairs: PairIndex | None = None,
+    ):
         self._given = {"queries": queries, "judgments": judgments}
+        if pairs is not None:  # a reader indexed them (to find a repeated doc)
+            self.pairs = pairs
+
+    @cached_property
+    def pairs(self) -> PairIndex:
+        """The judgements' (query, doc) pairs indexed (:class:`~eval.columns.PairIndex`):
+        per judgement, the position of its query in ``queries`` and its doc id."""
+        positions = lookup(self.judgment_column("query_id"), self.query_column("query_id"))
+        return PairIndex(positions, self.judgment_column("doc_id"))
 
     @cached_property
     def queries(self) -> pd.DataFrame:
@@ -145,8 +160,17 @@ class Golden:
         can be brought up to date query by query (:func:`eval.splice.updated_digests`)."""
         queries = [self.query_column(name) for name in ("query_id", "slice", "status")]
         queries.append(self.query_column("answerable"))
-        judgments = [self.judgment_column(name) for name in ("query_id", "doc_id", "grade")]
-        return _rows_digest(queries), _rows_digest(judgments)
+        query_hashes = [_text_fingerprints(column) for column in queries]
+        # The judgements' query ids and doc ids hashed once: as their queries' ids were, and
+        # as the doc ids were to index the pairs (not a hash of 4M strings each, again).
+        pairs = self.pairs
+        if len(pairs.groups) and pairs.groups.min() >= 0:
+            judged_queries = query_hashes[0][pairs.groups]
+        else:  # a judgement of a query that is not listed (or none at all)
+            judged_queries = _text_fingerprints(self.judgment_column("query_id"))
+        grades = _text_fingerprints(self.judgment_column("grade"))
+        judgments = [judged_queries, pairs.hashes, grades]
+        return _rows_digest(query_hashes), _rows_digest(judgments)
 
     def scored_query_ids(self) -> np.ndarray:
         """Ids of the queries that metrics are averaged over: answerable and done."""
@@ -190,11 +214,12 @@ def version_of(digests: tuple[int, int]) -> str:
     return hashlib.sha256(repr(list(digests)).encode()).hexdigest()[:16]
 
 
-def _rows_digest(columns: list[np.ndarray | pa.Array | pa.ChunkedArray]) -> int:
-    """Sum over rows of a 64-bit hash of the row's values (as text): independent of order."""
+def _rows_digest(columns: list[np.ndarray]) -> int:
+    """Sum over rows of a 64-bit hash of the row's values, given as each column's
+    :func:`_text_fingerprints`: independent of the rows' order."""
     row = np.zeros(len(columns[0]), dtype=np.uint64)
-    for column in columns:
-        row = (row ^ _text_fingerprints(column)) * np.uint64(0x9E3779B97F4A7C15)
+    for hashes in columns:
+        row = (row ^ hashes) * np.uint64(0x9E3779B97F4A7C15)
     row ^= row >> np.uint64(29)  # mix the high bits down before summing
     row *= np.uint64(0xBF58476D1CE4E5B9)
     return int(row.sum(dtype=np.uint64))
@@ -296,7 +321,8 @@ def _golden_from_rows(rows: Rows, source: str) -> Golden:
     rows.check_no_repeated_docs(source)
     judgments = {
         "query_id": rows.query_id_column(),
-        "doc_id": _large_strings(rows.doc_ids),
+        # The ids as the index holds them (its chunks joined): the same bytes, not a copy.
+        "doc_id": _large_strings(rows.pairs.values),
         "grade": rows.values.astype(np.int64, copy=False),
     }
     count = len(rows.query_ids)
@@ -309,7 +335,7 @@ def _golden_from_rows(rows: Rows, source: str) -> Golden:
         "answerable": np.ones(count, dtype=bool),
         "mode": blank,
     }
-    return Golden(queries, judgments)
+    return Golden(queries, judgments, rows.pairs)  # indexed as the rows were read
 
 
 # --- runs --------------------------------------------------------------------------------

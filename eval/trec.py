@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -40,6 +41,7 @@ import numpy as np
 
 from eval.arrow import pa, pc, pcsv
 from eval.columns import (
+    PairIndex,
     arrow_array,
     arrow_strings,
     as_numpy,
@@ -85,6 +87,9 @@ class Layout:
     integer: bool
     exact: bool
     header: bool = False
+    # Judgements: their (query, doc) pairs are indexed as they are read (see Rows.pairs), to
+    # be matched with ranked rows later; the index finds a repeated doc too.
+    indexed: bool = False
 
     @property
     def value_name(self) -> str:
@@ -106,8 +111,10 @@ class Layout:
 
 
 RUN = Layout("run", ("query_id", "iter", "doc_id", "rank", "score", "tag"), 0, 2, 4, False, False)
-QRELS = Layout("qrels", ("query_id", "iter", "doc_id", "grade"), 0, 2, 3, True, True)
-BEIR_QRELS = Layout("BEIR qrels", ("query_id", "doc_id", "score"), 0, 1, 2, True, True, True)
+QRELS = Layout("qrels", ("query_id", "iter", "doc_id", "grade"), 0, 2, 3, True, True, indexed=True)
+BEIR_QRELS = Layout(
+    "BEIR qrels", ("query_id", "doc_id", "score"), 0, 1, 2, True, True, True, indexed=True
+)
 
 
 @dataclass(frozen=True)
@@ -123,6 +130,7 @@ class Rows:
     doc_ids: pa.Array | pa.ChunkedArray | np.ndarray
     values: np.ndarray
     lines: np.ndarray | None = None
+    indexed: bool = False  # judgements: see Layout.indexed
 
     @classmethod
     def from_frame(cls, frame: pd.DataFrame, values: pd.Series) -> Rows:
@@ -146,9 +154,23 @@ class Rows:
             return self.query_ids[self.query_index]
         return arrow_array(self.query_ids).take(arrow_array(self.query_index))
 
+    @cached_property
+    def pairs(self) -> PairIndex:
+        """The rows' (query, doc) pairs indexed, as a golden set keeps its judgements'."""
+        return PairIndex(self.query_index, self.doc_ids)
+
+    @cached_property
+    def repeated_row(self) -> int | None:
+        """The first row whose doc stands on an earlier row of its query (None: no doc is
+        repeated). Judgements' rows find it through their index of pairs (:attr:`pairs`),
+        which they need anyway; others by :func:`~eval.columns.first_repeat`, quicker alone."""
+        if self.indexed:
+            return self.pairs.first_repeat()
+        return first_repeat(self.query_index, self.doc_ids)
+
     def check_no_repeated_docs(self, source: str) -> None:
         """Raise an input error, naming the second line, if a doc is given twice for a query."""
-        row = first_repeat(self.query_index, self.doc_ids)
+        row = self.repeated_row
         if row is not None:
             doc_id = self.doc_ids[row]
             doc_id = doc_id if isinstance(doc_id, str) else doc_id.as_py()
@@ -207,6 +229,7 @@ def read_lines(data: bytes, layout: Layout, source: str) -> Rows:
         np.array(doc_ids, dtype=object),
         np.array(values, dtype=np.int64 if layout.integer else np.float64),
         np.array(numbers, dtype=np.int64),
+        layout.indexed,
     )
 
 
@@ -257,7 +280,7 @@ def read_quick(data: bytes, layout: Layout) -> Rows | None:
     query_index, query_ids = factorize_runs(
         np.array(_line_field(tokens, starts, counts, layout.query), dtype=object)
     )
-    return Rows(query_ids, query_index, doc_ids, parsed, numbers)
+    return Rows(query_ids, query_index, doc_ids, parsed, numbers, layout.indexed)
 
 
 # The bytes that str.split() and bytes.split() both split on, in a file read_quick takes
@@ -364,7 +387,7 @@ def read_general(path: Path, layout: Layout) -> Rows:
     if values is None or not (_clean_ids(query) and _clean_ids(doc)):
         return read_plain(path, layout)
     query_index, query_ids = factorize_runs(query)
-    return Rows(query_ids, query_index, doc, values, number)
+    return Rows(query_ids, query_index, doc, values, number, layout.indexed)
 
 
 def _field(fields: pa.ListArray, position: int) -> pa.Array:
@@ -415,7 +438,7 @@ def read_fast(path: Path, layout: Layout, first_line: str) -> Rows | None:
 
     Arrow splits on the one delimiter; the reading splits on any run of ASCII whitespace. They
     agree when the file's whitespace is only single delimiters and line ends, which a pass
-    over its bytes confirms (:func:`_single_spaced`); an id with a control character or a NaN
+    over its bytes confirms (:func:`_whitespace_bytes`); an id with a control character or a NaN
     score makes it decline too, and the general parser reads (or refuses) the file. Rows map
     one to one to lines.
 
@@ -426,7 +449,28 @@ def read_fast(path: Path, layout: Layout, first_line: str) -> Rows | None:
     """
     if layout.header:
         return None
-    delimiter = "\t" if "\t" in first_line else " "
+    from eval.ranking import concurrently  # imported here: eval.ranking imports this module
+
+    # The layout check reads the file on its own thread while Arrow parses it on others and
+    # the columns are checked (numpy and Arrow release the GIL as they work).
+    whitespace, rows = concurrently(
+        lambda: _whitespace_bytes(path),
+        lambda: _parsed(path, layout, "\t" if "\t" in first_line else " "),
+    )
+    if rows is None or whitespace is None:
+        return None
+    count, ends_with_line_end = whitespace
+    lines = len(rows.values)
+    line_ends = lines if ends_with_line_end else lines - 1
+    # Exactly as many as the delimiters and line ends of the rows Arrow found: one byte more
+    # (a tab amid spaces, a ``\v``) would split a field that Arrow kept whole.
+    return rows if count == (len(layout.names) - 1) * lines + line_ends else None
+
+
+def _parsed(path: Path, layout: Layout, delimiter: str) -> Rows | None:
+    """The file parsed by Arrow's CSV reader, split on ``delimiter`` alone, its ids checked
+    and a repeated doc looked for (:attr:`Rows.repeated_row`); None when Arrow refuses it or
+    an id or value is not clean."""
     query_name, doc_name = layout.names[layout.query], layout.names[layout.doc]
     types = {
         query_name: pa.binary(),
@@ -452,15 +496,10 @@ def read_fast(path: Path, layout: Layout, first_line: str) -> Rows | None:
         doc_column = table[doc_name].cast(pa.string())
     except (pa.ArrowInvalid, UnicodeDecodeError):
         return None
-    from eval.ranking import concurrently  # imported here: eval.ranking imports this module
-
-    # The layout check reads the file again on one core while the other checks the columns
-    # (numpy releases the GIL as it scans a block).
-    spaced, rows = concurrently(
-        lambda: _single_spaced(path, len(layout.names), table.num_rows),
-        lambda: _fast_rows(query_column, doc_column, as_numpy(table[layout.value_name]), layout),
-    )
-    return rows if spaced else None
+    rows = _fast_rows(query_column, doc_column, as_numpy(table[layout.value_name]), layout)
+    if rows is not None:
+        rows.repeated_row  # noqa: B018 - a cached property, computed on this thread
+    return rows
 
 
 def _fast_rows(
@@ -476,17 +515,17 @@ def _fast_rows(
     if not layout.integer and len(values) and np.isnan(values.min()):
         return None
     query_index, query_ids = factorize_runs(query_column)
-    return Rows(query_ids, query_index, doc_column, values)
+    return Rows(query_ids, query_index, doc_column, values, indexed=layout.indexed)
 
 
-def _single_spaced(path: Path, fields: int, rows: int) -> bool:
-    """Whether the file's only whitespace (or control) bytes are single delimiters between
-    ``fields`` fields on each of ``rows`` lines, and single line ends (LF, CRLF or CR).
+def _whitespace_bytes(path: Path) -> tuple[int, bool] | None:
+    """How many whitespace (or control) bytes the file holds, a CR LF counted once, and
+    whether its last byte ends a line; None unless each of them is a single delimiter or a
+    single line end (LF, CRLF or CR).
 
-    No two such bytes stand side by side but a CR LF (which rules out empty fields and blank
-    lines), none opens the file, and there are exactly as many as the delimiters and line
-    ends of the rows Arrow found: one byte more (a tab amid spaces, a ``\v``) would split a
-    field that Arrow kept whole. Read in blocks, to keep memory flat.
+    None when two such bytes stand side by side but a CR LF (an empty field, a blank line),
+    when one opens the file, or when a delimiter ends it (an empty last field). Read in
+    blocks, to keep memory flat.
     """
     count, pairs = 0, 0
     # One buffer and its temporaries, filled block by block: fresh memory for each block
@@ -505,14 +544,14 @@ def _single_spaced(path: Path, fields: int, rows: int) -> bool:
             if pair.any():
                 crlf = (block[:-1] == 0x0D) & (block[1:] == 0x0A)
                 if np.any(pair & ~crlf):
-                    return False
+                    return None
                 pairs += int(np.count_nonzero(crlf))
             data[0] = block[-1]
-    previous = bytes(data[:1])
-    if previous not in (b"\n", b"\r") and previous[0] <= 0x20:
-        return False  # a delimiter ends the file: an empty last field
-    line_ends = rows if previous in (b"\n", b"\r") else rows - 1
-    return count - pairs == (fields - 1) * rows + line_ends
+    last = bytes(data[:1])
+    ends_with_line_end = last in (b"\n", b"\r")
+    if not ends_with_line_end and last[0] <= 0x20:
+        return None
+    return count - pairs, ends_with_line_end
 
 
 def _clean_ids(column: pa.Array | pa.ChunkedArray) -> bool:

@@ -49,6 +49,7 @@ def test_first_repeat_on_a_large_grouped_column_finds_the_first_repeat(repeated_
     expected = reference_first_repeat(groups, values)
     assert expected == (min(repeated_rows) if repeated_rows else None)
     assert first_repeat(groups, pa.array(values)) == expected
+    assert PairIndex(groups, pa.array(values)).first_repeat() == expected
 
 
 def test_first_repeat_on_a_large_interleaved_column_agrees_with_pandas():
@@ -56,7 +57,9 @@ def test_first_repeat_on_a_large_interleaved_column_agrees_with_pandas():
     values = with_repeats(values, [900_001])
     shuffle = np.random.default_rng(2).permutation(len(groups))
     groups, values = groups[shuffle], [values[row] for row in shuffle]
-    assert first_repeat(groups, pa.array(values)) == reference_first_repeat(groups, values)
+    expected = reference_first_repeat(groups, values)
+    assert first_repeat(groups, pa.array(values)) == expected
+    assert PairIndex(groups, pa.array(values)).first_repeat() == expected
 
 
 @settings(max_examples=200, deadline=None)
@@ -79,6 +82,8 @@ def test_first_repeat_on_groups_of_any_sizes_agrees_with_pandas(lengths, long_gr
     chunked = pa.chunked_array([pa.array(values[:half], pa.string()), values[half:]])
     for column in (pa.array(values), chunked, np.array(values, dtype=object)):
         assert first_repeat(groups, column) == expected
+        # The index that matches ranked rows with judgements finds the same repeat.
+        assert PairIndex(groups, column).first_repeat() == expected
 
 
 def test_values_sharing_a_fingerprint_are_not_a_repeat(monkeypatch):
@@ -94,6 +99,15 @@ def test_values_sharing_a_fingerprint_are_not_a_repeat(monkeypatch):
     assert first_repeat(groups, pa.array(values)) is None
     values[10] = "d8"
     assert first_repeat(groups, pa.array(values)) == 10
+
+
+def test_an_index_of_pairs_sharing_fingerprints_finds_only_true_repeats():
+    groups = np.repeat(np.arange(3), 4)
+    values = [f"d{number}" for number in range(12)]
+    alike = np.zeros(len(values), np.uint64)  # every fingerprint alike: the strings decide
+    assert PairIndex(groups, pa.array(values), alike).first_repeat() is None
+    values[7], values[10] = "d4", "d8"
+    assert PairIndex(groups, pa.array(values), alike).first_repeat() == 7
 
 
 def test_a_repeat_in_another_group_is_not_a_repeat():

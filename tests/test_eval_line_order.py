@@ -67,8 +67,9 @@ def test_shuffled_lines_give_the_same_per_query_values_as_grouped_ones(
         assert np.array_equal(np.array(shuffled[query_id]), np.array(row), equal_nan=True)
 
 
+@pytest.mark.parametrize("parser", ["fast", "general", "plain"])
 @pytest.mark.parametrize("order", ["grouped", "shuffled"])
-def test_a_doc_repeated_within_a_query_is_refused_in_any_line_order(tmp_path, order):
+def test_a_doc_repeated_within_a_query_is_refused_in_any_line_order(tmp_path, order, parser):
     lines = [f"q{query} Q0 d{doc} {doc} {10 - doc} t" for query in range(3) for doc in range(5)]
     lines.insert(12, "q2 Q0 d1 9 0.5 t")  # q2's d1 a second time, on line 13
     if order == "shuffled":
@@ -76,8 +77,26 @@ def test_a_doc_repeated_within_a_query_is_refused_in_any_line_order(tmp_path, or
     path = tmp_path / "run.trec"
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(InputError) as refused:
-        read_run(path, parser="fast")
+        read_run(path, parser=parser)
     assert refused.value.field == "doc_id"
     assert "'d1' repeated within query 'q2'" in refused.value.problem
     second = max(number for number, line in enumerate(lines, 1) if line.startswith("q2 Q0 d1 "))
+    assert refused.value.line == second
+
+
+@pytest.mark.parametrize("parser", ["fast", "general", "plain"])
+@pytest.mark.parametrize("order", ["grouped", "shuffled"])
+def test_a_doc_judged_twice_for_a_query_is_refused_in_any_line_order(tmp_path, order, parser):
+    """Judgements find a repeat through the index that later matches ranked rows."""
+    lines = [f"q{query} 0 d{doc} {doc % 3}" for query in range(4) for doc in range(6)]
+    lines.insert(9, "q1 0 d4 2")  # q1's d4 a second time
+    if order == "shuffled":
+        random.Random(1).shuffle(lines)
+    path = tmp_path / "qrels.txt"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError) as refused:
+        read_golden(path, parser=parser)
+    assert refused.value.field == "doc_id"
+    assert "'d4' repeated within query 'q1'" in refused.value.problem
+    second = max(number for number, line in enumerate(lines, 1) if line.startswith("q1 0 d4 "))
     assert refused.value.line == second

@@ -23,6 +23,7 @@ from helpers.trec_formats import (
     read_trec_eval_output,
 )
 
+import eval.ranking
 from eval.metrics import evaluate
 from eval.readers import read_golden, read_run
 
@@ -60,9 +61,16 @@ def evaluate_files(golden_path, run_path, metrics, rel_threshold=1) -> pd.DataFr
     return evaluate(golden, run, metrics, rel_threshold=rel_threshold)
 
 
+@pytest.fixture(params=["one thread", "halves on two threads"])
+def ranking_threads(request, monkeypatch):
+    """Rank on one thread, or (as a large run is) each half of the queries on its own."""
+    if request.param != "one thread":
+        monkeypatch.setattr(eval.ranking, "THREADED_ROWS", 0)
+
+
 @pytest.mark.parametrize("rel_threshold", [1, 2])
 @pytest.mark.parametrize("run_name", ["bm25", "tfidf-title"])
-def test_cranfield_run_matches_pytrec_eval(cranfield_dir, run_name, rel_threshold):
+def test_cranfield_run_matches_pytrec_eval(cranfield_dir, run_name, rel_threshold, ranking_threads):
     run_path = cranfield_dir / "runs" / f"{run_name}.trec"
     qrels_path = cranfield_dir / "qrels.tsv"
     expected = pytrec_eval_values(
@@ -93,7 +101,7 @@ def test_cranfield_means_match_dataset_readme(cranfield_dir, run_name, readme_me
 
 @pytest.mark.parametrize("rel_threshold", [1, 2])
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
-def test_random_run_with_ties_matches_pytrec_eval(tmp_path, seed, rel_threshold):
+def test_random_run_with_ties_matches_pytrec_eval(tmp_path, seed, rel_threshold, ranking_threads):
     collection = random_collection(seed)
     qrels_path, run_path = collection.write(tmp_path)
     expected = pytrec_eval_values(collection.qrels, collection.run, RANDOM_MEASURES, rel_threshold)
@@ -102,6 +110,20 @@ def test_random_run_with_ties_matches_pytrec_eval(tmp_path, seed, rel_threshold)
 
     assert sorted(got.index) == sorted(collection.qrels)  # unlabelled run queries are ignored
     assert sorted(expected.index) == sorted(set(collection.qrels) - collection.missing_from_run())
+    assert mismatches(expected, got, within_tolerance) == []
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+def test_random_run_cut_at_k_matches_pytrec_eval(tmp_path, seed, ranking_threads):
+    """Measures cut at k alone: only each query's top rows are ranked (no deeper pass for
+    the reciprocal rank without a cutoff, which ranks every row of some queries again)."""
+    collection = random_collection(seed)
+    qrels_path, run_path = collection.write(tmp_path)
+    expected = pytrec_eval_values(collection.qrels, collection.run, RANDOM_MEASURES)
+    expected = expected.drop(columns="mrr")
+
+    got = evaluate_files(qrels_path, run_path, list(expected.columns))
+
     assert mismatches(expected, got, within_tolerance) == []
 
 

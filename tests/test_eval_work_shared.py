@@ -1,0 +1,53 @@
+"""Work done once per golden set: its judgements are indexed once, when it is read, and
+serve the repeat check, its version and every run ranked against it."""
+
+import numpy as np
+
+import eval.columns
+from eval import readers
+from eval.metrics import rank_run, reciprocal_rank
+from eval.ranking import prepare
+
+
+def write(path, lines):
+    path.write_text("".join(line + "\n" for line in lines))
+    return path
+
+
+def counting_indexes(monkeypatch) -> list[int]:
+    """Count the PairIndex built from now on (their rows)."""
+    built = []
+    original = eval.columns.PairIndex.__init__
+
+    def counted(self, groups, values, hashes=None):
+        built.append(len(groups))
+        original(self, groups, values, hashes)
+
+    monkeypatch.setattr(eval.columns.PairIndex, "__init__", counted)
+    return built
+
+
+def test_qrels_are_indexed_once_for_the_repeat_check_the_version_and_every_ranking(
+    tmp_path, monkeypatch
+):
+    qrels = write(tmp_path / "qrels.txt", ["q1 0 a 1", "q1 0 b 0", "q2 0 c 2", "q2 0 d 1"])
+    run_a = write(tmp_path / "a.trec", ["q1 Q0 b 1 2.0 a", "q1 Q0 a 2 1.0 a", "q2 Q0 d 1 1 a"])
+    run_b = write(tmp_path / "b.trec", ["q1 Q0 a 1 2.0 b", "q2 Q0 c 1 1.0 b"])
+    built = counting_indexes(monkeypatch)
+    golden = prepare(readers.read_golden(qrels))
+    assert built == [4]  # read: the index that checked for a repeated doc, kept
+    first = rank_run(golden, readers.read_run(run_a), ["mrr@10"])
+    second = rank_run(golden, readers.read_run(run_b), ["mrr@10"])
+    assert built == [4]
+    assert reciprocal_rank(first, 10).tolist() == [0.5, 1.0]
+    assert reciprocal_rank(second, 10).tolist() == [1.0, 1.0]
+
+
+def test_a_version_from_the_kept_index_equals_one_from_the_columns(tmp_path):
+    lines = [f"q{q} 0 d{(7 * q + j) % 13} {j % 3}" for q in range(40) for j in range(q % 5 + 1)]
+    from_qrels = readers.read_golden(write(tmp_path / "qrels.txt", lines))
+    columns = {name: from_qrels.judgment_column(name) for name in ("query_id", "doc_id", "grade")}
+    queries = {name: from_qrels.query_column(name) for name in readers.QUERY_COLUMNS}
+    rebuilt = readers.Golden(queries, columns)  # no index given: built from the columns
+    assert rebuilt.version == from_qrels.version
+    assert np.array_equal(rebuilt.pairs.hashes, from_qrels.pairs.hashes)
