@@ -772,17 +772,31 @@ def test_rebuilding_the_projections_waits_for_a_running_import(project):
     rebuilder.close()
 
 
-def meanwhile(monkeypatch, act) -> None:
-    """Run ``act()`` once, between the next re-derivation and its publishing transaction."""
-    original, pending = Store._rederive, [act]
+def meanwhile(monkeypatch, act, after: str = "_rederive") -> None:
+    """Run ``act()`` once, after the store's next call of ``after``: ``_rederive`` (between
+    a re-derivation and its publishing transaction) or ``_derive`` (between its passes)."""
+    original, pending = getattr(Store, after), [act]
 
-    def rederive(self, *args, **kwargs):
-        found = original(self, *args, **kwargs)
+    def wrapped(self, *args, **kwargs):
+        result = original(self, *args, **kwargs)
         while pending:
             pending.pop()()  # taken first: what it runs may re-derive too
-        return found
+        return result
 
-    monkeypatch.setattr(Store, "_rederive", rederive)
+    monkeypatch.setattr(Store, after, wrapped)
+
+
+def refreshed_by(monkeypatch) -> list:
+    """(store, query_id) of every :meth:`Store._refresh` from now on: a query re-derived
+    one by one."""
+    original, calls = Store._refresh, []
+
+    def refresh(self, query_id, annotators=None):
+        calls.append((self, query_id))
+        original(self, query_id, annotators)
+
+    monkeypatch.setattr(Store, "_refresh", refresh)
+    return calls
 
 
 def labelled_project(path) -> None:
@@ -810,20 +824,26 @@ ACTED_MEANWHILE = {  # an action on a query while its state is derived, and what
 
 @pytest.mark.parametrize("acted", ACTED_MEANWHILE)
 @pytest.mark.parametrize("change", ["pool", "protocol"])
+@pytest.mark.parametrize("after", ["_derive", "_rederive"])
 def test_acting_on_a_query_while_its_state_is_derived_is_not_lost(
-    project, tmp_path, monkeypatch, acted, change
+    project, tmp_path, monkeypatch, acted, change, after
 ):
+    # acted on between two passes, the query is derived again before publishing; after the
+    # last, the publishing transaction derives it from its newest events
     from test_golden_projection import every_projection, rebuilt
 
     path, _ = project
     labelled_project(path)
     act, (query_id, annotator, doc_id, grade) = ACTED_MEANWHILE[acted]
-    meanwhile(monkeypatch, lambda: act(Store(path)))
+    meanwhile(monkeypatch, lambda: act(Store(path)), after)
     with Store(path) as store:
+        refreshed = refreshed_by(monkeypatch)
         if change == "pool":
             store.pool(None, None, [next_query_run(tmp_path, 50)], depth=10)
         else:
             store.configure(depth=1, rel_threshold=2)
+        one_by_one = [q for by, q in refreshed if by is store]
+        assert one_by_one == ([] if after == "_derive" else [query_id])
         assert store.labels(query_id, annotator).get(doc_id) == grade
         live = every_projection(store)
         assert rebuilt(store) == live  # re-derived from its newest events

@@ -61,15 +61,11 @@ class Labelling(Projections, MachineJudges):
         given = dict(mode=mode, max_grade=max_grade, rel_threshold=rel_threshold, depth=depth)
         # Every labelled query is re-derived under the new protocol outside the write lock
         # (see _rederive); the one transaction that changes the protocol writes what changed.
-        with self._reading():
-            settings, changes = self._new_protocol(given)
-            mark = self._log_mark()
-            labelled = self._all_query_ids_with_events()
+        settings, changes = self._new_protocol(given)
         if not changes:
             return settings
         with self._staging():
-            found = self._rederive(labelled, settings, mark)
-            return self._change_protocol(given, found, by)
+            return self._change_protocol(given, self._rederive(settings), by)
 
     def _change_protocol(self, given: dict, found: Rederivation, by: str) -> dict:
         """The one write transaction of :meth:`configure`: the new settings, their log entry

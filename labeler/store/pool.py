@@ -91,17 +91,15 @@ class Pool(Imports):
                 row[0] for row in self.conn.execute("SELECT name FROM runs")
             }
             staged, pooled_fresh = self._stage_fresh_pools(pooled, fresh, new_runs, batch)
-            with self._reading():  # what the labelled queries' re-derivation covers
-                settings, mark = self.settings(), self._log_mark()
-                labelled = set(self._all_query_ids_with_events())
+            settings = self.settings()
             added, touched, order, context = self._stage_known_pools(
                 pooled, known_queries, fresh, new_runs, settings
             )
-            # their new states, against their new order, derived outside the write lock
-            found = self._rederive(sorted(labelled & touched), settings, mark, touched, context)
             try:
                 if order:
                     self._build_next_candidates(order)
+                # the labelled queries' states in their new order, derived outside the lock
+                found = self._rederive(settings, touched, context)
                 with self._writing():
                     self._register_runs(pooled)
                     for doc_id, (title, text) in fill_ins.items():

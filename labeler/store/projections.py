@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from labeler import golden
 from labeler.golden import GoldenLabel, QueryContext, QueryState
@@ -75,6 +75,8 @@ def _is_open(state: QueryState) -> int:
     return int(state.status not in ("done", "skipped"))
 
 
+CATCH_UPS = 2  # passes over the queries acted on while a re-derivation ran (see _rederive)
+
 STAGED = "goldset_staged_"  # prefix of an import's TEMP tables (see Imports._stage_rows)
 REDERIVED = STAGED + "rederived_"  # ...and of a re-derivation's, dropped with them
 
@@ -103,7 +105,7 @@ class Rederivation:
     (see :meth:`Projections._rederive`): rows per table, each starting with its query id,
     staged for the publishing transaction, and the progress deltas per query."""
 
-    mark: LogMark  # what the derivation covers: events and decisions up to it
+    mark: LogMark  # what it covers: events and decisions up to it, imports published up to it
     settings: dict  # the protocol it derived under
     scope: Collection[str] | None  # queries the change concerns (None: all)
     rows: dict[str, list[tuple]] = field(
@@ -155,6 +157,17 @@ class Rederivation:
             self.count(query_id, ("", slice_name, _counter(before)), -1)
             self.count(query_id, ("", slice_name, _counter(label)), 1)
 
+    def forget(self, query_ids: Collection[str]) -> None:
+        """Drop what it holds of these queries (to derive them again)."""
+        if not query_ids:
+            return
+        for table, rows in self.rows.items():
+            self.rows[table] = [row for row in rows if row[0] not in query_ids]
+        for query_id in query_ids:
+            for key, delta in self.counts.pop(query_id, {}).items():
+                self.total[key] -= delta
+        self.stated.difference_update(query_ids)
+
     def written(self, redo: Collection[str]) -> list[str]:
         """The queries whose states it changes, but those in ``redo``."""
         return list(self.stated.difference(redo))
@@ -201,25 +214,56 @@ class Projections(States):
 
     def _rederive(
         self,
-        query_ids: Sequence[str],
         settings: Mapping[str, object],
-        mark: LogMark,
         scope: Collection[str] | None = None,
         context: Callable[[str], QueryContext] | None = None,
     ) -> Rederivation:
-        """Re-derive these queries' projections as :meth:`_refresh` would under ``settings``
-        (and each query's ``context``, default: read from the store), OUTSIDE the write lock,
-        keeping only what differs from the stored ones, staged in TEMP tables (inside
-        :meth:`_staging`) for :meth:`_publish_rederived` to write. ``mark``, read no
-        later than ``query_ids``: the events and decisions it covers; ``scope``: every query
-        whose projections the change concerns (None: all)."""
+        """Re-derive the projections of the labelled queries of ``scope`` (every query whose
+        projections a change concerns; None: all) as :meth:`_refresh` would under
+        ``settings`` (and each query's ``context``, default: read from the store), OUTSIDE
+        the write lock, keeping only what differs from the stored ones, staged in TEMP
+        tables (inside :meth:`_staging`) for :meth:`_publish_rederived` to write. The
+        queries acted on meanwhile are derived again, up to :data:`CATCH_UPS` times, so that
+        few are left for the publishing transaction."""
+        with self._reading():
+            mark = self._log_mark()  # no later than the queries it covers
+            pending = self._labelled_in(scope)
         found = Rederivation(mark, dict(settings), scope)
+        for catch_up in range(CATCH_UPS + 1):
+            self._derive(found, pending, context)
+            with self._reading():
+                now, acted = self._log_mark(), self._acted_since(found.mark)
+            pending = sorted(acted if scope is None else acted & set(scope))
+            if not pending or catch_up == CATCH_UPS:
+                break
+            # what is derived now covers the log up to ``now``; an import published since
+            # the first pass still voids it all (see _publish_rederived)
+            found.mark = replace(now, batches=found.mark.batches)
+        with self._scratch() as conn:  # TEMP tables: no lock taken
+            for table, columns in _REDERIVED_COLUMNS.items():
+                conn.execute(f"DROP TABLE IF EXISTS temp.{REDERIVED}{table}")
+                conn.execute(f"CREATE TEMP TABLE {REDERIVED}{table} ({', '.join(columns)})")
+                conn.executemany(
+                    f"INSERT INTO temp.{REDERIVED}{table} VALUES ({_marks(columns)})",
+                    found.rows[table],
+                )
+        return found
+
+    def _derive(
+        self,
+        found: Rederivation,
+        query_ids: Sequence[str],
+        context: Callable[[str], QueryContext] | None,
+    ) -> None:
+        """Derive these queries' projections into ``found`` (see :meth:`_rederive`), in
+        place of what it held of them."""
+        found.forget(set(query_ids))
         for chunk in _chunks(list(query_ids)):
             with self._reading():
                 contexts = (
                     {q: context(q) for q in chunk}
                     if context is not None
-                    else self._contexts(chunk, settings)
+                    else self._contexts(chunk, found.settings)
                 )
                 events = self._events_of(chunk)
                 stored, befores = self._states(chunk), self._golden(chunk)
@@ -243,15 +287,6 @@ class Projections(States):
                 label = golden.merge(fresh, decisions.get(query_id))
                 if label != befores[query_id]:
                     found.relabelled(query_id, slice_name, label, befores[query_id])
-        with self._scratch() as conn:
-            for table, columns in _REDERIVED_COLUMNS.items():
-                conn.execute(f"DROP TABLE IF EXISTS temp.{REDERIVED}{table}")
-                conn.execute(f"CREATE TEMP TABLE {REDERIVED}{table} ({', '.join(columns)})")
-                conn.executemany(
-                    f"INSERT INTO temp.{REDERIVED}{table} VALUES ({_marks(columns)})",
-                    found.rows[table],
-                )
-        return found
 
     @contextmanager
     def _staging(self) -> Iterator[None]:
