@@ -75,7 +75,7 @@ def _is_open(state: QueryState) -> int:
     return int(state.status not in ("done", "skipped"))
 
 
-CATCH_UPS = 2  # passes over the queries acted on while a re-derivation ran (see _rederive)
+CATCH_UPS = 3  # passes over the queries acted on while a re-derivation ran (see _rederive)
 
 STAGED = "goldset_staged_"  # prefix of an import's TEMP tables (see Imports._stage_rows)
 REDERIVED = STAGED + "rederived_"  # ...and of a re-derivation's, dropped with them
@@ -103,7 +103,8 @@ _REDERIVED_COLUMNS = {
 class Rederivation:
     """What re-deriving some queries' projections outside the write lock found changed
     (see :meth:`Projections._rederive`): rows per table, each starting with its query id,
-    staged for the publishing transaction, and the progress deltas per query."""
+    until they are staged for the publishing transaction, and the progress deltas per
+    query."""
 
     mark: LogMark  # what it covers: events and decisions up to it, imports published up to it
     settings: dict  # the protocol it derived under
@@ -158,11 +159,7 @@ class Rederivation:
             self.count(query_id, ("", slice_name, _counter(label)), 1)
 
     def forget(self, query_ids: Collection[str]) -> None:
-        """Drop what it holds of these queries (to derive them again)."""
-        if not query_ids:
-            return
-        for table, rows in self.rows.items():
-            self.rows[table] = [row for row in rows if row[0] not in query_ids]
+        """Drop the deltas and changes it counts of these queries (to derive them again)."""
         for query_id in query_ids:
             for key, delta in self.counts.pop(query_id, {}).items():
                 self.total[key] -= delta
@@ -229,6 +226,10 @@ class Projections(States):
             mark = self._log_mark()  # no later than the queries it covers
             pending = self._labelled_in(scope)
         found = Rederivation(mark, dict(settings), scope)
+        with self._scratch() as conn:  # TEMP tables: no lock taken
+            for table, columns in _REDERIVED_COLUMNS.items():
+                conn.execute(f"DROP TABLE IF EXISTS temp.{REDERIVED}{table}")
+                conn.execute(f"CREATE TEMP TABLE {REDERIVED}{table} ({', '.join(columns)})")
         for catch_up in range(CATCH_UPS + 1):
             self._derive(found, pending, context)
             with self._reading():
@@ -239,14 +240,6 @@ class Projections(States):
             # what is derived now covers the log up to ``now``; an import published since
             # the first pass still voids it all (see _publish_rederived)
             found.mark = replace(now, batches=found.mark.batches)
-        with self._scratch() as conn:  # TEMP tables: no lock taken
-            for table, columns in _REDERIVED_COLUMNS.items():
-                conn.execute(f"DROP TABLE IF EXISTS temp.{REDERIVED}{table}")
-                conn.execute(f"CREATE TEMP TABLE {REDERIVED}{table} ({', '.join(columns)})")
-                conn.executemany(
-                    f"INSERT INTO temp.{REDERIVED}{table} VALUES ({_marks(columns)})",
-                    found.rows[table],
-                )
         return found
 
     def _derive(
@@ -255,8 +248,8 @@ class Projections(States):
         query_ids: Sequence[str],
         context: Callable[[str], QueryContext] | None,
     ) -> None:
-        """Derive these queries' projections into ``found`` (see :meth:`_rederive`), in
-        place of what it held of them."""
+        """Derive these queries' projections into ``found`` and its TEMP tables (see
+        :meth:`_rederive`), in place of what they held of them."""
         found.forget(set(query_ids))
         for chunk in _chunks(list(query_ids)):
             with self._reading():
@@ -287,6 +280,18 @@ class Projections(States):
                 label = golden.merge(fresh, decisions.get(query_id))
                 if label != befores[query_id]:
                     found.relabelled(query_id, slice_name, label, befores[query_id])
+        with self._scratch() as conn:
+            for table, columns in _REDERIVED_COLUMNS.items():
+                conn.execute(
+                    f"DELETE FROM temp.{REDERIVED}{table} WHERE query_id IN "
+                    "(SELECT value FROM json_each(?))",
+                    (json.dumps(list(query_ids)),),
+                )
+                conn.executemany(
+                    f"INSERT INTO temp.{REDERIVED}{table} VALUES ({_marks(columns)})",
+                    found.rows[table],
+                )
+                found.rows[table] = []
 
     @contextmanager
     def _staging(self) -> Iterator[None]:
