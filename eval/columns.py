@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from eval.arrow import arrow_loaded, pa, pc
-from eval.groups import PADDING, group_begins, group_matrix, grouped_order, ranges
+from eval.groups import PADDING, group_begins, group_matrix, ranges
 
 if TYPE_CHECKING:  # pandas is not imported on the eval path: a small eval would pay 0.3 s
     import pandas as pd
@@ -518,7 +518,10 @@ class PairIndex:
         self.groups, self.values = groups, values
         self.hashes = fingerprints(values) if hashes is None else hashes
         keys = pair_keys(groups, values, self.hashes)
-        self.order = grouped_order(groups, keys)
+        # Stable: numpy's timsort merges the runs of a file grouped by query, whose keys
+        # (the group in the high bits) stand in ascending blocks, almost for free: 0.07 s for
+        # 4M judgements, where a quicksort takes 0.3 s and one sort per group 0.1-0.3 s.
+        self.order = np.argsort(keys, kind="stable")
         self.sorted_keys = keys[self.order]
 
     def first_repeat(self) -> int | None:

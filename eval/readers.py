@@ -73,6 +73,8 @@ class Golden:
     Arrow strings for the ids and a numpy int64 array for the grades. Eval reads the
     columns (:meth:`query_column`, :meth:`judgment_column`); the DataFrames are built on
     first use, so that an evaluation never imports pandas. Neither is to be changed after.
+    With ``pairs`` (the judgements indexed, see :attr:`pairs`) the judgements' query_id
+    column may be left out: it is built from the index when asked for.
     """
 
     def __init__(
@@ -93,6 +95,15 @@ class Golden:
         return PairIndex(positions, self.judgment_column("doc_id"))
 
     @cached_property
+    def _judged_query_ids(self) -> np.ndarray | pa.Array:
+        """Each judgement's query id, from :attr:`pairs` (when the column was left out: 4M
+        ids that an evaluation never needs), in the form of the doc ids."""
+        query_ids, positions = self.query_column("query_id"), self.pairs.groups
+        if isinstance(self.pairs.values, np.ndarray):
+            return query_ids[positions]
+        return arrow_array(query_ids).take(arrow_array(positions))
+
+    @cached_property
     def queries(self) -> pd.DataFrame:
         """The queries as a DataFrame (built on first use when given as columns)."""
         return self._frame("queries")
@@ -110,9 +121,8 @@ class Golden:
 
         if part == "queries":
             return pd.DataFrame(dict(given), columns=list(QUERY_COLUMNS))
-        return pa.table(
-            {name: _arrow_or_numpy(values) for name, values in given.items()}
-        ).to_pandas()
+        columns = {name: self._column(part, name) for name in ("query_id", "doc_id", "grade")}
+        return pa.table({name: _arrow_or_numpy(v) for name, v in columns.items()}).to_pandas()
 
     def query_column(self, name: str) -> np.ndarray:
         """One column of ``queries`` as a numpy array (str columns as objects)."""
@@ -129,7 +139,9 @@ class Golden:
     def _column(self, part: str, name: str) -> np.ndarray | pa.Array | pa.ChunkedArray:
         given = self._given[part]
         if isinstance(given, Mapping):
-            return given[name]
+            return (
+                self._judged_query_ids if name not in given and name == "query_id" else given[name]
+            )
         column = given[name]
         return column.to_numpy(dtype=object) if column.dtype == object else column.to_numpy()
 
@@ -319,8 +331,7 @@ def golden_from_records(records: Iterable[dict], source: str = "<records>") -> G
 def _golden_from_rows(rows: Rows, source: str) -> Golden:
     """A golden set from plain judgements: every query is done and answerable, no slice."""
     rows.check_no_repeated_docs(source)
-    judgments = {
-        "query_id": rows.query_id_column(),
+    judgments = {  # each judgement's query id comes from the index when asked for
         # The ids as the index holds them (its chunks joined): the same bytes, not a copy.
         "doc_id": _large_strings(rows.pairs.values),
         "grade": rows.values.astype(np.int64, copy=False),

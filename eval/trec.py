@@ -148,12 +148,6 @@ class Rows:
         """The line number of a row."""
         return row + 1 if self.lines is None else int(self.lines[row])
 
-    def query_id_column(self) -> pa.Array | np.ndarray:
-        """The query id of each row, in the doc ids' form (Arrow or numpy strings)."""
-        if isinstance(self.doc_ids, np.ndarray):
-            return self.query_ids[self.query_index]
-        return arrow_array(self.query_ids).take(arrow_array(self.query_index))
-
     @cached_property
     def pairs(self) -> PairIndex:
         """The rows' (query, doc) pairs indexed, as a golden set keeps its judgements'."""
