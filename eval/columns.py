@@ -110,7 +110,14 @@ def as_strings(values: np.ndarray) -> Strings:
 
 def take_rows(column: Strings, rows: np.ndarray) -> Strings:
     """``column[rows]`` (positions), for a numpy or an Arrow column."""
-    return column[rows] if isinstance(column, np.ndarray) else column.take(arrow_array(rows))
+    if isinstance(column, np.ndarray):
+        return column[rows]
+    if isinstance(column, pa.ChunkedArray) and column.num_chunks > 1:
+        # Arrow's take from a chunked array would join all its chunks first (a copy of the
+        # column): the rows asked are gathered chunk by chunk, then put in the order asked.
+        distinct, where = np.unique(rows, return_inverse=True)
+        return take_distinct(column, distinct).take(arrow_array(where))
+    return column.take(arrow_array(rows))
 
 
 def filter_rows(column: Strings, keep: np.ndarray) -> Strings:
@@ -510,11 +517,7 @@ class PairIndex:
 
     def __init__(self, groups: np.ndarray, values: Strings, hashes: np.ndarray | None = None):
         """Index the pairs (``groups[i]``, ``values[i]``); ``hashes``: the values'
-        :func:`fingerprints` when computed already (kept, as :attr:`hashes`). Arrow chunks
-        are joined here, once: :meth:`find` takes rows from the values, and a take from a
-        chunked array joins all its chunks first (190 MB for 4M judgements, at every call)."""
-        if not isinstance(values, np.ndarray) and isinstance(values, pa.ChunkedArray):
-            values = values.combine_chunks()
+        :func:`fingerprints` when computed already (kept, as :attr:`hashes`)."""
         self.groups, self.values = groups, values
         self.hashes = fingerprints(values) if hashes is None else hashes
         keys = pair_keys(groups, values, self.hashes)
