@@ -517,7 +517,10 @@ class PairIndex:
 
     def __init__(self, groups: np.ndarray, values: Strings, hashes: np.ndarray | None = None):
         """Index the pairs (``groups[i]``, ``values[i]``); ``hashes``: the values'
-        :func:`fingerprints` when computed already (kept, as :attr:`hashes`)."""
+        :func:`fingerprints` when computed already (kept, as :attr:`hashes`). Arrow chunks
+        are joined here, once: :meth:`find` takes rows from the values on every call."""
+        if not isinstance(values, np.ndarray) and isinstance(values, pa.ChunkedArray):
+            values = values.combine_chunks()
         self.groups, self.values = groups, values
         self.hashes = fingerprints(values) if hashes is None else hashes
         keys = pair_keys(groups, values, self.hashes)

@@ -333,7 +333,8 @@ def _golden_from_rows(rows: Rows, source: str) -> Golden:
     """A golden set from plain judgements: every query is done and answerable, no slice."""
     rows.check_no_repeated_docs(source)
     judgments = {  # each judgement's query id comes from the index when asked for
-        "doc_id": _large_strings(rows.doc_ids),
+        # The ids as the index holds them (its chunks joined): the same bytes, not a copy.
+        "doc_id": _large_strings(rows.pairs.values),
         "grade": rows.values.astype(np.int64, copy=False),
     }
     count = len(rows.query_ids)
