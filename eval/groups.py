@@ -3,8 +3,8 @@ the groups laid out as the rows of one matrix.
 
 Sorting many short rows of a matrix (``np.sort(matrix, axis=1)``) is some 15-30 times
 quicker than sorting one long array: a run's 10M keys sort in 0.02 s by query, 0.6 s at
-once. So what only needs order within each query (finding a doc repeated within a query,
-indexing judgements by query and doc) sorts each query's keys as one row.
+once. So what only needs order within each query (finding a doc repeated within a run's query)
+sorts each query's keys as one row.
 """
 
 from __future__ import annotations
@@ -44,28 +44,6 @@ def group_matrix(
         cell, keys = cell[inside], keys[inside]
     matrix.ravel()[cell] = keys
     return matrix
-
-
-def grouped_order(groups: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    """The order that sorts ``keys`` (pair keys: the group in the high 32 bits).
-
-    When the groups stand in ascending order, the keys are sorted by their high bits
-    already: sorting each group's low bits as a row of a matrix is some 15 times quicker
-    than sorting the whole array (as :func:`eval.columns.first_repeat` sorts them).
-    """
-    if len(groups) == 0 or np.any(groups[1:] < groups[:-1]):
-        return np.argsort(keys)
-    begins = group_begins(groups)
-    lengths = np.diff(begins, append=len(groups))
-    width = int(lengths.max())
-    if width * len(begins) > 2 * len(groups):
-        return np.argsort(keys)
-    matrix = group_matrix(keys.astype(np.uint32), begins, lengths, width)
-    columns = np.argsort(matrix, axis=1)
-    # Padding sorts last, or among low bits equal to it: dropping it leaves the order sorted.
-    real = columns < lengths[:, None]
-    columns += begins[:, None]
-    return columns[real]
 
 
 def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:

@@ -148,12 +148,6 @@ class Rows:
         """The line number of a row."""
         return row + 1 if self.lines is None else int(self.lines[row])
 
-    def query_id_column(self) -> pa.Array | np.ndarray:
-        """The query id of each row, in the doc ids' form (Arrow or numpy strings)."""
-        if isinstance(self.doc_ids, np.ndarray):
-            return self.query_ids[self.query_index]
-        return arrow_array(self.query_ids).take(arrow_array(self.query_index))
-
     @cached_property
     def pairs(self) -> PairIndex:
         """The rows' (query, doc) pairs indexed, as a golden set keeps its judgements'."""
@@ -506,15 +500,17 @@ def _fast_rows(
     query_column: pa.ChunkedArray, doc_column: pa.ChunkedArray, values: np.ndarray, layout: Layout
 ) -> Rows | None:
     """The rows that the fast path parsed, or None when an id or value is not clean."""
-    # A comment line with the right number of fields parses, its query id starting with '#'.
-    if pc.any(pc.starts_with(query_column, "#")).as_py():
-        return None
-    if not (_clean_ids(query_column) and _clean_ids(doc_column)):
-        return None
     # The minimum is NaN when any value is: a reduction, no mask of every row.
     if not layout.integer and len(values) and np.isnan(values.min()):
         return None
+    if not _clean_ids(doc_column):
+        return None
+    # Every row's query id is one of the distinct ones: only those are checked. A comment
+    # line with the right number of fields parses, its query id starting with '#'.
     query_index, query_ids = factorize_runs(query_column)
+    distinct = arrow_array(query_ids)
+    if pc.any(pc.starts_with(distinct, "#")).as_py() or not _clean_ids(distinct):
+        return None
     return Rows(query_ids, query_index, doc_column, values, indexed=layout.indexed)
 
 

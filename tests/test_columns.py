@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eval.columns import PairIndex, fingerprints, first_repeat
+from eval.columns import PairIndex, fingerprints, first_repeat, take_rows
 
 ROWS_PER_GROUP = 100
 GROUPS = 12_000  # a run-like column of 1.2M rows
@@ -184,3 +184,20 @@ def test_fingerprints_of_ids_of_one_width_equal_those_of_mixed_widths():
         fingerprints(pa.array(["", ""])).tolist()
         == fingerprints(pa.array(["", "a"]))[:1].tolist() * 2
     )
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.text(max_size=4), min_size=1, max_size=30),
+    st.integers(1, 5),
+    st.lists(st.integers(0, 10_000), max_size=40),
+)
+def test_taking_rows_from_a_chunked_column_gives_them_in_the_order_asked(values, chunks, picks):
+    """Repeated rows and any order included: the rows are gathered chunk by chunk."""
+    size = -(-len(values) // chunks)
+    column = pa.chunked_array(
+        [pa.array(values[at : at + size], pa.string()) for at in range(0, len(values), size)],
+        pa.string(),
+    )
+    rows = np.array([pick % len(values) for pick in picks], dtype=np.int64)
+    assert take_rows(column, rows).to_pylist() == [values[row] for row in rows]

@@ -67,36 +67,43 @@ def test_shuffled_lines_give_the_same_per_query_values_as_grouped_ones(
         assert np.array_equal(np.array(shuffled[query_id]), np.array(row), equal_nan=True)
 
 
+# A file whose line repeats the doc of an earlier line of its query (the repeat, then the
+# start of every line of that pair). Judgements find a repeat through the index of their
+# (query, doc) pairs that later matches ranked rows; runs by sorting each query's docs.
+RUN_LINES = [f"q{query} Q0 d{doc} {doc} {10 - doc} t" for query in range(3) for doc in range(5)]
+QRELS_LINES = [f"q{query} 0 d{doc} {doc % 3}" for query in range(4) for doc in range(6)]
+REPEATED = {
+    "run": (
+        read_run,
+        "run.trec",
+        RUN_LINES[:12] + ["q2 Q0 d1 9 0.5 t"] + RUN_LINES[12:],
+        "d1",
+        "q2",
+    ),
+    "qrels": (
+        read_golden,
+        "qrels.txt",
+        QRELS_LINES[:9] + ["q1 0 d4 2"] + QRELS_LINES[9:],
+        "d4",
+        "q1",
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", ["run", "qrels"])
 @pytest.mark.parametrize("parser", ["fast", "general", "plain"])
 @pytest.mark.parametrize("order", ["grouped", "shuffled"])
-def test_a_doc_repeated_within_a_query_is_refused_in_any_line_order(tmp_path, order, parser):
-    lines = [f"q{query} Q0 d{doc} {doc} {10 - doc} t" for query in range(3) for doc in range(5)]
-    lines.insert(12, "q2 Q0 d1 9 0.5 t")  # q2's d1 a second time, on line 13
+def test_a_doc_repeated_within_a_query_is_refused_in_any_line_order(tmp_path, kind, order, parser):
+    read, name, lines, doc_id, query_id = REPEATED[kind]
+    lines = list(lines)
     if order == "shuffled":
         random.Random(0).shuffle(lines)
-    path = tmp_path / "run.trec"
+    path = tmp_path / name
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(InputError) as refused:
-        read_run(path, parser=parser)
+        read(path, parser=parser)
     assert refused.value.field == "doc_id"
-    assert "'d1' repeated within query 'q2'" in refused.value.problem
-    second = max(number for number, line in enumerate(lines, 1) if line.startswith("q2 Q0 d1 "))
-    assert refused.value.line == second
-
-
-@pytest.mark.parametrize("parser", ["fast", "general", "plain"])
-@pytest.mark.parametrize("order", ["grouped", "shuffled"])
-def test_a_doc_judged_twice_for_a_query_is_refused_in_any_line_order(tmp_path, order, parser):
-    """Judgements find a repeat through the index that later matches ranked rows."""
-    lines = [f"q{query} 0 d{doc} {doc % 3}" for query in range(4) for doc in range(6)]
-    lines.insert(9, "q1 0 d4 2")  # q1's d4 a second time
-    if order == "shuffled":
-        random.Random(1).shuffle(lines)
-    path = tmp_path / "qrels.txt"
-    path.write_text("\n".join(lines) + "\n")
-    with pytest.raises(InputError) as refused:
-        read_golden(path, parser=parser)
-    assert refused.value.field == "doc_id"
-    assert "'d4' repeated within query 'q1'" in refused.value.problem
-    second = max(number for number, line in enumerate(lines, 1) if line.startswith("q1 0 d4 "))
-    assert refused.value.line == second
+    assert f"'{doc_id}' repeated within query '{query_id}'" in refused.value.problem
+    # query id and doc id are the first and third fields of both layouts
+    holding = [n for n, line in enumerate(lines, 1) if line.split()[0:3:2] == [query_id, doc_id]]
+    assert len(holding) == 2 and refused.value.line == max(holding)
