@@ -364,22 +364,23 @@ def _fixed_width_hashes(
     """The unfinished fingerprints of ``count`` strings of ``size`` bytes each (ids such as
     zero-padded numbers or paths of one pattern), stored one after another from ``first``.
 
-    The same words as :func:`_hashes` mixes, without its gathers: the bytes are laid out
-    one string per row of a zero-padded matrix, whose columns are the words.
+    The same words as :func:`_hashes` mixes, without its gathers or a copy: the n-th word
+    of every string is a strided view of the bytes (numpy reads unaligned words), and the
+    bytes past the last whole word are put together one by one.
     """
-    width = max((size + 7) // 8, 1)
-    # np.empty and the padding zeroed here, not np.zeros: calloc would take fresh pages from
-    # the kernel for each slice, where malloc reuses the previous slice's.
-    block = np.empty((count, 8 * width), dtype=np.uint8)
-    block[:, size:] = 0
-    if size:
-        data = np.frombuffer(data_buffer, dtype=np.uint8, count=count * size, offset=first)
-        block[:, :size] = data.reshape(count, size)
-    words = block.view(np.uint64)
+    data = np.frombuffer(data_buffer, dtype=np.uint8, count=count * size, offset=first)
     hashes = np.full(count, size, dtype=np.uint64)
     hashes *= SPREAD
-    for word in range(width):
-        hashes ^= words[:, word]
+    whole = size // 8
+    for word in range(whole):
+        hashes ^= np.ndarray((count,), np.uint64, data, offset=8 * word, strides=(size,))
+        hashes *= SPREAD
+    if size % 8 or whole == 0:  # the last word, zero-padded (one of zeros for "")
+        last = np.zeros(count, dtype=np.uint64)
+        for byte in range(size % 8):
+            column = np.ndarray((count,), np.uint8, data, offset=8 * whole + byte, strides=(size,))
+            last |= column.astype(np.uint64) << np.uint64(8 * byte)
+        hashes ^= last
         hashes *= SPREAD
     return hashes
 

@@ -201,3 +201,14 @@ def test_taking_rows_from_a_chunked_column_gives_them_in_the_order_asked(values,
     )
     rows = np.array([pick % len(values) for pick in picks], dtype=np.int64)
     assert take_rows(column, rows).to_pylist() == [values[row] for row in rows]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 40), st.lists(st.integers(0, 255), min_size=1, max_size=12))
+def test_strings_of_one_length_hash_as_they_do_among_strings_of_other_lengths(size, seeds):
+    """Strings all of one length take a quicker path (strided words, no gathers): its
+    fingerprints equal those of the general path, which a string of another length forces."""
+    values = [bytes((seed + 7 * i) % 256 for i in range(size)).hex()[:size] for seed in seeds]
+    alone = fingerprints(pa.array(values))
+    mixed = fingerprints(pa.array([*values, "x" * (size + 1)]))[:-1]
+    assert alone.tolist() == mixed.tolist()
