@@ -524,7 +524,7 @@ class _Judgments:
         """The golden set's judgements of ``query_ids`` (the others are of no use here)."""
         grade = golden.judgment_column("grade")
         every_query = len(query_ids) == len(golden.query_column("query_id"))
-        if every_query and golden.pairs.groups.min(initial=0) >= 0:
+        if every_query and golden.judgments_of_listed_queries:
             # Every query is scored (as in qrels), in the golden set's order, and every
             # judgement is of one: the golden set's own index of the pairs serves as it is.
             pairs = golden.pairs

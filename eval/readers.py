@@ -95,6 +95,12 @@ class Golden:
         return PairIndex(positions, self.judgment_column("doc_id"))
 
     @cached_property
+    def judgments_of_listed_queries(self) -> bool:
+        """Whether every judgement is of a query in ``queries`` (then :attr:`pairs`' groups
+        are positions there, and stand for the judgements' query ids)."""
+        return bool(self.pairs.groups.min(initial=0) >= 0)
+
+    @cached_property
     def _judged_query_ids(self) -> np.ndarray | pa.Array:
         """Each judgement's query id, from :attr:`pairs` (when the column was left out: 4M
         ids that an evaluation never needs), in the form of the doc ids."""
@@ -139,9 +145,9 @@ class Golden:
     def _column(self, part: str, name: str) -> np.ndarray | pa.Array | pa.ChunkedArray:
         given = self._given[part]
         if isinstance(given, Mapping):
-            return (
-                self._judged_query_ids if name not in given and name == "query_id" else given[name]
-            )
+            if name == "query_id" and name not in given:  # left out (see the class)
+                return self._judged_query_ids
+            return given[name]
         column = given[name]
         return column.to_numpy(dtype=object) if column.dtype == object else column.to_numpy()
 
@@ -190,9 +196,9 @@ class Golden:
         # The judgements' query ids and doc ids hashed once: as their queries' ids were, and
         # as the doc ids were to index the pairs (not a hash of 4M strings each, again).
         pairs = self.pairs
-        if len(pairs.groups) and pairs.groups.min() >= 0:
+        if self.judgments_of_listed_queries:
             judged_queries = query_hashes[0][pairs.groups]
-        else:  # a judgement of a query that is not listed (or none at all)
+        else:
             judged_queries = _text_fingerprints(self.judgment_column("query_id"))
         grades = _text_fingerprints(self.judgment_column("grade"))
         judgments = [judged_queries, pairs.hashes, grades]

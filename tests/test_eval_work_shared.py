@@ -51,3 +51,32 @@ def test_a_version_from_the_kept_index_equals_one_from_the_columns(tmp_path):
     rebuilt = readers.Golden(queries, columns)  # no index given: built from the columns
     assert rebuilt.version == from_qrels.version
     assert np.array_equal(rebuilt.pairs.hashes, from_qrels.pairs.hashes)
+
+
+def test_a_judgement_of_an_unlisted_query_counts_in_the_version_and_nowhere_else(tmp_path):
+    """Its query is not in the golden set: its id is hashed from the judgement itself."""
+    import pandas as pd
+
+    queries = pd.DataFrame(
+        {
+            "query_id": ["q1", "q2"],
+            "query": ["", ""],
+            "slice": ["", ""],
+            "status": ["done", "done"],
+            "answerable": [True, True],
+            "mode": ["", ""],
+        }
+    )
+    listed = {"query_id": ["q1", "q2"], "doc_id": ["a", "c"], "grade": [1, 2]}
+    stray = {"query_id": ["q1", "q2", "q9"], "doc_id": ["a", "c", "z"], "grade": [1, 2, 1]}
+    shuffled = {name: values[::-1] for name, values in stray.items()}
+    golden = readers.Golden(queries, pd.DataFrame(listed))
+    with_stray = readers.Golden(queries, pd.DataFrame(stray))
+    assert golden.judgments_of_listed_queries
+    assert not with_stray.judgments_of_listed_queries
+    assert with_stray.version != golden.version
+    assert readers.Golden(queries, pd.DataFrame(shuffled)).version == with_stray.version
+    run = readers.read_run(write(tmp_path / "run.trec", ["q1 Q0 a 1 2 r", "q2 Q0 z 1 2 r"]))
+    ranked, stray_ranked = rank_run(golden, run), rank_run(with_stray, run)
+    assert reciprocal_rank(stray_ranked, 10).tolist() == reciprocal_rank(ranked, 10).tolist()
+    assert reciprocal_rank(ranked, 10).tolist() == [1.0, 0.0]
