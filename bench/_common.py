@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
+import sys
 import tempfile
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,28 +33,47 @@ class Measurement:
         return "".join(line for _, line in self.stdout_lines)
 
 
+# The program of the small process that starts each measured child (see measure): it runs
+# the command, prints each of its lines behind the seconds since its start, then the child's
+# resource usage.
+LAUNCHER = """
+import json, os, subprocess, sys, time
+started = time.perf_counter()
+child = subprocess.Popen(sys.argv[1:], stdout=subprocess.PIPE, text=True)
+for line in child.stdout:
+    ending = "" if line.endswith("\\n") else "\\n"
+    sys.stdout.write(f"{time.perf_counter() - started:.6f} {line}{ending}")
+_, status, usage = os.wait4(child.pid, 0)
+wall = time.perf_counter() - started
+code = os.waitstatus_to_exitcode(status)
+cpu = usage.ru_utime + usage.ru_stime
+sys.stdout.write("\\n" + json.dumps([code, wall, cpu, usage.ru_maxrss]) + "\\n")
+"""
+
+
 def measure(command: Sequence[str], *, env: dict[str, str] | None = None) -> Measurement:
     """Run `command` to completion; return its wall time, peak RSS and timestamped stdout.
 
-    Peak RSS comes from `os.wait4`, which returns the resource usage of that one child
-    (and of any children it waited for). `resource.getrusage(RUSAGE_CHILDREN).ru_maxrss` would
-    instead give the largest child seen so far, so a small child measured after a big one would
-    inherit the big one's figure. On Linux `ru_maxrss` is in KiB.
+    The child is started by a small Python process (``python -S``, about 10 MiB), not by this
+    one: on Linux a child inherits, across ``exec``, the peak RSS of the process it was forked
+    from, so every child of a benchmark that holds 100 MiB would report at least 100 MiB.
+    That process takes the child's own usage from ``os.wait4`` (``ru_maxrss``, in KiB).
     Raises RuntimeError, with the end of the child's stderr, when the child fails.
     """
     with tempfile.TemporaryFile() as stderr:
-        started = time.perf_counter()
-        child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env)
-        lines = [(time.perf_counter() - started, line) for line in child.stdout]
-        _, status, usage = os.wait4(child.pid, 0)
-        wall_seconds = time.perf_counter() - started
-        child.returncode = os.waitstatus_to_exitcode(status)  # tell Popen it was reaped
-        child.stdout.close()
-        if child.returncode != 0:
+        launcher = [sys.executable, "-S", "-c", LAUNCHER, *command]
+        done = subprocess.run(launcher, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env)
+        *output, usage = done.stdout.split("\n")[:-1]
+        code, wall_seconds, cpu_seconds, max_rss_kib = json.loads(usage)
+        if code != 0 or done.returncode != 0:
             stderr.seek(0)
             tail = stderr.read().decode(errors="replace")[-3000:]
-            raise RuntimeError(f"{' '.join(command)} exited with {child.returncode}:\n{tail}")
-    return Measurement(wall_seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, lines)
+            raise RuntimeError(f"{' '.join(command)} exited with {code}:\n{tail}")
+    lines = []
+    for line in output[:-1]:  # the last one is the blank line before the usage
+        seconds, _, text = line.partition(" ")
+        lines.append((float(seconds), text + "\n"))
+    return Measurement(wall_seconds, cpu_seconds, max_rss_kib / 1024, lines)
 
 
 def add_project_options(parser: argparse.ArgumentParser) -> None:

@@ -561,8 +561,15 @@ def measure_case(args: argparse.Namespace, shape: str, queries: int) -> dict:
 
 
 def ratio_text(ratio: float, faster: str, slower: str) -> str:
-    """`3.2× faster` for a ratio above 1, `1.5× slower` below."""
-    return f"{ratio:.1f}× {faster}" if ratio >= 1 else f"{1 / ratio:.1f}× {slower}"
+    """`3.2× faster` for a ratio above 1, `1.05× slower` below (two decimals under 2×, where
+    one would round 0.96 and 1.04 alike)."""
+    shown = ratio if ratio >= 1 else 1 / ratio
+    return f"{shown:.{2 if shown < 2 else 1}f}× {faster if ratio >= 1 else slower}"
+
+
+def seconds_text(seconds: float) -> str:
+    """Seconds to the millisecond below 1 s (a small eval's differences are that size)."""
+    return f"{seconds:.3f}" if seconds < 1 else f"{seconds:.2f}"
 
 
 def markdown(case: dict, cpus: int) -> str:
@@ -600,9 +607,10 @@ def markdown(case: dict, cpus: int) -> str:
             if versus["target_met"] is not None:
                 met = "met" if versus["target_met"] else "**NOT met**"
                 goal = f"≥ {versus['target_speedup']:g}×: {met}"
-        every = " ".join(f"{wall:.2f}" for wall in timing["all_wall_seconds"])
+        every = " ".join(seconds_text(wall) for wall in timing["all_wall_seconds"])
         lines.append(
-            f"| {label} | {timing['wall_seconds']:.2f} | {timing['cpu_seconds']:.2f} "
+            f"| {label} | {seconds_text(timing['wall_seconds'])} "
+            f"| {seconds_text(timing['cpu_seconds'])} "
             f"| {timing['peak_rss_mib']:.0f} | {speed} | {memory} | {goal} | {every} |"
         )
     ranx = next((t for t in case["medians"] if t["tool"] == "ranx" and "phases" in t), None)

@@ -241,7 +241,7 @@ def metric_values(ranking: Ranking, spec: str, gain: str = "linear") -> np.ndarr
     return values
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class PerQuery:
     """Per-query metric values as arrays: row i is query ``query_ids[i]``, column j metric
     ``metrics[j]``; NaN where a metric is not measured on a query."""

@@ -9,7 +9,7 @@ values and the golden-set record in :mod:`eval.validation`.
 
 from __future__ import annotations
 
-import hashlib
+import importlib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -224,7 +224,7 @@ Columns = Mapping[str, "np.ndarray | pa.Array | pa.ChunkedArray"]
 KEPT_POSITIONS = 4  # arrays of query ids whose positions a golden set keeps (query_values)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Run:
     """A system's results, one row per retrieved doc, in file order.
 
@@ -254,7 +254,20 @@ class Run:
 
 def version_of(digests: tuple[int, int]) -> str:
     """The :attr:`Golden.version` of a golden set whose :attr:`Golden.digests` are these."""
-    return hashlib.sha256(repr(list(digests)).encode()).hexdigest()[:16]
+    return _sha256(repr(list(digests)).encode()).hexdigest()[:16]
+
+
+def _sha256(data: bytes):  # noqa: ANN202 (a hash object)
+    """SHA-256 by CPython's own module where it has one: hashlib loads OpenSSL first, 3 ms
+    of a small eval's start-up (the same digests either way)."""
+    for module in ("_sha2", "_sha256"):  # Python 3.12+, 3.11
+        try:
+            return importlib.import_module(module).sha256(data)
+        except ImportError:
+            continue
+    import hashlib
+
+    return hashlib.sha256(data)
 
 
 def _rows_digest(columns: list[np.ndarray]) -> int:
@@ -409,13 +422,15 @@ def read_rows(path: Path, layout: Layout, parser: Parser = "auto") -> Rows:
         parser = "plain" if _read_plainly(path) else "fast"
     if parser == "plain":
         return trec.read_plain(path, layout)
+    from eval import trec_arrow  # a file for Arrow: its parsers are loaded only for one
+
     if parser == "fast":
-        rows = trec.read_fast(path, layout, _first_content_line(path))
+        rows = trec_arrow.read_fast(path, layout, _first_content_line(path))
         if rows is not None:
             return rows
     elif parser != "general":
         raise ValueError(f"unknown parser {parser!r}: auto, fast, general or plain")
-    return trec.read_general(path, layout)
+    return trec_arrow.read_general(path, layout)
 
 
 def worth_reading_together(*paths: str | Path) -> bool:

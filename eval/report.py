@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from eval import gate, stats
 from eval.columns import as_strings, lookup, sorted_codes
 from eval.metrics import (
     DEFAULT_METRICS,
@@ -58,12 +57,12 @@ def summarise(
     first_hit = _first_hit_rows(first_hit, per_query)
     values = per_query.values
     entries: dict[int, dict[str, object]] = {}
+    if bootstrap:
+        from eval.stats import bootstrap_ci  # loaded only for CIs: a quick eval goes without
     for columns, rows in _measured_groups(values):
         measured = values[:, columns] if rows.all() else values[rows][:, columns]
         means = measured.mean(axis=0) if len(measured) else np.full(len(columns), np.nan)
-        intervals = (
-            stats.bootstrap_ci(measured, n_resamples=bootstrap, seed=seed) if bootstrap else None
-        )
+        intervals = bootstrap_ci(measured, n_resamples=bootstrap, seed=seed) if bootstrap else None
         for position, column in enumerate(columns):
             entry = {
                 "mean": _number(means[position]),
@@ -362,12 +361,10 @@ def compare_runs(
     Per metric and per slice: both means, the difference (candidate − baseline), its paired
     bootstrap 95% CI and p-value, and a seeded paired randomization p-value; a figure not
     measured (recall, nDCG on first-hit labels) has no delta. ``changed_queries`` lists the
-    queries behind the means (:func:`changed_queries`). ``gate`` holds the release-gate
-    verdict (``thresholds`` are passed to :func:`eval.gate.release_gate`). ``options`` are
-    those of :func:`eval.ranking.rank`: rel_threshold, depth, keep_order, abstain_below.
+    queries behind the means (:func:`changed_queries`). ``gate`` holds the release-gate verdict
+    (``thresholds`` go to :func:`eval.gate.release_gate`); ``options`` to :func:`eval.ranking.rank`.
     """
-    for_gate = [spec for spec in ("mrr@10", "miss@10") if spec not in metrics]
-    metrics = [*metrics, *for_gate]
+    metrics = [*metrics, *(spec for spec in ("mrr@10", "miss@10") if spec not in metrics)]
     runs = {"baseline": baseline, "candidate": candidate}
     # The golden set's version needs no ranking: it is hashed meanwhile.
     version, scored = concurrently(
@@ -395,7 +392,9 @@ def compare_runs(
     }
     compared = paired_summary(before, after, bootstrap, seed, first_hit)
     changed = changed_queries(golden, rankings["baseline"], rankings["candidate"])
-    verdict = gate.release_gate(
+    from eval.gate import release_gate  # only compare has a gate
+
+    verdict = release_gate(
         _means(compared, "baseline"),
         _means(compared, "candidate"),
         {name: _means(entry["metrics"], "baseline") for name, entry in compared_slices.items()},
@@ -442,6 +441,8 @@ def paired_summary(
     first_hit = _first_hit_rows(first_hit, baseline)
     before, after = baseline.values, candidate.values
     entries: dict[int, dict[str, object]] = {}
+    from eval import stats
+
     for columns, rows in _measured_groups(before, after):
         old = before[:, columns] if rows.all() else before[rows][:, columns]
         new = after[:, columns] if rows.all() else after[rows][:, columns]

@@ -23,31 +23,34 @@ Three parsers give that reading, row for row and byte for byte:
 - :func:`read_plain`: pure Python, line by line. The reference, the quickest for small files
   (it needs neither pyarrow nor its start-up: its ids are numpy arrays of str), and the one
   that words every refusal.
-- :func:`read_general`: Arrow, vectorised, any layout. A file it would refuse goes to
-  :func:`read_plain`, so a refusal names the same line and field whichever path met it.
-- :func:`read_fast`: Arrow's multi-threaded CSV reader on the clean layout (one space or one
-  tab between exactly the expected fields). It declines (None) anything else.
+- :func:`~eval.trec_arrow.read_general`: Arrow, vectorised, any layout. A file it would
+  refuse goes to :func:`read_plain`, so a refusal names the same line and field whichever
+  path met it.
+- :func:`~eval.trec_arrow.read_fast`: Arrow's multi-threaded CSV reader on the clean layout
+  (one space or one tab between exactly the expected fields). It declines (None) anything
+  else.
+
+This module holds the reading and the plain parser; :mod:`eval.trec_arrow` the other two.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from eval.arrow import pa, pc, pcsv
+from eval.arrow import pa
 from eval.columns import (
     PairIndex,
-    arrow_array,
     arrow_strings,
-    as_numpy,
     factorize_runs,
     first_repeat,
-    string_buffers,
+    runs_of_equals,
 )
 from eval.errors import InputError
 from eval.validation import INT64_MAX, INT64_MIN, control_character
@@ -56,27 +59,27 @@ if TYPE_CHECKING:  # only Rows.from_frame takes pandas input; the eval path neve
     import pandas as pd
 
 BOM = b"\xef\xbb\xbf"
-LINE_END = re.compile(rb"\r\n|\r|\n")
-GRADE = re.compile(r"[+-]?[0-9]+")
-SCORE = re.compile(r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf(?:inity)?)", re.I)
+# The regular expressions are kept as patterns: ``re`` compiles one (and keeps it) when it is
+# first used, on the line-by-line loop or an odd file, not at the start-up of every eval.
+LINE_END = rb"\r\n|\r|\n"
+GRADE = r"[+-]?[0-9]+"
+SCORE = r"(?i)[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf(?:inity)?)"
 # The longest decimal text of an int64: a sign and 19 digits (leading zeros aside).
 INT64_DIGITS = 19
 # Characters that make the plain parser's quick pass hand a file to its line-by-line loop:
 # control characters other than the ASCII whitespace that separates fields (an id may not
 # hold one), and the Unicode spaces that str.split() splits on and bytes.split() does not.
-QUICK_UNSAFE = re.compile(
-    "[\x00-\x08\x0e-\x1f\x7f-\x9f\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
-)
+QUICK_UNSAFE = "[\x00-\x08\x0e-\x1f\x7f-\x9f\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
 # QUICK_UNSAFE's characters of ASCII, as bytes.
 ASCII_UNSAFE = bytes([*range(0x09), *range(0x0E, 0x20), 0x7F])
-ALL_GRADES = re.compile(f"(?:{GRADE.pattern}\n)*")
-# Bytes read at a time by the layout check of the fast path.
-BLOCK_BYTES = 1 << 22
-ALL_SCORES = re.compile(f"(?:(?:{SCORE.pattern})\n)*", re.I)
+ALL_GRADES = f"(?:{GRADE}\n)*"
+ALL_SCORES = f"(?i)(?:(?:{SCORE.removeprefix('(?i)')})\n)*"
+# Bytes of whole lines the plain parser's quick pass splits at a time (see _quick_block):
+# its tokens' memory stays in the CPU cache and is reused block after block.
+QUICK_BLOCK_BYTES = 1 << 16
 
 
-@dataclass(frozen=True)
-class Layout:
+class Layout(NamedTuple):  # not a dataclass: built at every eval's start-up, 10x quicker
     """Which fields a kind of file has, and which three of them are read."""
 
     kind: str
@@ -117,7 +120,7 @@ BEIR_QRELS = Layout(
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Rows:
     """Rows of (query, doc, value) as read from a file, before they become a golden set or a run.
 
@@ -191,7 +194,7 @@ def read_plain(path: Path, layout: Layout) -> Rows:
 def read_lines(data: bytes, layout: Layout, source: str) -> Rows:
     """The plain parser's line-by-line loop over a file's bytes (its BOM removed): the
     reference reading, and the wording of every refusal."""
-    lines = LINE_END.split(data)
+    lines = re.split(LINE_END, data)
     query_ids: dict[str, int] = {}
     query_index, doc_ids, values, numbers = [], [], [], []
     header_pending = layout.header
@@ -227,63 +230,131 @@ def read_lines(data: bytes, layout: Layout, source: str) -> Rows:
     )
 
 
-def read_quick(data: bytes, layout: Layout) -> Rows | None:
+def read_quick(data: bytes, layout: Layout, block_bytes: int = QUICK_BLOCK_BYTES) -> Rows | None:
     """The rows of a file that the line-by-line loop would read without a refusal, read in
     bulk; None for any file in doubt (the loop then reads it, or words its refusal).
 
     Without control characters (the field-separating ASCII whitespace aside) and Unicode
-    spaces, ``str.split`` splits where ``bytes.split`` does and every id is clean. The whole
-    file is split at once; numpy finds, from the bytes, where each token starts and on which
-    line, so that the fields of each line are found without a loop. One regex checks all the
-    values.
+    spaces, ``str.split`` splits where ``bytes.split`` does and every id is clean. The file
+    is read in blocks of whole lines, about ``block_bytes`` each (:func:`_quick_block`).
     """
-    if data.isascii():  # the usual file: its bytes are checked quicker than by a regex
-        if len(data.translate(None, ASCII_UNSAFE)) < len(data):
+    if b"\r" in data:  # a line ends at LF, CR LF or a lone CR
+        data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    blocks: list[_QuickBlock] = []
+    lines_before = 0
+    header_pending = layout.header
+    for start, end in _line_blocks(data, block_bytes):
+        block = _quick_block(data[start:end], layout, lines_before, header_pending)
+        if block is None:
             return None
-        text = data.decode("ascii")
-    else:
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            return None
-        if QUICK_UNSAFE.search(text):
-            return None
-    if "\r" in text:  # a line ends at LF, CR LF or a lone CR
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-        data = text.encode()
+        header_pending = header_pending and not block.had_header
+        blocks.append(block)
+        lines_before += data.count(b"\n", start, end)
+    if not sum(len(block.lines) for block in blocks):
+        return None  # no row: the loop reads it (or refuses it)
+    run_codes, query_ids = factorize_runs(np.concatenate([block.query_runs for block in blocks]))
+    run_lengths = np.concatenate([block.query_run_lengths for block in blocks])
+    return Rows(
+        query_ids,
+        np.repeat(run_codes, run_lengths),
+        np.concatenate([block.doc_ids for block in blocks]),
+        np.concatenate([block.values for block in blocks]),
+        np.concatenate([block.lines for block in blocks]),
+        layout.indexed,
+    )
+
+
+class _QuickBlock(NamedTuple):  # not a dataclass: this module is on every eval's start-up
+    """The rows of one block of lines, as :func:`read_quick` keeps them: each run of rows of
+    one query as its id and length, the doc ids and values, their line numbers, and whether
+    the block's first line with content was the file's header (and skipped)."""
+
+    query_runs: np.ndarray
+    query_run_lengths: np.ndarray
+    doc_ids: np.ndarray
+    values: np.ndarray
+    lines: np.ndarray
+    had_header: bool = False
+
+
+def _line_blocks(data: bytes, block_bytes: int) -> Iterator[tuple[int, int]]:
+    """(start, end) of consecutive blocks of whole lines of about ``block_bytes`` each."""
+    start = 0
+    while start < len(data):
+        end = data.find(b"\n", start + block_bytes)
+        end = len(data) if end < 0 else end + 1
+        yield start, end
+        start = end
+
+
+def _quick_block(
+    data: bytes, layout: Layout, lines_before: int, header_pending: bool
+) -> _QuickBlock | None:
+    """One block of whole lines read by :func:`read_quick`, or None if the block is in doubt.
+
+    The block is split at once, and numpy finds, from its bytes, where each token starts and
+    on which line, so that the fields of each line are found without a loop. Its tokens are
+    dropped once its three fields are taken: memory the next block reuses, where splitting
+    a whole file at once would make the kernel hand out (and zero) fresh pages for every token
+    of it (a third of the time of a 20,000-line run).
+    """
+    text = _quick_text(data)
+    if text is None:
+        return None
     tokens = text.split()
-    lines = _line_tokens(data, len(tokens)) if tokens else None
+    if not tokens:
+        return _BLANK_BLOCK
+    lines = _line_tokens(data, len(tokens))
     if lines is None:
         return None
     starts, counts, numbers = lines
-    if layout.header:
+    if header_pending:
         starts, counts, numbers = starts[1:], counts[1:], numbers[1:]
-    if len(starts) == 0 or any(layout.count_problem(n) for n in set(counts.tolist())):
+        if len(starts) == 0:
+            return _BLANK_BLOCK._replace(had_header=True)
+    if any(layout.count_problem(n) for n in set(counts.tolist())):
         return None
-    values = _line_field(tokens, starts, counts, layout.value)
-    if not _plain_numbers(values, layout.integer):
+    parsed = _quick_values(_line_field(tokens, starts, counts, layout.value), layout.integer)
+    if parsed is None:
         return None
-    try:
-        if layout.integer:
-            parsed = np.array(list(map(int, values)), dtype=np.int64)
-        else:
-            parsed = np.array(list(map(float, values)), dtype=np.float64)
-    except (OverflowError, ValueError):  # a grade past int64 (or past Python's digit limit)
-        return None
-    doc_ids = np.array(_line_field(tokens, starts, counts, layout.doc), dtype=object)
-    query_index, query_ids = factorize_runs(
-        np.array(_line_field(tokens, starts, counts, layout.query), dtype=object)
+    query_ids = np.array(_line_field(tokens, starts, counts, layout.query), dtype=object)
+    run_starts, runs = runs_of_equals(query_ids)
+    return _QuickBlock(
+        runs,
+        np.diff(np.r_[run_starts, len(query_ids)]),
+        np.array(_line_field(tokens, starts, counts, layout.doc), dtype=object),
+        parsed,
+        numbers + lines_before,
+        header_pending,
     )
-    return Rows(query_ids, query_index, doc_ids, parsed, numbers, layout.indexed)
+
+
+_NO_STRINGS = np.zeros(0, dtype=object)
+_NO_NUMBERS = np.zeros(0, dtype=np.int64)
+# A block of blank lines: no rows (its values cast to any number type when joined).
+_BLANK_BLOCK = _QuickBlock(_NO_STRINGS, _NO_NUMBERS, _NO_STRINGS, _NO_NUMBERS, _NO_NUMBERS)
+
+
+def _quick_text(data: bytes) -> str | None:
+    """A block's text, or None if it holds a character that read_quick leaves to the loop."""
+    if data.isascii():  # the usual file: its bytes are checked quicker than by a regex
+        if len(data.translate(None, ASCII_UNSAFE)) < len(data):
+            return None
+        return data.decode("ascii")
+    try:
+        text = data.decode("utf-8")  # a block ends at a line feed: never within a character
+    except UnicodeDecodeError:
+        return None
+    return None if re.search(QUICK_UNSAFE, text) else text
 
 
 def _line_tokens(data: bytes, token_count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """Per line with content: the index of its first token among the file's tokens, how many
-    it has, and its line number. None for a file with a comment line, or if numpy does not
-    find the ``token_count`` tokens that str.split() found (a file read_quick should not
-    have taken)."""
+    """Per line with content: the index of its first token among the block's tokens, how
+    many it has, and its line number (from 1). None for a block with a comment line, or if
+    numpy does not find the ``token_count`` tokens that str.split() found (a block
+    read_quick should not have taken)."""
     codes = np.frombuffer(data, dtype=np.uint8)
-    # The bytes that str.split() and bytes.split() both split on: in a file read_quick takes
+    # The bytes that str.split() and bytes.split() both split on: in a block read_quick takes
     # (no other control character, a CR made a line feed) exactly those up to 0x20 (tab,
     # line feed, vertical tab, form feed, space), found by one comparison.
     space = codes <= 0x20
@@ -292,8 +363,9 @@ def _line_tokens(data: bytes, token_count: int) -> tuple[np.ndarray, np.ndarray,
     first_bytes = np.flatnonzero(starts_token)  # of each token
     if len(first_bytes) != token_count:
         return None
-    line_ends = np.flatnonzero(codes == 0x0A)
-    per_line = np.bincount(np.searchsorted(line_ends, first_bytes), minlength=len(line_ends) + 1)
+    # Tokens before each line's end, hence on each line (the last one may lack a line feed).
+    before = np.searchsorted(first_bytes, np.flatnonzero(codes == 0x0A))
+    per_line = np.diff(before, prepend=0, append=token_count)
     content = np.flatnonzero(per_line)
     counts = per_line[content]
     starts = np.cumsum(counts) - counts
@@ -308,14 +380,26 @@ _DECIMAL_CHARACTERS = b"0123456789+-.eE\n"
 _INTEGER_CHARACTERS = b"0123456789+-\n"
 
 
-def _plain_numbers(values: list[str], integer: bool) -> bool:
-    """Whether every value is a grade (``integer``) or a score as the line-by-line loop
-    reads them: checked by its characters where that suffices, else by one regex."""
-    joined = "\n".join(values) + "\n"
+def _quick_values(values: list[str], integer: bool) -> np.ndarray | None:
+    """A block's grades (``integer``) or scores, as the line-by-line loop reads them; None
+    if one of them is in doubt (the loop then reads it, or words its refusal).
+
+    They are checked by their characters where that suffices, else by one regex.
+    """
+    joined = ("\n".join(values) + "\n").encode()
     allowed = _INTEGER_CHARACTERS if integer else _DECIMAL_CHARACTERS
-    if not joined.encode().translate(None, allowed):
-        return True  # float()/int() below refuse a malformed one, which the loop then words
-    return (ALL_GRADES if integer else ALL_SCORES).fullmatch(joined) is not None
+    # Over allowed characters only, int() and float() refuse a malformed value (below);
+    # beyond them (inf, say), the regex decides.
+    if joined.translate(None, allowed) and not re.fullmatch(
+        ALL_GRADES if integer else ALL_SCORES, joined.decode()
+    ):
+        return None
+    try:
+        if integer:
+            return np.array(list(map(int, values)), dtype=np.int64)
+        return np.array(list(map(float, values)), dtype=np.float64)
+    except (OverflowError, ValueError):  # a grade past int64 (or past Python's digit limit)
+        return None
 
 
 def _line_field(tokens: list[str], starts: np.ndarray, counts: np.ndarray, field: int) -> list[str]:
@@ -339,233 +423,13 @@ def _value(text: str, layout: Layout, where: tuple[str, int]) -> int | float:
     """A grade (int64) or a score (float) from its text, or a refusal naming the field."""
     shown = repr(text) if len(text) <= 40 else repr(text[:37] + "...")
     if layout.integer:
-        if not GRADE.fullmatch(text):
+        if not re.fullmatch(GRADE, text):
             raise InputError(*where, layout.value_name, f"not an integer: {shown}")
         digits = text.lstrip("+-").lstrip("0")
         value = int(text) if len(digits) <= INT64_DIGITS else None
         if value is None or not INT64_MIN <= value <= INT64_MAX:
             raise InputError(*where, layout.value_name, f"{shown} does not fit a 64-bit integer")
         return value
-    if not SCORE.fullmatch(text):
+    if not re.fullmatch(SCORE, text):
         raise InputError(*where, layout.value_name, f"not a number: {shown}")
     return float(text)
-
-
-# --- the general parser: vectorised, any layout --------------------------------------------------
-
-
-def read_general(path: Path, layout: Layout) -> Rows:
-    """Read a TREC file of any layout with Arrow's vectorised string kernels.
-
-    Any file it would refuse (and one it cannot split into lines) goes to :func:`read_plain`,
-    which words the refusal: both paths always name the same line and field.
-    """
-    lines = _arrow_lines(path)
-    if lines is None:
-        return read_plain(path, layout)
-    stripped = pc.ascii_trim_whitespace(lines)
-    number = np.arange(1, len(lines) + 1)
-    empty = np.diff(string_buffers(stripped)[0]) == 0
-    content = ~(empty | as_numpy(pc.starts_with(stripped, "#")))
-    if layout.header and content.any():
-        content[np.argmax(content)] = False
-    stripped, number = stripped.filter(arrow_array(content)), number[content]
-    fields = pc.ascii_split_whitespace(stripped)
-    count = as_numpy(pc.list_value_length(fields))
-    needed = len(layout.names)
-    if np.any(count != needed if layout.exact else count < needed):
-        return read_plain(path, layout)
-    query, doc, value = (_field(fields, at) for at in (layout.query, layout.doc, layout.value))
-    values = _parsed_values(value, layout)
-    if values is None or not (_clean_ids(query) and _clean_ids(doc)):
-        return read_plain(path, layout)
-    query_index, query_ids = factorize_runs(query)
-    return Rows(query_ids, query_index, doc, values, number, layout.indexed)
-
-
-def _field(fields: pa.ListArray, position: int) -> pa.Array:
-    """The ``position``-th field of every line."""
-    # An index scalar taken from an array: pa.scalar(position) would load pandas.
-    return pc.list_element(fields, arrow_array(np.array([position]))[0])
-
-
-def _arrow_lines(path: Path) -> pa.Array | None:
-    """Every line of the file as Arrow strings (blank ones included; a BOM is dropped), or
-    None when that takes the plain parser (invalid UTF-8, a unit separator in the data)."""
-    try:
-        table = pcsv.read_csv(
-            path,
-            read_options=pcsv.ReadOptions(column_names=["line"]),
-            # No real delimiter: a unit separator (0x1F) has no business in these files (and
-            # a file holding one makes this fail, and goes to the plain parser).
-            parse_options=pcsv.ParseOptions(
-                delimiter="\x1f", quote_char=False, escape_char=False, ignore_empty_lines=False
-            ),
-            convert_options=pcsv.ConvertOptions(column_types={"line": pa.binary()}),
-        )
-        return table["line"].combine_chunks().cast(pa.string())
-    except pa.ArrowInvalid:
-        return None
-
-
-def _parsed_values(text: pa.Array, layout: Layout) -> np.ndarray | None:
-    """The grades or scores, when every one of them is valid; None otherwise."""
-    pattern = GRADE.pattern if layout.integer else "(?i)" + SCORE.pattern
-    if not pc.all(pc.match_substring_regex(text, f"^(?:{pattern})$")).as_py():
-        return None
-    try:
-        if layout.integer:
-            # Arrow's integer cast takes no '+'; the pattern allows one, at most.
-            return as_numpy(pc.cast(pc.utf8_ltrim(text, "+"), pa.int64()))
-        return as_numpy(pc.cast(text, pa.float64()))
-    except pa.ArrowInvalid:  # an integer past int64
-        return None
-
-
-# --- the fast path: the clean layout ----------------------------------------------------------
-
-
-def read_fast(path: Path, layout: Layout, first_line: str) -> Rows | None:
-    """Parse the clean layout (one space or one tab between exactly the layout's fields, no
-    blank line, no comment) with Arrow's multi-threaded CSV reader; None for any other file.
-
-    Arrow splits on the one delimiter; the reading splits on any run of ASCII whitespace. They
-    agree when the file's whitespace is only single delimiters and line ends, which a pass
-    over its bytes confirms (:func:`_whitespace_bytes`); an id with a control character or a NaN
-    score makes it decline too, and the general parser reads (or refuses) the file. Rows map
-    one to one to lines.
-
-    The ids are parsed as bytes and checked as UTF-8 afterwards, column by column: Arrow's
-    CSV reader checks (and dictionary-encodes) strings value by value, which took 0.75 s of
-    1.25 s on a 10M-line run. A run's rows stand grouped by query, so the query index comes
-    from comparing neighbours (:func:`~eval.columns.factorize_runs`), not from hashing each id.
-    """
-    if layout.header:
-        return None
-    from eval.ranking import concurrently  # imported here: eval.ranking imports this module
-
-    # The layout check reads the file on its own thread while Arrow parses it on others and
-    # the columns are checked (numpy and Arrow release the GIL as they work).
-    whitespace, rows = concurrently(
-        lambda: _whitespace_bytes(path),
-        lambda: _parsed(path, layout, "\t" if "\t" in first_line else " "),
-    )
-    if rows is None or whitespace is None:
-        return None
-    count, ends_with_line_end = whitespace
-    lines = len(rows.values)
-    line_ends = lines if ends_with_line_end else lines - 1
-    # Exactly as many as the delimiters and line ends of the rows Arrow found: one byte more
-    # (a tab amid spaces, a ``\v``) would split a field that Arrow kept whole.
-    return rows if count == (len(layout.names) - 1) * lines + line_ends else None
-
-
-def _parsed(path: Path, layout: Layout, delimiter: str) -> Rows | None:
-    """The file parsed by Arrow's CSV reader, split on ``delimiter`` alone, its ids checked
-    and a repeated doc looked for (:attr:`Rows.repeated_row`); None when Arrow refuses it or
-    an id or value is not clean."""
-    query_name, doc_name = layout.names[layout.query], layout.names[layout.doc]
-    types = {
-        query_name: pa.binary(),
-        doc_name: pa.binary(),
-        layout.value_name: pa.int64() if layout.integer else pa.float64(),
-    }
-    try:
-        table = pcsv.read_csv(
-            path,
-            read_options=pcsv.ReadOptions(column_names=list(layout.names)),
-            parse_options=pcsv.ParseOptions(
-                delimiter=delimiter, quote_char=False, escape_char=False, ignore_empty_lines=False
-            ),
-            convert_options=pcsv.ConvertOptions(
-                include_columns=list(types),
-                column_types=types,
-                null_values=[],
-                strings_can_be_null=False,
-            ),
-        )
-        # The cast checks that the bytes are UTF-8, a whole buffer at a time.
-        query_column = table[query_name].cast(pa.string())
-        doc_column = table[doc_name].cast(pa.string())
-    except (pa.ArrowInvalid, UnicodeDecodeError):
-        return None
-    rows = _fast_rows(query_column, doc_column, as_numpy(table[layout.value_name]), layout)
-    if rows is not None:
-        rows.repeated_row  # noqa: B018 - a cached property, computed on this thread
-    return rows
-
-
-def _fast_rows(
-    query_column: pa.ChunkedArray, doc_column: pa.ChunkedArray, values: np.ndarray, layout: Layout
-) -> Rows | None:
-    """The rows that the fast path parsed, or None when an id or value is not clean."""
-    # The minimum is NaN when any value is: a reduction, no mask of every row.
-    if not layout.integer and len(values) and np.isnan(values.min()):
-        return None
-    if not _clean_ids(doc_column):
-        return None
-    # Every row's query id is one of the distinct ones: only those are checked. A comment
-    # line with the right number of fields parses, its query id starting with '#'.
-    query_index, query_ids = factorize_runs(query_column)
-    distinct = arrow_array(query_ids)
-    if pc.any(pc.starts_with(distinct, "#")).as_py() or not _clean_ids(distinct):
-        return None
-    return Rows(query_ids, query_index, doc_column, values, indexed=layout.indexed)
-
-
-def _whitespace_bytes(path: Path) -> tuple[int, bool] | None:
-    """How many whitespace (or control) bytes the file holds, a CR LF counted once, and
-    whether its last byte ends a line; None unless each of them is a single delimiter or a
-    single line end (LF, CRLF or CR).
-
-    None when two such bytes stand side by side but a CR LF (an empty field, a blank line),
-    when one opens the file, or when a delimiter ends it (an empty last field). Read in
-    blocks, to keep memory flat.
-    """
-    count, pairs = 0, 0
-    # One buffer and its temporaries, filled block by block: fresh memory for each block
-    # would cost more (the kernel zeroes every new page) than the checks themselves.
-    # The previous block's last byte leads, so that pairs across blocks are seen.
-    data = np.empty(BLOCK_BYTES + 1, dtype=np.uint8)
-    data[0] = ord("\n")  # before the file, as if after a line end
-    space = np.empty(len(data), dtype=bool)
-    side_by_side = np.empty(BLOCK_BYTES, dtype=bool)
-    with path.open("rb", buffering=0) as handle:
-        while read := handle.readinto(memoryview(data)[1:]):
-            block, spaces = data[: read + 1], space[: read + 1]
-            np.less_equal(block, 0x20, out=spaces)
-            count += int(np.count_nonzero(spaces[1:]))
-            pair = np.logical_and(spaces[1:], spaces[:-1], out=side_by_side[:read])
-            if pair.any():
-                crlf = (block[:-1] == 0x0D) & (block[1:] == 0x0A)
-                if np.any(pair & ~crlf):
-                    return None
-                pairs += int(np.count_nonzero(crlf))
-            data[0] = block[-1]
-    last = bytes(data[:1])
-    ends_with_line_end = last in (b"\n", b"\r")
-    if not ends_with_line_end and last[0] <= 0x20:
-        return None
-    return count - pairs, ends_with_line_end
-
-
-def _clean_ids(column: pa.Array | pa.ChunkedArray) -> bool:
-    """Whether every string is non-empty and holds neither whitespace nor a control
-    character (C0, space, DEL, or C1: UTF-8 ``C2 80``..``C2 9F``), read from Arrow's buffers."""
-    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
-    for chunk in chunks:
-        if len(chunk) == 0:
-            continue
-        offsets, data_buffer = string_buffers(chunk)
-        if np.any(offsets[1:] == offsets[:-1]):
-            return False
-        start, end = int(offsets[0]), int(offsets[-1])
-        data = np.frombuffer(data_buffer, dtype=np.uint8, count=end - start, offset=start)
-        if data.min(initial=0x7E) > 0x20 and data.max(initial=0) < 0x7F:
-            continue  # printable ASCII only: two reductions, quicker than a mask of each byte
-        if np.any((data <= 0x20) | (data == 0x7F)):
-            return False
-        lead = np.flatnonzero(data[:-1] == 0xC2)
-        if len(lead) and np.any((data[lead + 1] >= 0x80) & (data[lead + 1] <= 0x9F)):
-            return False
-    return True

@@ -13,6 +13,7 @@ import hashlib
 import io
 import json
 import math
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -369,7 +370,7 @@ def _csv_candidate(row: dict, source: str, line: int) -> dict:
     score = (row.get("score") or "").strip()
     if score:
         # The decimal spelling TREC runs use (eval.trec): not Python's "1_000" or " 1 ".
-        if not SCORE.fullmatch(score):
+        if not re.fullmatch(SCORE, score):
             raise InputError(source, line, "score", f"not a number: {score!r}")
         candidate["score"] = validation.number(float(score), "score", (source, line))
     return candidate

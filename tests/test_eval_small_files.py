@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -63,6 +64,30 @@ def test_eval_of_a_small_golden_set_imports_neither_pyarrow_nor_pandas_nor_start
     qrels, run = CRANFIELD / "qrels.tsv", CRANFIELD / "runs" / "bm25.trec"
     loaded = cli_footprint("eval", "--golden", qrels, "--run", run, "--json")
     assert loaded == ([], 0)
+
+
+def collector_running_after(*arguments: str | Path) -> bool:
+    """Whether Python's cycle collector still runs once the ``goldset`` console script's
+    entry point (``labeler.cli:main``) has run these arguments, in a fresh interpreter."""
+    code = (
+        "import atexit, gc, sys; atexit.register(lambda: print('COLLECTOR', gc.isenabled()))\n"
+        "sys.argv = ['goldset', *sys.argv[1:]]\nfrom labeler.cli import main\nmain()"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, *map(str, arguments)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return done.stdout.strip().splitlines()[-1] == "COLLECTOR True"
+
+
+def test_an_eval_runs_with_the_cycle_collector_paused_and_other_commands_with_it_on():
+    qrels, run = CRANFIELD / "qrels.tsv", CRANFIELD / "runs" / "bm25.trec"
+    assert not collector_running_after("eval", "--golden", qrels, "--run", run, "--json")
+    cost = ["--queries", "40", "--docs-per-query", "4", "--seconds", "9", "--rate", "60"]
+    assert collector_running_after("cost", *cost)
 
 
 def test_compare_of_small_runs_with_a_gate_imports_neither_pyarrow_nor_pandas(tmp_path: Path):
@@ -161,11 +186,13 @@ def read_by(reader, data: bytes, layout: trec.Layout):
 @given(
     st.sampled_from([trec.RUN, trec.QRELS, trec.BEIR_QRELS]).flatmap(
         lambda layout: st.tuples(st.just(layout), trec_text(layout))
-    )
+    ),
+    # Blocks of a line or so each, as well as the whole file in one block.
+    st.sampled_from([1, 12, 40, trec.QUICK_BLOCK_BYTES]),
 )
-def test_quick_pass_reads_every_file_it_takes_as_the_line_by_line_loop(case):
+def test_quick_pass_reads_every_file_it_takes_as_the_line_by_line_loop(case, block_bytes):
     layout, data = case
-    quick = read_by(trec.read_quick, data, layout)
+    quick = read_by(partial(trec.read_quick, block_bytes=block_bytes), data, layout)
     by_line = read_by(lambda data, layout: trec.read_lines(data, layout, "f"), data, layout)
     assert quick is None or quick == by_line
 
@@ -178,6 +205,15 @@ def test_quick_pass_takes_a_clean_run_and_leaves_a_comment_to_the_loop():
     assert rows.values.tolist() == [2.5, float("-inf"), 0.5]
     assert rows.lines.tolist() == [1, 2, 4]
     assert trec.read_quick(b"# a comment\n" + clean, trec.RUN) is None
+    by_line_blocks = trec.read_quick(clean, trec.RUN, block_bytes=1)  # a block per line
+    assert read_by(trec.read_quick, clean, trec.RUN) == read_by(
+        lambda data, layout: by_line_blocks, clean, trec.RUN
+    )
+    beir = b"\n  \nquery-id corpus-id score\nq1 d1 1\n\nq1 d2 0\nq2 d1 2\n"
+    for block_bytes in (1, 5, 1 << 16):  # the header is skipped in whichever block it stands
+        rows = trec.read_quick(beir, trec.BEIR_QRELS, block_bytes=block_bytes)
+        assert rows.query_ids.tolist() == ["q1", "q2"] and rows.query_index.tolist() == [0, 0, 1]
+        assert rows.values.tolist() == [1, 0, 2] and rows.lines.tolist() == [4, 6, 7]
 
 
 def test_concurrently_gives_results_in_order_and_raises_the_first_failure_in_order():

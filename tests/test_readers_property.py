@@ -16,7 +16,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from eval import trec
+from eval import trec, trec_arrow
 from eval.columns import to_pylist
 from eval.errors import InputError
 
@@ -102,11 +102,13 @@ def read_with(parser: str, data: bytes, layout: trec.Layout):
         try:
             if parser == "fast":
                 first = next((line for line in data.decode("utf-8", "replace").splitlines()), "")
-                rows = trec.read_fast(path, layout, first)
+                rows = trec_arrow.read_fast(path, layout, first)
                 if rows is None:
                     return None
             else:
-                rows = getattr(trec, f"read_{parser}")(path, layout)
+                rows = (trec.read_plain if parser == "plain" else trec_arrow.read_general)(
+                    path, layout
+                )
         except InputError as error:
             return ("refused", error.line, error.field, error.problem)
     query_ids = rows.query_ids[rows.query_index] if len(rows.query_index) else []

@@ -1,5 +1,5 @@
 """``python -m labeler.cli``, as the benchmarks and ``-X importtime`` run it."""
 
-from labeler.cli import cli
+from labeler.cli import main
 
-cli()
+main()
