@@ -26,7 +26,7 @@ from eval.metrics import (
     rank_run,
     reciprocal_rank,
 )
-from eval.ranking import comparable_scores, concurrently, worth_threads
+from eval.ranking import comparable_scores, concurrently, same_ids, worth_threads
 from eval.readers import Golden, Run
 
 if TYPE_CHECKING:  # frames in, frames out for the app's callers; `goldset eval` never loads it
@@ -280,10 +280,10 @@ def _answered(run: Run, query_ids: np.ndarray, abstain_below: float | None) -> n
 
 def _count_absent(values: Sequence[str], among: Sequence[str]) -> int:
     """How many of ``values`` are not in ``among``."""
-    if len(values) == 0:
-        return 0
-    found = lookup(as_strings(np.asarray(values, dtype=object)), np.asarray(among, dtype=object))
-    return int(np.count_nonzero(found < 0))
+    values, among = np.asarray(values, dtype=object), np.asarray(among, dtype=object)
+    # None is absent from the same ids in the same order (a run of its golden set, usually).
+    absent = len(values) and not same_ids(values, among) and lookup(as_strings(values), among) < 0
+    return int(np.count_nonzero(absent))
 
 
 def build_report(

@@ -2,6 +2,8 @@
 serve the repeat check, its version and every run ranked against it."""
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import eval.columns
 from eval import readers
@@ -80,3 +82,22 @@ def test_a_judgement_of_an_unlisted_query_counts_in_the_version_and_nowhere_else
     ranked, stray_ranked = rank_run(golden, run), rank_run(with_stray, run)
     assert reciprocal_rank(stray_ranked, 10).tolist() == reciprocal_rank(ranked, 10).tolist()
     assert reciprocal_rank(ranked, 10).tolist() == [1.0, 0.0]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 6), st.integers(-1, 3) | st.integers(-1, 500)), max_size=60),
+    st.integers(0, 3),
+)
+def test_each_querys_ideal_grades_are_its_positive_grades_best_first(judgements, unjudged):
+    # Few grades take the counting sort; a grade in the hundreds (few judgements) the sort.
+    from eval.ranking import _ideal_grades
+
+    query_count = max((query for query, _ in judgements), default=-1) + 1 + unjudged
+    query_index = np.array([query for query, _ in judgements], dtype=np.int32)
+    grade = np.array([grade for _, grade in judgements], dtype=np.int64)
+    ideal = _ideal_grades(query_index, grade, query_count)
+    for query in range(query_count):
+        expected = sorted((g for q, g in judgements if q == query and g > 0), reverse=True)
+        row = ideal[query].tolist()
+        assert row == expected + [0] * (len(row) - len(expected))
