@@ -10,7 +10,14 @@ from __future__ import annotations
 
 import importlib
 import sys
+import threading
 from types import ModuleType
+
+# The first import of pyarrow is made by one thread at a time: eval reads a large run and its
+# qrels on two threads, and two threads importing pyarrow (or pyarrow.csv and
+# pyarrow.compute) at once can meet it half-initialised ("cannot import name 'BuildInfo' from
+# partially initialized module 'pyarrow.lib'"), one in some tens of evals.
+_IMPORTING = threading.Lock()
 
 
 class LazyModule:
@@ -18,10 +25,13 @@ class LazyModule:
 
     def __init__(self, name: str):
         self._name = name
+        self._module: ModuleType | None = None
 
     def __getattr__(self, attribute: str) -> object:
-        module: ModuleType = importlib.import_module(self._name)
-        return getattr(module, attribute)
+        if self._module is None:
+            with _IMPORTING:
+                self._module = importlib.import_module(self._name)
+        return getattr(self._module, attribute)
 
 
 pa = LazyModule("pyarrow")
