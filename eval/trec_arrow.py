@@ -12,6 +12,7 @@ a small eval's start-up.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -20,8 +21,11 @@ from eval.arrow import pa, pc, pcsv
 from eval.columns import arrow_array, as_numpy, factorize_runs, string_buffers
 from eval.trec import GRADE, SCORE, Layout, Rows, read_plain
 
-# Bytes read at a time by the layout check of the fast path.
+# Bytes read at a time by the layout check of the fast path; bytes its quick look takes.
 BLOCK_BYTES = 1 << 22
+START_BYTES = 1 << 16
+# Every byte but the ASCII control characters and space (which the reading splits fields on).
+_NOT_WHITESPACE = bytes(range(0x21, 0x100))
 
 # --- the general parser: vectorised, any layout --------------------------------------------------
 
@@ -112,15 +116,15 @@ def read_fast(path: Path, layout: Layout, first_line: str) -> Rows | None:
     1.25 s on a 10M-line run. A run's rows stand grouped by query, so the query index comes
     from comparing neighbours (:func:`~eval.columns.factorize_runs`), not from hashing each id.
     """
-    if layout.header:
+    delimiter = "\t" if "\t" in first_line else " "
+    if layout.header or not _starts_clean(path, delimiter):
         return None
     from eval.ranking import concurrently  # imported here: eval.ranking imports this module
 
     # The layout check reads the file on its own thread while Arrow parses it on others and
     # the columns are checked (numpy and Arrow release the GIL as they work).
     whitespace, rows = concurrently(
-        lambda: _whitespace_bytes(path),
-        lambda: _parsed(path, layout, "\t" if "\t" in first_line else " "),
+        lambda: _whitespace_bytes(path), lambda: _parsed(path, layout, delimiter)
     )
     if rows is None or whitespace is None:
         return None
@@ -183,6 +187,18 @@ def _fast_rows(
     if pc.any(pc.starts_with(distinct, "#")).as_py() or not _clean_ids(distinct):
         return None
     return Rows(query_ids, query_index, doc_column, values, indexed=layout.indexed)
+
+
+def _starts_clean(path: Path, delimiter: str) -> bool:
+    """Whether the file's first ``START_BYTES`` hold no whitespace that the fast path declines
+    (a byte but the delimiter and line ends, two side by side but CR LF, one opening the
+    file). A messy file usually shows it in its first lines: then Arrow is spared a parse of
+    the whole file, thrown away (60 ms of a 0.3 s eval of 200,000 lines; seconds at 10M)."""
+    with path.open("rb") as handle:
+        start = handle.read(START_BYTES).replace(b"\r\n", b"\n")
+    if start[:1].isspace() or start.translate(None, _NOT_WHITESPACE + delimiter.encode() + b"\r\n"):
+        return False
+    return re.search(rb"[\x00-\x20]{2}", start) is None
 
 
 def _whitespace_bytes(path: Path) -> tuple[int, bool] | None:

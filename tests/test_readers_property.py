@@ -181,3 +181,20 @@ def test_random_run_is_read_or_refused_alike_never_a_traceback(data):
 @given(noisy_file(trec.QRELS))
 def test_random_qrels_is_read_or_refused_alike_never_a_traceback(data):
     check_noise(data, trec.QRELS)
+
+
+def test_the_fast_path_declines_a_file_messy_from_its_first_lines_without_parsing_it(
+    tmp_path, monkeypatch
+):
+    def parse(*arguments):
+        raise AssertionError("Arrow parsed a file the fast path could only decline")
+
+    monkeypatch.setattr(trec_arrow, "_parsed", parse)
+    clean = "q1 Q0 d1 1 2.5 t\n"
+    for messy in ("q1  Q0 d1 1 2.5 t\n", "q1\tQ0 d1 1 2.5 t\n", " q1 Q0 d1 1 2.5 t\n", "\n"):
+        path = tmp_path / "run.trec"
+        path.write_text(messy + clean * 3)
+        assert trec_arrow.read_fast(path, trec.RUN, messy) is None
+        assert read_with("plain", path.read_bytes(), trec.RUN) == read_with(
+            "general", path.read_bytes(), trec.RUN
+        )
