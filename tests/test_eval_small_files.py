@@ -45,18 +45,23 @@ print(f"THREADS {len(started)}")
 """
 
 
-def cli_footprint(*arguments: str | Path) -> tuple[list[str], int]:
-    """The heavy modules that a `goldset` command line loads, and how many threads it
-    starts, run in a fresh interpreter."""
+def fresh_interpreter(code: str, *arguments: str | Path) -> list[str]:
+    """The lines that ``code`` prints, run with these arguments in a fresh interpreter."""
     done = subprocess.run(
-        [sys.executable, "-c", CLI_THEN_MODULES, *map(str, arguments)],
+        [sys.executable, "-c", code, *map(str, arguments)],
         capture_output=True,
         text=True,
         timeout=120,
         check=True,
     )
-    modules, threads = done.stdout.strip().splitlines()[-2:]
-    assert modules.startswith("MODULES") and threads.startswith("THREADS"), done.stdout
+    return done.stdout.strip().splitlines()
+
+
+def cli_footprint(*arguments: str | Path) -> tuple[list[str], int]:
+    """The heavy modules that a `goldset` command line loads, and how many threads it
+    starts, run in a fresh interpreter."""
+    modules, threads = fresh_interpreter(CLI_THEN_MODULES, *arguments)[-2:]
+    assert modules.startswith("MODULES") and threads.startswith("THREADS")
     return modules.split()[1:], int(threads.split()[1])
 
 
@@ -73,14 +78,7 @@ def collector_running_after(*arguments: str | Path) -> bool:
         "import atexit, gc, sys; atexit.register(lambda: print('COLLECTOR', gc.isenabled()))\n"
         "sys.argv = ['goldset', *sys.argv[1:]]\nfrom labeler.cli import main\nmain()"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code, *map(str, arguments)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    return done.stdout.strip().splitlines()[-1] == "COLLECTOR True"
+    return fresh_interpreter(code, *arguments)[-1] == "COLLECTOR True"
 
 
 def test_an_eval_runs_with_the_cycle_collector_paused_and_other_commands_with_it_on():
