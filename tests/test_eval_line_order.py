@@ -11,7 +11,7 @@ import random
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from eval.errors import InputError
@@ -50,12 +50,15 @@ def values(tmp_path, run_lines: list[str], qrels_lines: list[str]) -> dict[str, 
 
 @settings(max_examples=60, deadline=None)
 @given(collection(), st.randoms(use_true_random=False))
+# Every grade 0, d0 among them: the judgement added below must not repeat it.
+@example(files=(["q0 Q0 d5 1 2.0 t", "q0 Q0 d0 2 1.0 t"], ["q0 0 d0 0"]), random_=random.Random(0))
 def test_shuffled_lines_give_the_same_per_query_values_as_grouped_ones(
     tmp_path_factory, files, random_
 ):
     run_lines, qrels_lines = files
     if not any(line.split()[3] != "0" for line in qrels_lines):
-        qrels_lines = [*qrels_lines, "q0 0 d0 1"]  # at least one judgement, as read_golden needs
+        # At least one relevant judgement, as read_golden needs, of a doc never drawn (d60).
+        qrels_lines = [*qrels_lines, "q0 0 d60 1"]
     grouped = values(tmp_path_factory.mktemp("grouped"), run_lines, qrels_lines)
     shuffled_run, shuffled_qrels = list(run_lines), list(qrels_lines)
     random_.shuffle(shuffled_run)
