@@ -198,3 +198,18 @@ def test_the_fast_path_declines_a_file_messy_from_its_first_lines_without_parsin
         assert read_with("plain", path.read_bytes(), trec.RUN) == read_with(
             "general", path.read_bytes(), trec.RUN
         )
+
+
+def test_the_fast_path_declines_an_id_with_del_or_a_c1_control_in_a_clean_layout(tmp_path):
+    # Single spaces throughout: the layout check passes, and only the bytes from DEL up
+    # (checked on the ids then) tell that the id is not clean.
+    for odd in ("\x7f", "\u0085", "\u009f"):
+        path = tmp_path / "run.trec"
+        path.write_text(f"q1 Q0 d1 1 2.5 t\nq1 Q0 d{odd}2 2 1.5 t\n", encoding="utf-8")
+        assert trec_arrow.read_fast(path, trec.RUN, "q1 Q0 d1 1 2.5 t") is None
+        refusal = read_with("plain", path.read_bytes(), trec.RUN)
+        assert refusal[:3] == ("refused", 2, "doc_id")
+        assert read_with("fast", path.read_bytes(), trec.RUN) is None
+    path.write_text("q1 Q0 d1 1 2.5 t\nq1 Q0 dé2 2 1.5 t\n", encoding="utf-8")
+    rows = trec_arrow.read_fast(path, trec.RUN, "q1 Q0 d1 1 2.5 t")
+    assert to_pylist(rows.doc_ids) == ["d1", "dé2"]  # past DEL but clean: taken
