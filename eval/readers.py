@@ -257,7 +257,7 @@ def version_of(digests: tuple[int, int]) -> str:
     return _sha256(repr(list(digests)).encode()).hexdigest()[:16]
 
 
-def _sha256(data: bytes):  # noqa: ANN202 (a hash object)
+def _sha256(data: bytes):  # -> a hash object (hashlib names no public type for it)
     """SHA-256 by CPython's own module where it has one: hashlib loads OpenSSL first, 3 ms
     of a small eval's start-up (the same digests either way)."""
     for module in ("_sha2", "_sha256"):  # Python 3.12+, 3.11
