@@ -111,48 +111,43 @@ def read_fast(path: Path, layout: Layout, first_line: str) -> Rows | None:
     score makes it decline too, and the general parser reads (or refuses) the file. Rows map
     one to one to lines.
 
-    The ids are parsed as bytes and checked as UTF-8 afterwards, column by column: Arrow's
-    CSV reader checks (and dictionary-encodes) strings value by value, which took 0.75 s of
-    1.25 s on a 10M-line run. A run's rows stand grouped by query, so the query index comes
-    from comparing neighbours (:func:`~eval.columns.factorize_runs`), not from hashing each id.
+    The ids are parsed as bytes and checked as UTF-8 afterwards, column by column, unless
+    the layout check found only ASCII (see :func:`_fast_rows`): Arrow's CSV reader checks
+    (and dictionary-encodes) strings value by value, which took 0.75 s of 1.25 s on a
+    10M-line run. A run's rows stand grouped by query, so the query index comes from
+    comparing neighbours (:func:`~eval.columns.factorize_runs`), not from hashing each id.
     """
     delimiter = "\t" if "\t" in first_line else " "
     if layout.header or not _starts_clean(path, delimiter):
         return None
     from eval.ranking import concurrently  # imported here: eval.ranking imports this module
 
-    # The layout check reads the file on its own thread while Arrow parses it on others and
-    # the columns are checked (numpy and Arrow release the GIL as they work).
-    whitespace, rows = concurrently(
+    # The layout check reads the file on its own thread while Arrow parses it on others
+    # (numpy and Arrow release the GIL as they work).
+    whitespace, table = concurrently(
         lambda: _whitespace_bytes(path), lambda: _parsed(path, layout, delimiter)
     )
-    if rows is None or whitespace is None:
+    if table is None or whitespace is None:
         return None
     count, ends_with_line_end, below_del = whitespace
-    lines = len(rows.values)
+    lines = table.num_rows
     line_ends = lines if ends_with_line_end else lines - 1
     # Exactly as many as the delimiters and line ends of the rows Arrow found: one byte more
     # (a tab amid spaces, a ``\v``) would split a field that Arrow kept whole.
     if count != (len(layout.names) - 1) * lines + line_ends:
         return None
-    # Then every id is a run of bytes above space: only a byte from DEL up may make one
-    # unclean. An ASCII file's doc ids are not checked again: 0.05-0.16 s of a 10M-line run's
-    # last steps spared, for 0.03 s more of the layout check, beside Arrow's parse.
-    return rows if below_del or _clean_ids(rows.doc_ids) else None
+    rows = _fast_rows(table, layout, below_del)
+    if rows is not None:
+        rows.repeated_row  # noqa: B018 - a cached property, computed on the reading thread
+    return rows
 
 
-def _parsed(path: Path, layout: Layout, delimiter: str) -> Rows | None:
-    """The file parsed by Arrow's CSV reader, split on ``delimiter`` alone, its ids checked
-    and a repeated doc looked for (:attr:`Rows.repeated_row`); None when Arrow refuses it or
-    an id or value is not clean."""
-    query_name, doc_name = layout.names[layout.query], layout.names[layout.doc]
-    types = {
-        query_name: pa.binary(),
-        doc_name: pa.binary(),
-        layout.value_name: pa.int64() if layout.integer else pa.float64(),
-    }
+def _parsed(path: Path, layout: Layout, delimiter: str) -> pa.Table | None:
+    """The file's query ids, doc ids (as bytes) and values, parsed by Arrow's CSV reader split
+    on ``delimiter`` alone; None when Arrow refuses it."""
+    types = _fast_types(layout)
     try:
-        table = pcsv.read_csv(
+        return pcsv.read_csv(
             path,
             read_options=pcsv.ReadOptions(column_names=list(layout.names)),
             parse_options=pcsv.ParseOptions(
@@ -165,27 +160,42 @@ def _parsed(path: Path, layout: Layout, delimiter: str) -> Rows | None:
                 strings_can_be_null=False,
             ),
         )
-        # The cast checks that the bytes are UTF-8, a whole buffer at a time.
-        query_column = table[query_name].cast(pa.string())
-        doc_column = table[doc_name].cast(pa.string())
-    except (pa.ArrowInvalid, UnicodeDecodeError):
+    except pa.ArrowInvalid:
         return None
-    rows = _fast_rows(query_column, doc_column, as_numpy(table[layout.value_name]), layout)
-    if rows is not None:
-        rows.repeated_row  # noqa: B018 - a cached property, computed on this thread
-    return rows
 
 
-def _fast_rows(
-    query_column: pa.ChunkedArray, doc_column: pa.ChunkedArray, values: np.ndarray, layout: Layout
-) -> Rows | None:
-    """The rows that the fast path parsed, or None when a query id or value is not clean."""
+def _fast_types(layout: Layout) -> dict[str, pa.DataType]:
+    """The columns the fast path parses, and their Arrow types."""
+    return {
+        layout.names[layout.query]: pa.binary(),
+        layout.names[layout.doc]: pa.binary(),
+        layout.value_name: pa.int64() if layout.integer else pa.float64(),
+    }
+
+
+def _fast_rows(table: pa.Table, layout: Layout, below_del: bool) -> Rows | None:
+    """The rows of the table Arrow parsed, or None when an id or a value is not clean.
+
+    Every byte below DEL (``below_del``, known from the layout check) makes every id valid
+    UTF-8, and each one a run of printable ASCII: then the ids are not checked again (their
+    cast to strings is a view; checking them took 0.2-0.3 CPU s of a 10M-line run).
+    """
+    values = as_numpy(table[layout.value_name])
     # The minimum is NaN when any value is: a reduction, no mask of every row.
     if not layout.integer and len(values) and np.isnan(values.min()):
         return None
-    # The doc ids are checked once the file's bytes are known (read_fast). Every row's query
-    # id is one of the distinct ones: only those are checked. A comment line with the right
-    # number of fields parses, its query id starting with '#'.
+    as_text = pc.CastOptions(target_type=pa.string(), allow_invalid_utf8=below_del)
+    try:
+        query_column, doc_column = (
+            pc.cast(table[layout.names[field]], options=as_text)
+            for field in (layout.query, layout.doc)
+        )
+    except pa.ArrowInvalid:  # not UTF-8
+        return None
+    if not (below_del or _clean_ids(doc_column)):
+        return None
+    # Every row's query id is one of the distinct ones: only those are checked. A comment
+    # line with the right number of fields parses, its query id starting with '#'.
     query_index, query_ids = factorize_runs(query_column)
     distinct = arrow_array(query_ids)
     if pc.any(pc.starts_with(distinct, "#")).as_py() or not _clean_ids(distinct):

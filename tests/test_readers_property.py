@@ -213,3 +213,21 @@ def test_the_fast_path_declines_an_id_with_del_or_a_c1_control_in_a_clean_layout
     path.write_text("q1 Q0 d1 1 2.5 t\nq1 Q0 dé2 2 1.5 t\n", encoding="utf-8")
     rows = trec_arrow.read_fast(path, trec.RUN, "q1 Q0 d1 1 2.5 t")
     assert to_pylist(rows.doc_ids) == ["d1", "dé2"]  # past DEL but clean: taken
+
+
+def test_the_fast_path_declines_ids_that_are_not_utf8_and_takes_ascii_ones_as_written():
+    # The ids of a file whose every byte is ASCII are taken without a UTF-8 check (they are
+    # UTF-8); a byte past ASCII that is not UTF-8, in a query id or a doc id, is declined by
+    # the fast path and refused by the reading, on its line.
+    ascii_rows = b"q1 Q0 d1 1 2.5 t\nq1 Q0 d2 2 1.5 t\nq2 Q0 d1 1 0.5 t\n"
+    assert read_with("fast", ascii_rows, trec.RUN) == [
+        ("q1", "d1", 2.5),
+        ("q1", "d2", 1.5),
+        ("q2", "d1", 0.5),
+    ]
+    for line in (b"q1 Q0 d\xff2 2 1.5 t\n", b"q\xc3 Q0 d2 2 1.5 t\n"):
+        data = b"q1 Q0 d1 1 2.5 t\n" + line
+        assert read_with("fast", data, trec.RUN) is None
+        refusal = read_with("plain", data, trec.RUN)
+        assert refusal[:2] == ("refused", 2)
+        assert read_with("general", data, trec.RUN) == refusal
