@@ -29,14 +29,26 @@ class LazyModule:
 
     def __getattr__(self, attribute: str) -> object:
         if self._module is None:
-            with _IMPORTING:
-                self._module = importlib.import_module(self._name)
+            load_arrow()
+            self._module = sys.modules[self._name]
         return getattr(self._module, attribute)
 
 
 pa = LazyModule("pyarrow")
 pc = LazyModule("pyarrow.compute")
 pcsv = LazyModule("pyarrow.csv")
+ARROW_MODULES = ("pyarrow", "pyarrow.compute", "pyarrow.csv")
+
+
+def load_arrow() -> None:
+    """Import pyarrow, its compute functions and its CSV reader (one thread at a time).
+
+    All three at once: pyarrow's own functions import pyarrow.compute when first called (a
+    cast, a filter), which would otherwise be a first import outside this lock.
+    """
+    with _IMPORTING:
+        for name in ARROW_MODULES:
+            importlib.import_module(name)
 
 
 def arrow_loaded() -> bool:

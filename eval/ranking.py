@@ -37,7 +37,7 @@ from eval.columns import (
     take_rows,
 )
 from eval.groups import ranges
-from eval.readers import PLAIN_MAX_LINES, Golden, Run
+from eval.readers import PLAIN_MAX_LINES, Golden, Run, ready_for_threads
 
 if TYPE_CHECKING:  # a small file's ids are numpy arrays: pyarrow is imported only for a large one
     import pyarrow as pa
@@ -86,6 +86,7 @@ def concurrently(*calls: Callable[[], object], threads: bool = True) -> list:
     """
     if not threads:
         return [call() for call in calls]
+    ready_for_threads()  # no first import on two threads at once (see there)
     # Plain threads: concurrent.futures (with logging and queue) costs a small eval 5 ms to import.
     results: list = [None] * len(calls)
     errors: list[BaseException | None] = [None] * len(calls)

@@ -12,14 +12,15 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
 from eval import trec, validation
-from eval.arrow import arrow_loaded, pa, pc
+from eval.arrow import arrow_loaded, load_arrow, pa, pc
 from eval.columns import (
     PairIndex,
     arrow_array,
@@ -260,14 +261,35 @@ def version_of(digests: tuple[int, int]) -> str:
 def _sha256(data: bytes):  # -> a hash object (hashlib names no public type for it)
     """SHA-256 by CPython's own module where it has one: hashlib loads OpenSSL first, 3 ms
     of a small eval's start-up (the same digests either way)."""
-    for module in ("_sha2", "_sha256"):  # Python 3.12+, 3.11
+    return _sha256_module().sha256(data)
+
+
+@cache
+def _sha256_module() -> ModuleType:
+    for name in ("_sha2", "_sha256"):  # Python 3.12+, 3.11
         try:
-            return importlib.import_module(module).sha256(data)
+            return importlib.import_module(name)
         except ImportError:
             continue
     import hashlib
 
-    return hashlib.sha256(data)
+    return hashlib
+
+
+def ready_for_threads() -> None:
+    """Import now, on the calling thread, what eval's threads import on first use: pyarrow
+    and the Arrow parsers (a large file), SHA-256 (a golden set's version).
+
+    :func:`eval.ranking.concurrently` calls it before it starts its threads. Two threads
+    making a module's first import at the same moment can meet it half-initialised in
+    CPython 3.11 ("cannot import name 'BuildInfo' from partially initialized module
+    'pyarrow.lib'"): it failed 1 eval of a 200,000-line messy run in about 100, even with
+    eval.arrow's lock (which pyarrow's own lazy imports bypass).
+    """
+    from eval import trec_arrow  # noqa: F401 - imported for the threads that read with it
+
+    load_arrow()
+    _sha256_module()
 
 
 def _rows_digest(columns: list[np.ndarray]) -> int:

@@ -130,6 +130,42 @@ def test_a_small_run_of_long_ids_is_read_without_arrow(tmp_path: Path):
     assert loaded == ([], 0)
 
 
+# Every module imported for the first time on a thread other than the main one, by a
+# `goldset` command run in a fresh interpreter.
+WORKER_IMPORTS = """
+import sys, threading
+
+first_imports = []
+
+class Recorder:  # asked first for every module not imported yet
+    def find_spec(self, name, path=None, target=None):
+        if threading.current_thread() is not threading.main_thread():
+            first_imports.append(name)
+
+sys.meta_path.insert(0, Recorder())
+sys.argv = ["goldset", *sys.argv[1:]]
+from labeler.cli import main
+try:
+    main()
+finally:
+    print("WORKER_IMPORTS", *first_imports)
+"""
+
+
+def test_a_large_eval_makes_no_first_import_on_its_threads(tmp_path: Path):
+    # Two threads making a module's first import at once can meet it half-initialised
+    # (CPython 3.11): it failed 1 eval of a 200,000-line messy run in about 100. What eval's
+    # threads use is imported before they start (eval.readers.ready_for_threads).
+    qrels, run = tmp_path / "qrels.txt", tmp_path / "run.trec"
+    qrels.write_text("".join(f"q{q} 0 d{q} 1\n" for q in range(800)))
+    for messy in (False, True):  # Arrow's fast path, or its general parser
+        space = "  " if messy else " "
+        lines = (f"q{q}{space}Q0 d{d} {d + 1} {100 - d} t\n" for q in range(800) for d in range(99))
+        run.write_text("".join(lines))
+        arguments = ["eval", "--golden", qrels, "--run", run, "--json"]
+        assert fresh_interpreter(WORKER_IMPORTS, *arguments)[-1] == "WORKER_IMPORTS"
+
+
 def test_a_large_run_is_read_and_ranked_on_two_threads(tmp_path: Path):
     qrels, run = tmp_path / "qrels.txt", tmp_path / "run.trec"
     qrels.write_text("".join(f"q{q} 0 d{q} 1\n" for q in range(800)))
