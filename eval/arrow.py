@@ -21,7 +21,8 @@ _IMPORTING = threading.Lock()
 
 
 class LazyModule:
-    """A module imported the first time one of its attributes is looked up."""
+    """One of :data:`ARROW_MODULES`, imported (with the others: :func:`load_arrow`) the first
+    time one of its attributes is looked up."""
 
     def __init__(self, name: str):
         self._name = name
