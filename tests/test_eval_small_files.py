@@ -72,8 +72,9 @@ def test_eval_of_a_small_golden_set_imports_neither_pyarrow_nor_pandas_nor_start
 
 
 # Run in a fresh interpreter after the ``goldset`` console script's entry point
-# (``labeler.cli:main``): whether the cycle collector runs, and whether glibc's malloc maps a
-# 64 MiB block on its own (its default) rather than carving it from memory it keeps.
+# (``labeler.cli:main``, or ``cli`` run in-process as a test runs it): whether the cycle
+# collector runs, and whether glibc's malloc maps a 64 MiB block on its own (its default)
+# rather than carving it from memory it keeps.
 PROCESS_STATE_AFTER = """
 import atexit, ctypes, gc, sys
 
@@ -89,15 +90,19 @@ def report():
     print("STATE", gc.isenabled(), mallinfo2().hblkhd >= block.nbytes)
 
 atexit.register(report)
-sys.argv = ["goldset", *sys.argv[1:]]
-from labeler.cli import main
-main()
+entry, sys.argv = sys.argv[1], ["goldset", *sys.argv[2:]]
+from labeler.cli import cli, main
+if entry == "main":
+    main()
+else:
+    from click.testing import CliRunner
+    assert CliRunner().invoke(cli, sys.argv[1:]).exit_code == 0
 """
 
 
-def process_state_after(*arguments: str | Path) -> tuple[bool, bool]:
+def process_state_after(*arguments: str | Path, entry: str = "main") -> tuple[bool, bool]:
     """(collector running, large blocks mapped apart) once ``goldset`` ran these arguments."""
-    state = fresh_interpreter(PROCESS_STATE_AFTER, *arguments)[-1].split()
+    state = fresh_interpreter(PROCESS_STATE_AFTER, entry, *arguments)[-1].split()
     assert state[0] == "STATE"
     return state[1] == "True", state[2] == "True"
 
@@ -107,6 +112,12 @@ def test_an_eval_pauses_the_collector_and_keeps_freed_memory_other_commands_chan
     assert process_state_after("eval", "--golden", qrels, "--run", run, "--json") == (False, False)
     cost = ["--queries", "40", "--docs-per-query", "4", "--seconds", "9", "--rate", "60"]
     assert process_state_after("cost", *cost) == (True, True)
+
+
+def test_cli_run_in_process_leaves_the_collector_and_malloc_as_they_were():
+    qrels, run = CRANFIELD / "qrels.tsv", CRANFIELD / "runs" / "bm25.trec"
+    arguments = ["eval", "--golden", qrels, "--run", run, "--json"]
+    assert process_state_after(*arguments, entry="cli") == (True, True)
 
 
 def test_compare_of_small_runs_with_a_gate_imports_neither_pyarrow_nor_pandas(tmp_path: Path):

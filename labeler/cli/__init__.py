@@ -82,14 +82,23 @@ def main() -> None:
     :func:`cli` turns the collector back on for every command but ``BATCH_COMMANDS``.
     """
     gc.disable()
-    cli()
+    cli(obj=OWN_PROCESS)
+
+
+# main's mark on the context: the process is goldset's own, so the process-wide settings
+# (the cycle collector, malloc) are its to choose. Called in-process (a test's CliRunner, a
+# caller's script), cli leaves them as the caller has them.
+OWN_PROCESS = "the goldset console script"
 
 
 @click.group(cls=LazyGroup)
 @click.version_option(package_name="goldset")
 def cli() -> None:
     """goldset: build golden sets for search and RAG evaluation, and evaluate systems on them."""
-    if click.get_current_context().invoked_subcommand in BATCH_COMMANDS:
+    context = click.get_current_context()
+    if context.obj != OWN_PROCESS:
+        return
+    if context.invoked_subcommand in BATCH_COMMANDS:
         _reuse_freed_memory()
     else:
         gc.enable()
