@@ -63,9 +63,12 @@ def measure(command: Sequence[str], *, env: dict[str, str] | None = None) -> Mea
     with tempfile.TemporaryFile() as stderr:
         launcher = [sys.executable, "-S", "-c", LAUNCHER, *command]
         done = subprocess.run(launcher, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env)
-        *output, usage = done.stdout.split("\n")[:-1]
-        code, wall_seconds, cpu_seconds, max_rss_kib = json.loads(usage)
-        if code != 0 or done.returncode != 0:
+        # The launcher fails only when the command cannot start (then it prints no usage).
+        code = done.returncode
+        if code == 0:
+            *output, usage = done.stdout.split("\n")[:-1]
+            code, wall_seconds, cpu_seconds, max_rss_kib = json.loads(usage)
+        if code != 0:
             stderr.seek(0)
             tail = stderr.read().decode(errors="replace")[-3000:]
             raise RuntimeError(f"{' '.join(command)} exited with {code}:\n{tail}")

@@ -255,17 +255,13 @@ class Run:
 
 def version_of(digests: tuple[int, int]) -> str:
     """The :attr:`Golden.version` of a golden set whose :attr:`Golden.digests` are these."""
-    return _sha256(repr(list(digests)).encode()).hexdigest()[:16]
-
-
-def _sha256(data: bytes):  # -> a hash object (hashlib names no public type for it)
-    """SHA-256 by CPython's own module where it has one: hashlib loads OpenSSL first, 3 ms
-    of a small eval's start-up (the same digests either way)."""
-    return _sha256_module().sha256(data)
+    return _sha256_module().sha256(repr(list(digests)).encode()).hexdigest()[:16]
 
 
 @cache
 def _sha256_module() -> ModuleType:
+    """SHA-256 by CPython's own module where it has one: hashlib loads OpenSSL first, 3 ms
+    of a small eval's start-up (the same digests either way)."""
     for name in ("_sha2", "_sha256"):  # Python 3.12+, 3.11
         try:
             return importlib.import_module(name)
