@@ -10,7 +10,8 @@ values here, so that one input is accepted or refused alike everywhere:
   ±inf, as trec_eval reads them (a number beyond the double range reads as ±inf, like strtod);
 - ``seconds`` is a finite number >= 0; a time is ISO-8601 and stays in range once moved to UTC;
 - a JSON line nests at most ``MAX_JSON_DEPTH`` levels, holds no integer longer than Python
-  parses (4,300 digits) and no lone surrogate (``"\\ud800"`` is not a character).
+  parses (4,300 digits), no lone surrogate (``"\\ud800"`` is not a character) and no key twice
+  in one object (``{"grade": 0, "grade": 3}`` has no one reading: JSON parsers disagree on it).
 
 The golden-set record (DESIGN.md, "Golden set") is defined once, by :func:`golden_record`:
 the eval reader and the importer both read golden JSONL through it.
@@ -184,9 +185,12 @@ def json_lines(path: Path) -> Iterator[tuple[int, object]]:
 
 def json_value(text: str, where: Where) -> object:
     """One JSON document, refused (never a RecursionError or a vague ValueError) when it is
-    not JSON, nests too deep, holds an integer too long to parse or a lone surrogate."""
+    not JSON, nests too deep, holds an integer too long to parse, a lone surrogate or a key
+    given twice in one object."""
     try:
-        value = json.loads(text)
+        value = json_document(text)
+    except RepeatedKey as repeated:
+        raise InputError(*where, repeated.key, "is given twice in one object") from None
     except json.JSONDecodeError as error:
         problem = f"not valid JSON ({error.msg} at column {error.colno})"
         raise InputError(*where, None, problem) from None
@@ -200,6 +204,33 @@ def json_value(text: str, where: Where) -> object:
     if brackets > MAX_JSON_DEPTH or surrogates:
         _check_nesting_and_text(value, where)
     return value
+
+
+class RepeatedKey(ValueError):
+    """A JSON object names one key twice (raised from inside the parser, caught by the caller)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _object_without_repeated_keys(pairs: list[tuple[str, object]]) -> dict:
+    """``json``'s hook for each object: the object as a dict, refused if a key repeats."""
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise RepeatedKey(key)
+            seen.add(key)
+    return value
+
+
+def json_document(text: str) -> object:
+    """Parse one JSON document strictly, as :func:`json_value` does, for text that is not a
+    line of a file (a judge's answer, a setting): refuses a repeated key with
+    :class:`RepeatedKey`, and otherwise raises what :func:`json.loads` raises."""
+    return json.loads(text, object_pairs_hook=_object_without_repeated_keys)
 
 
 def _check_nesting_and_text(value: object, where: Where) -> None:
