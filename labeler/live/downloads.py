@@ -9,13 +9,18 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
+import pandas as pd
+
 from eval.readers import Run, read_run
 from labeler.live.figures import report_table
 from labeler.store import Store
 
 __all__ = [
+    "FORMULA_STARTS",
     "exported",
     "golden_jsonl",
+    "inert_cell",
+    "inert_csv",
     "golden_qrels",
     "read_uploaded_run",
     "report_csv",
@@ -49,7 +54,36 @@ def report_json(report: Mapping) -> str:
 
 def report_csv(report: Mapping) -> str:
     """A metrics report as CSV: one row per slice and metric (see :func:`report_table`)."""
-    return report_table(report).to_csv(index=False)
+    return inert_csv(report_table(report))
+
+
+# A spreadsheet evaluates a cell that starts with one of these (OWASP's CSV injection rule):
+# ``=HYPERLINK(...)`` in a slice name would become a live link, ``@SUM(...)`` a formula.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def inert_cell(value: object) -> object:
+    """``value`` as a spreadsheet shows it but never evaluates: text starting with one of
+    :data:`FORMULA_STARTS` gets a leading ``'``. Anything else, numbers included, is
+    returned as it is: a number is not text, so ``-0.05`` stays the number -0.05, while the
+    text ``"-0.05"`` (a slice so named, say) becomes ``'-0.05`` like any text."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
+def inert_csv(frame: pd.DataFrame) -> str:
+    """``frame`` as CSV (without its index) whose text cells and column names are inert
+    (:func:`inert_cell`); numeric columns are written as numbers. Every CSV goldset writes
+    goes through it. Rows end in CRLF (RFC 4180), so that a cell holding a carriage return
+    is quoted, not split into two rows."""
+    columns = {
+        position: column if pd.api.types.is_numeric_dtype(column) else column.map(inert_cell)
+        for position, (_, column) in enumerate(frame.items())
+    }
+    inert = pd.DataFrame(columns, index=frame.index)
+    inert.columns = [inert_cell(name) for name in frame.columns]
+    return inert.to_csv(index=False, lineterminator="\r\n")
 
 
 def uploaded_file(folder: str, file_name: str, data: bytes) -> Path:
