@@ -234,6 +234,8 @@ def test_a_hostile_candidate_is_sent_as_quoted_data_and_cannot_change_the_parse(
 
 def test_the_api_key_comes_from_the_named_environment_variable(store, tmp_path, monkeypatch):
     monkeypatch.setenv("MY_JUDGE_KEY", "sk-test-123")
+    allowed = CliRunner().invoke(cli, ["judge-key-env", "--db", str(store.path), "MY_JUDGE_KEY"])
+    assert allowed.exit_code == 0, allowed.output
     with FakeJudge() as fake:
         result = goldset_judge(
             store, fake, "--name", "fake", "--api-key-env", "MY_JUDGE_KEY", "--limit", "2"

@@ -1,5 +1,6 @@
 """The machine judges' commands: ``judge`` labels pooled pairs through an OpenAI-compatible
-server, ``calibrate`` measures the judge against the humans."""
+server, ``judge-key-env`` names the variables its API key may come from, ``calibrate``
+measures the judge against the humans."""
 
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ from labeler.cli.text import fixed, signed
     "--api-key-env",
     default="GOLDSET_JUDGE_API_KEY",
     show_default=True,
-    help="Environment variable holding the API key (unset: no key, for a local server).",
+    help="Environment variable holding the API key (unset: no key, for a local server): "
+    "GOLDSET_JUDGE_*, OPENAI_API_KEY, or one allowed with goldset judge-key-env.",
 )
 @click.option(
     "--prompt",
@@ -46,7 +48,7 @@ from labeler.cli.text import fixed, signed
     type=click.FloatRange(min=0.1),
     default=60.0,
     show_default=True,
-    help="Seconds per request.",
+    help="Seconds per request, the whole of it (connecting, headers, body).",
 )
 @count_option("--retries", 0, 4, "Retries on 429/5xx/timeouts, with exponential backoff.")
 @click.option(
@@ -98,7 +100,9 @@ def judge(
     Any OpenAI-compatible chat-completions server (hosted, vLLM, Ollama, llama.cpp).
     Labels are kept apart, as machine:NAME: they enter no golden set, agreement or metric
     unless asked (goldset eval --labels machine|both). Resumable: pairs this judge has
-    labelled are skipped. Every call's model, prompt hash, tokens and seconds are kept.
+    labelled are skipped. Every call's model, prompt hash, tokens and seconds are kept, and
+    every failed pair is listed with its outcome. The key is sent to --base-url only: a
+    redirect is not followed. An answer over 1 MiB is not read.
     """
     from labeler import judges
     from labeler.pooling import read_pooled_run
@@ -106,19 +110,23 @@ def judge(
     if run_name and holes_run:
         raise click.UsageError("give --run NAME or --holes RUN_FILE, not both")
     identity = judges.judge_identity(name or model)
-    endpoint = judges.Endpoint.from_env(
-        base_url,
-        model,
-        api_key_env,
-        timeout=timeout,
-        retries=retries,
-        response_format=response_format,
-    )
     pairs = None
     if holes_run:
         rankings = read_pooled_run(holes_run, depth).rankings
         pairs = [(query_id, doc_id) for query_id, docs in rankings.items() for doc_id, _ in docs]
     with open_store(db, write=True) as store:
+        try:
+            endpoint = judges.Endpoint.from_env(
+                base_url,
+                model,
+                api_key_env,
+                store.judge_key_envs(),
+                timeout=timeout,
+                retries=retries,
+                response_format=response_format,
+            )
+        except ValueError as error:
+            raise _bad_input(str(error)) from None
         prompt = judges.Prompt.from_template(prompt_path, store.settings()["max_grade"])
         rows = store.machine_pairs(
             identity,
@@ -137,6 +145,16 @@ def judge(
         sys.exit(1)
 
 
+def _bad_input(message: str) -> click.ClickException:
+    """A refusal of what the command was given: one line, exit 2."""
+    failure = click.ClickException(message)
+    failure.exit_code = 2
+    return failure
+
+
+FAILURES_SHOWN = 20  # the text lists this many failed pairs; --json lists them all
+
+
 def _judging_text(summary) -> str:
     failed = ", ".join(f"{outcome} {count}" for outcome, count in sorted(summary.failed.items()))
     lines = [
@@ -145,9 +163,55 @@ def _judging_text(summary) -> str:
         f"{summary.calls} calls, {summary.prompt_tokens:,} prompt + "
         f"{summary.completion_tokens:,} completion tokens, {summary.seconds:.1f} s",
     ]
+    lines += [
+        f"  {failure['query_id']} {failure['doc_id']}: {failure['outcome']}: {failure['detail']}"
+        for failure in summary.failures[:FAILURES_SHOWN]
+    ]
+    if len(summary.failures) > FAILURES_SHOWN:
+        lines.append(f"  ... and {len(summary.failures) - FAILURES_SHOWN} more (--json: all)")
     if summary.stopped:
         lines.append(f"stopped ({summary.stopped}): run the same command again to resume")
     return "\n".join(lines)
+
+
+@click.command("judge-key-env")
+@click.option("--db", type=click.Path(exists=True, dir_okay=False), required=True)
+@click.argument("name", required=False)
+@click.option("--remove", is_flag=True, help="Take NAME off the allowed variables.")
+def judge_key_env(db, name, remove):
+    """Allow a judge's API key to come from the environment variable NAME; without NAME,
+    list the variables allowed.
+
+    \b
+    Example:
+        goldset judge-key-env --db project.db AZURE_OPENAI_KEY
+        goldset judge --db project.db --api-key-env AZURE_OPENAI_KEY \\
+            --base-url https://api.example.com/v1 --model big-model
+
+    GOLDSET_JUDGE_* and OPENAI_API_KEY are always allowed; any other variable only once
+    named here, from the command line: the app's Machine judges page cannot name a
+    variable of the server (its database password, a cloud token) and send it to a URL.
+    """
+    from labeler import judges
+
+    if remove and not name:
+        raise click.UsageError("--remove needs the NAME to take off")
+    if name:
+        try:
+            judges.key_env_name(name)
+        except ValueError as error:
+            raise _bad_input(str(error)) from None
+    with open_store(db, write=bool(name)) as store:
+        if not name:
+            always = f"{judges.KEY_ENV_PREFIX}*, {', '.join(sorted(judges.STANDARD_KEY_ENVS))}"
+            click.echo(f"always allowed: {always}")
+            click.echo(f"allowed in this project: {', '.join(store.judge_key_envs()) or 'none'}")
+        elif remove:
+            removed = store.forget_judge_key_env(name)
+            click.echo(f"{name} {'taken off' if removed else 'was not on'} the allowed list")
+        else:
+            store.allow_judge_key_env(name)
+            click.echo(f"a judge's API key may come from {name}")
 
 
 @click.command()

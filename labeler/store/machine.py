@@ -31,6 +31,10 @@ AND NOT EXISTS (SELECT 1 FROM adjudications d WHERE d.query_id = a.query_id)
 GROUP BY a.query_id
 """
 
+# The settings rows naming the environment variables an admin allowed a judge's key to come
+# from: one row a variable, its key this prefix and the variable's name.
+KEY_ENV_SETTING = "judge_key_env:"
+
 JUDGE_CALL_COLUMNS = (
     *("judge", "model", "prompt_sha256", "query_id", "doc_id", "attempt", "outcome", "grade"),
     *("reason", "detail", "prompt_tokens", "completion_tokens", "seconds"),
@@ -82,6 +86,29 @@ class MachineJudges(Settings):
             )
             if cursor.rowcount:
                 self._refresh_second_opinions([last["query_id"]])
+            return bool(cursor.rowcount)
+
+    def judge_key_envs(self) -> list[str]:
+        """The environment variables an admin allowed a judge's API key to come from, besides
+        those always allowed (see :func:`labeler.judges.key_env_allowed`), sorted."""
+        rows = self._rows(
+            "SELECT substr(key, ?) AS name FROM settings WHERE substr(key, 1, ?) = ? ORDER BY key",
+            (len(KEY_ENV_SETTING) + 1, len(KEY_ENV_SETTING), KEY_ENV_SETTING),
+        )
+        return [row["name"] for row in rows]
+
+    def allow_judge_key_env(self, name: str) -> None:
+        """Allow a judge's API key to come from the environment variable ``name``."""
+        with self._writing() as conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO settings (key, value) VALUES (?, '')",
+                (KEY_ENV_SETTING + name,),
+            )
+
+    def forget_judge_key_env(self, name: str) -> bool:
+        """Take ``name`` off the allowed variables; returns whether it was on them."""
+        with self._writing() as conn:
+            cursor = conn.execute("DELETE FROM settings WHERE key = ?", (KEY_ENV_SETTING + name,))
             return bool(cursor.rowcount)
 
     def _refresh_second_opinions(self, query_ids: Sequence[str] | None = None) -> None:
@@ -188,12 +215,14 @@ class MachineJudges(Settings):
 
     def machine_judges(self) -> list[dict]:
         """Every machine judge with its figures: judge, labels, calls, failed calls, tokens,
-        seconds (summed over calls) and the models it used."""
+        seconds (summed over calls) and the models it used. A token count that is not a
+        count (negative: kept by an older goldset) is left out; the sums are taken as floats
+        (``total``), so that counts near 2^63 add up instead of overflowing SQLite's integers."""
         return self._rows(
             "SELECT c.judge, coalesce(m.labels, 0) AS labels, count(*) AS calls, "
             "sum(c.outcome != 'ok') AS failed_calls, "
-            "coalesce(sum(c.prompt_tokens), 0) AS prompt_tokens, "
-            "coalesce(sum(c.completion_tokens), 0) AS completion_tokens, "
+            "CAST(total(max(c.prompt_tokens, 0)) AS INTEGER) AS prompt_tokens, "
+            "CAST(total(max(c.completion_tokens, 0)) AS INTEGER) AS completion_tokens, "
             "sum(c.seconds) AS seconds, group_concat(DISTINCT c.model) AS models "
             "FROM judge_calls c LEFT JOIN (SELECT judge, count(*) AS labels "
             "FROM machine_judgments GROUP BY judge) m ON m.judge = c.judge "

@@ -3,8 +3,10 @@ a judge on a bounded number of pairs; and its calibration against the humans.
 
 What ``goldset judge`` and ``goldset calibrate`` do, for the pairs of the project (the CLI
 adds runs' metric impact and the release gate). The API key is never typed here: the form
-names the environment variable of the server process that holds it. Data text (slice
-names, a server's error) reaches the page only through ``st.dataframe`` and ``st.text``.
+names the environment variable of the server process that holds it, and only a variable a
+judge's key may come from (``GOLDSET_JUDGE_*``, ``OPENAI_API_KEY``, or one registered with
+``goldset judge-key-env``): any other is refused unread. Data text (slice names, a server's
+error) reaches the page only through ``st.dataframe``, ``st.text`` and the escaped outcome.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from labeler.store import Store
 from labeler.views import context
 
 MOST_PAIRS = 500  # one run from the page waits for its pairs: keep it bounded
+FAILURES_SHOWN = 5  # failed pairs named in the outcome of a run
 
 
 def judges_section(store: Store) -> list[str]:
@@ -39,7 +42,11 @@ def run_form(store: Store, admin: str) -> None:
         base_url = st.text_input("Base URL", "http://127.0.0.1:8080/v1")
         model = st.text_input("Model")
         name = st.text_input("Judge name (default: the model)")
-        key_env = st.text_input("Environment variable of the API key", judges.DEFAULT_API_KEY_ENV)
+        key_env = st.text_input(
+            "Environment variable of the API key (GOLDSET_JUDGE_*, OPENAI_API_KEY, or one "
+            "allowed with goldset judge-key-env)",
+            judges.DEFAULT_API_KEY_ENV,
+        )
         response_format = st.selectbox("Ask for JSON as", judges.RESPONSE_FORMATS)
         template = st.text_area(
             "Prompt template ($scale and $max_grade are the project's grade scale)",
@@ -54,7 +61,9 @@ def run_form(store: Store, admin: str) -> None:
         limit = st.number_input("Pairs", min_value=1, max_value=MOST_PAIRS, value=20)
         retries = st.number_input("Retries on 429/5xx/timeouts", min_value=0, value=4)
         depth = st.number_input("Depth k (a pooled run's top k)", min_value=1, value=10)
-        timeout = st.number_input("Timeout per request (s)", min_value=1.0, value=60.0)
+        timeout = st.number_input(
+            "Timeout per request (s), connecting to the last byte", min_value=1.0, value=60.0
+        )
         concurrency = st.number_input("Requests at once", min_value=1, max_value=16, value=4)
         holes_only = st.checkbox("Only the holes: pairs no human labelled")
         if st.form_submit_button("Judge"):
@@ -64,6 +73,7 @@ def run_form(store: Store, admin: str) -> None:
                     base_url,
                     model,
                     key_env,
+                    store.judge_key_envs(),
                     response_format=response_format,
                     retries=retries,
                     timeout=timeout,
@@ -85,8 +95,8 @@ def _run(
     concurrency: int,
 ) -> str:
     """Judge the ``pairs`` asked for (:meth:`Store.machine_pairs`' options); the outcome."""
-    if not endpoint.base_url or not endpoint.model:
-        raise ValueError("a judge needs a base URL and a model")
+    if not endpoint.model:
+        raise ValueError("a judge needs a model")
     identity = judges.judge_identity(name)
     prompt = judges.Prompt.from_text(template, store.settings()["max_grade"])
     rows = store.machine_pairs(identity, **pairs)
@@ -96,9 +106,13 @@ def _run(
         )
     failed = ", ".join(f"{outcome} {count}" for outcome, count in sorted(summary.failed.items()))
     stopped = f"; stopped ({summary.stopped}): run again to resume" if summary.stopped else ""
+    pairs_failed = "".join(
+        f"; {failure['query_id']} {failure['doc_id']}: {failure['outcome']}: {failure['detail']}"
+        for failure in summary.failures[:FAILURES_SHOWN]
+    )
     return (
         f"{identity}: {summary.labelled} of {summary.pairs} pairs labelled"
-        f"{f'; failed: {failed}' if failed else ''}{stopped}"
+        f"{f'; failed: {failed}' if failed else ''}{stopped}{pairs_failed}"
     )
 
 
