@@ -5,7 +5,9 @@ project database, default ``data/goldset.db``).
 
 This file is both the script Streamlit runs for every page view (as ``__main__``) and the
 server: ``streamlit run`` finds ``app = App(...)`` below and serves it, which adds the endpoint
-that sets the session cookie (:mod:`labeler.session_cookie`) to Streamlit's own server.
+that sets the session cookie (:mod:`labeler.session_cookie`) to Streamlit's own server, and,
+before anything else, the check of every request's host (:mod:`labeler.hosts`: loopback names
+and the hosts named in ``GOLDSET_ALLOWED_HOSTS``; no other host gets the app).
 """
 
 import logging
@@ -13,7 +15,7 @@ import secrets
 
 import streamlit as st
 
-from labeler import session_cookie, signin
+from labeler import hosts, session_cookie, signin
 from labeler.accounts import has_role
 from labeler.views import context
 
@@ -70,8 +72,14 @@ else:  # imported by `streamlit run` to serve the app
     # What the pages import, imported at the server's start, not by the first page view
     # (0.2-0.4 s of the dashboard's first render at load 3).
     import altair  # noqa: F401
+    from starlette.middleware import Middleware
     from streamlit.starlette import App
 
     from labeler import live  # noqa: F401
 
-    app = App(__file__, routes=session_cookie.routes(), on_script_error=unexpected_error)
+    app = App(
+        __file__,
+        routes=session_cookie.routes(),
+        middleware=[Middleware(hosts.HostGuard, named=hosts.named_hosts())],
+        on_script_error=unexpected_error,
+    )

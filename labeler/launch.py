@@ -1,11 +1,14 @@
-"""Start the Streamlit app for a project: ``goldset app [--db PATH] [--host H] [--port N]``.
+"""Start the Streamlit app for a project: ``goldset app [--db PATH] [--host H] [--port N]
+[--allow-host NAME ...]``.
 
 The command becomes ``python -m streamlit run labeler/app.py`` (the process is replaced, so
 signals such as SIGTERM reach Streamlit itself); the database path travels in the
-``GOLDSET_DB`` environment variable. Streamlit reads ``.streamlit/config.toml`` only from the
-current directory, so every setting of the project's config (theme, address, toolbar...) is
-passed on the command line, from the copy shipped in the package: the app looks and behaves the
-same whatever directory the command is started from, from a clone or from an installed wheel.
+``GOLDSET_DB`` environment variable, the host names the app answers to besides loopback ones
+in ``GOLDSET_ALLOWED_HOSTS`` (:mod:`labeler.hosts`). Streamlit reads ``.streamlit/config.toml``
+only from the current directory, so every setting of the project's config (theme, address,
+toolbar...) is passed on the command line, from the copy shipped in the package: the app looks
+and behaves the same whatever directory the command is started from, from a clone or from an
+installed wheel.
 """
 
 from __future__ import annotations
@@ -17,9 +20,11 @@ import time
 import tomllib
 import urllib.request
 import webbrowser
+from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
+from labeler import hosts
 from labeler.auth import is_loopback
 
 PACKAGE = Path(__file__).resolve().parent
@@ -38,16 +43,35 @@ CONFIG = next(
 )
 DB_ENV = "GOLDSET_DB"
 OPEN_WAIT_SECONDS = 60  # how long --open waits for the server before giving up
+WILDCARD_HOSTS = ("0.0.0.0", "::", "")  # listen on every address of the machine
 
 
-def check_host(host: str, has_users: bool) -> None:
-    """Refuse to serve a project without users beyond this machine: anyone could label in it."""
-    if not has_users and not is_loopback(host):
+def check_host(host: str, has_users: bool, named_hosts: Sequence[str] = ()) -> None:
+    """Refuse to serve a project without users beyond this machine: anyone could label in it,
+    whether it listens on a network or answers to a name a proxy forwards (``named_hosts``)."""
+    if has_users:
+        return
+    if not is_loopback(host):
         raise ValueError(
             f"refusing to listen on {host}: the project has no users, so anyone who can reach "
             "the app could label as the local annotator. Add one with `goldset user add NAME` "
             "(a login is then required), or use --host 127.0.0.1"
         )
+    if named_hosts:
+        raise ValueError(
+            f"refusing to answer to {', '.join(named_hosts)}: the project has no users, so "
+            "it serves this machine only. Add one with `goldset user add NAME` first"
+        )
+
+
+def allowed_hosts(host: str, named: Sequence[str]) -> list[str]:
+    """The host names the app answers to besides loopback ones: the ``named`` ones (each
+    checked: ValueError for one that is not a host name) and the address it listens on, when
+    that is one address of this machine (``--host 10.0.0.5`` is reached as 10.0.0.5)."""
+    names = [hosts.host_name(name) for name in named]
+    if host not in WILDCARD_HOSTS and not is_loopback(host):
+        names += hosts.valid_names([host])
+    return list(dict.fromkeys(names))
 
 
 def config_settings(config: Path | None = CONFIG) -> dict[str, str]:
@@ -85,7 +109,7 @@ def has_display() -> bool:
 
 def app_url(host: str, port: int) -> str:
     """The address a browser opens (a wildcard host is reached through loopback)."""
-    shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+    shown = "127.0.0.1" if host in WILDCARD_HOSTS else host
     return f"http://{shown}:{port}/"
 
 
@@ -119,24 +143,32 @@ def _open_later(url: str) -> None:
     )
 
 
-def app_environment(db: str | Path | None) -> dict[str, str]:
-    """The environment for the app process: this one, plus the absolute database path."""
+def app_environment(db: str | Path | None, allowed: Sequence[str] = ()) -> dict[str, str]:
+    """The environment for the app process: this one, plus the absolute database path and
+    the host names it answers to besides loopback ones (none unless given: not inherited)."""
     env = dict(os.environ)
     if db is not None:
         env[DB_ENV] = str(Path(db).resolve())
     else:
         env.pop(DB_ENV, None)
+    env[hosts.ALLOWED_HOSTS_ENV] = ",".join(allowed)
     return env
 
 
 def serve(
-    db: str | Path | None, host: str, port: int, has_users: bool, open_browser: bool = False
+    db: str | Path | None,
+    host: str,
+    port: int,
+    has_users: bool,
+    open_browser: bool = False,
+    named_hosts: Sequence[str] = (),
 ) -> NoReturn:
     """Replace this process with the Streamlit server for the project (never returns);
-    ``open_browser`` opens the app in the browser once it is up."""
-    check_host(host, has_users)
+    ``open_browser`` opens the app in the browser once it is up; ``named_hosts`` are the host
+    names it answers to besides loopback ones and its own address."""
+    check_host(host, has_users, named_hosts)
     command = streamlit_command(host, port)
-    environment = app_environment(db)
+    environment = app_environment(db, allowed_hosts(host, named_hosts))
     if open_browser:
         _open_later(app_url(host, port))
     os.execve(command[0], command, environment)

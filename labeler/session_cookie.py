@@ -11,20 +11,20 @@ ticket here (:mod:`labeler.signin`), and this response sets the cookie.
 The cookie is ``HttpOnly`` (no script can read it), ``SameSite=Strict`` and ``Secure`` over
 HTTPS. Strict costs nothing here: the app's own page opens the websocket that carries the cookie,
 so even a link followed from another site (a mail, a chat) arrives signed in, while no other site
-can make the browser send it or plant one.
+can make the browser send it or plant one. Only the app's own page on an allowed host may
+claim a cookie (:func:`labeler.hosts.is_from_own_page`: browsers send ``Origin`` with a POST).
 """
 
 from __future__ import annotations
 
 import os
-from urllib.parse import urlsplit
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
-from labeler import accounts
+from labeler import accounts, hosts
 from labeler.launch import DB_ENV
 from labeler.store import Store
 
@@ -40,7 +40,9 @@ def routes() -> list[Route]:
 
 async def claim(request: Request) -> Response:
     """Trade the one-time ticket in the request body for the session cookie (204), or 403."""
-    if not _same_origin(request):
+    if not hosts.is_from_own_page(
+        request.headers.get("origin"), request.headers.get("host"), hosts.named_hosts()
+    ):
         return PlainTextResponse("cross-site request refused", status_code=403)
     body = await request.body()
     ticket = body[: TICKET_CHARS + 1].decode("ascii", "replace").strip()
@@ -64,9 +66,3 @@ def _claim(ticket: str) -> str | None:
     path = os.environ.get(DB_ENV)
     with Store(path) if path else Store.open_default() as store:
         return accounts.claim_session(store, ticket)
-
-
-def _same_origin(request: Request) -> bool:
-    """Only the app's own page may claim a cookie: browsers send ``Origin`` with a POST."""
-    origin = request.headers.get("origin")
-    return bool(origin) and urlsplit(origin).netloc == request.headers.get("host")

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from labeler.cli.common import (
+    changing_project,
     count_option,
     db_option,
     fail_on_bad_input,
@@ -150,7 +151,7 @@ def import_command(tasks_file, corpus, db):
     """
     if tasks_file is None and corpus is None:
         raise click.UsageError("give a TASKS_FILE, --corpus FILE, or both")
-    with open_store(db, write=True, create=True) as store:
+    with changing_project(db, create=True) as store:
         if tasks_file is not None:
             counts = store.import_tasks(tasks_file)
             click.echo(
@@ -185,7 +186,7 @@ def configure(mode, depth, max_grade, binary, threshold, by, as_json, db):
     if binary and max_grade not in (None, 1):
         raise click.UsageError("--binary means --max-grade 1")
     max_grade = 1 if binary else max_grade
-    with open_store(db, write=True, create=True) as store:
+    with changing_project(db, create=True) as store:
         settings = store.configure(
             mode=mode, depth=depth, max_grade=max_grade, rel_threshold=threshold, by=by
         )
@@ -226,7 +227,7 @@ def pool(corpus, queries, runs, depth, db):
     Without --corpus and --queries the project's own documents and queries are used:
     "goldset pool --run new.trec --db project.db" adds a new system's unjudged top 10.
     """
-    with open_store(db, write=True, create=True) as store:
+    with changing_project(db, create=True) as store:
         counts = store.pool(corpus, queries, runs, depth)
     click.echo(
         f"pooled {', '.join(counts['runs'])} at depth {depth}: "
@@ -331,18 +332,27 @@ def status(db, as_json):
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", type=click.IntRange(1, 65535), default=8501, show_default=True)
 @click.option(
+    "--allow-host",
+    "named_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="A host name (or address) the app answers to besides localhost, 127.0.0.1 and ::1, "
+    "as browsers reach it; repeatable. Needs users.",
+)
+@click.option(
     "--open/--no-open",
     "open_browser",
     default=None,
     help="Open the app in the browser once it is up [default: when a display exists].",
 )
 @fail_on_bad_input
-def app(db, host, port, open_browser):
+def app(db, host, port, named_hosts, open_browser):
     """Start the labelling app and open it in the browser.
 
     \b
     Example:
         goldset app --db project.db --port 8501
+        goldset app --db project.db --host 0.0.0.0 --allow-host labels.example.org
 
     Without --db the default project is used (created from the demo set on first use):
     data/goldset.db in a clone of the repository, else goldset/goldset.db in the user's data
@@ -350,14 +360,24 @@ def app(db, host, port, open_browser):
     the package, so it behaves the same from any directory. With no users in the project the
     app serves one local annotator and listens on loopback only; once users exist
     (goldset user add NAME) everyone logs in.
-    """
-    from labeler.launch import app_url, has_display, serve
 
+    The app answers only requests addressed to a loopback name (localhost, 127.0.0.1, ::1),
+    to the address given with --host, and to the names given with --allow-host: any other
+    name is refused (403), so that no web page can reach the app by pointing its own name at
+    this machine.
+    """
+    from labeler.launch import allowed_hosts, app_url, has_display, serve
+
+    try:
+        allowed_hosts(host, named_hosts)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--allow-host") from None
     with open_store(db, write=True, create=db is None) as store:
         has_users = bool(store.annotators())
         path = store.path
     click.echo(f"goldset: serving {path} on {app_url(host, port)}", err=True)
-    serve(db, host, port, has_users, has_display() if open_browser is None else open_browser)
+    browser = has_display() if open_browser is None else open_browser
+    serve(db, host, port, has_users, browser, named_hosts)
 
 
 def _with_machine_judgments(records, identity: str, machine: pd.DataFrame, labels: str):

@@ -13,6 +13,7 @@ import streamlit as st
 
 from labeler import accounts, live, render, signin
 from labeler.auth import LOCAL_ANNOTATOR, is_loopback
+from labeler.hosts import is_loopback_host
 from labeler.judging import LabelSession
 from labeler.launch import DB_ENV
 from labeler.store import ProjectError, Store
@@ -63,8 +64,9 @@ def require_user() -> dict:
     """
     if not store().annotators():
         # `goldset app` refuses other hosts, but `streamlit run` or removing the last user
-        # while the app is served on a network must not make every visitor an admin either.
-        if not is_loopback(st.get_option("server.address") or ""):
+        # while the app is served on a network, or under a name the admin allowed, must not
+        # make every visitor an admin either.
+        if not _served_to_this_machine_only():
             st.error(
                 "This project has no users, so the app only serves this machine (127.0.0.1). "
                 "Add a user (goldset user add NAME) to serve it on a network."
@@ -77,6 +79,15 @@ def require_user() -> dict:
     _forget_user()
     _login_form()
     st.stop()
+
+
+def _served_to_this_machine_only() -> bool:
+    """Whether the server listens on loopback and this page was asked for by a loopback name.
+    (Only a run without a browser has no Host: the server refuses a request without one.)"""
+    host = st.context.headers.get("Host")
+    return is_loopback(st.get_option("server.address") or "") and (
+        host is None or is_loopback_host(host)
+    )
 
 
 def require_role(needed: str) -> dict:
