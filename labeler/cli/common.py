@@ -8,7 +8,8 @@ click here (the store, pandas and eval are imported by the functions that use th
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -98,6 +99,37 @@ def open_store(db: str | None, *, write: bool = False, create: bool = False) -> 
         failure = click.ClickException(str(error))
         failure.exit_code = 2
         raise failure from None
+
+
+@contextmanager
+def changing_project(db: str | None, *, create: bool = False) -> Iterator[Store]:
+    """:func:`open_store` for a command that writes, as a context: a project file that the
+    command created (``create``: import, pool, configure at a new path) is deleted again if
+    the command is refused, so that a refusal leaves no file behind, as it leaves an existing
+    project unchanged."""
+    path = None if db is None else Path(db)
+    # An empty file is a project to create too (see Store.open_project): it is emptied again.
+    was_empty = path is not None and path.is_file() and path.stat().st_size == 0
+    created = create and path is not None and (was_empty or not path.exists())
+    with open_store(db, write=True, create=create) as store:
+        try:
+            yield store
+        except BaseException:
+            if created:
+                store.close()  # its last connection: nothing is written after this
+                _undo_creation(path, emptied=was_empty)
+            raise
+
+
+def _undo_creation(path: Path, *, emptied: bool) -> None:
+    """Remove the project a refused command created at ``path`` (and SQLite's files beside
+    it), or empty it again when it was an empty file."""
+    for part in (path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        part.unlink(missing_ok=True)
+    if emptied:
+        path.write_bytes(b"")
+    else:
+        path.unlink(missing_ok=True)
 
 
 def machine_labels(store: Store, judge_name: str | None) -> tuple[str, pd.DataFrame]:
