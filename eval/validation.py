@@ -4,7 +4,12 @@ Every reader (golden sets and runs in eval, tasks, corpus and queries in labeler
 values here, so that one input is accepted or refused alike everywhere:
 
 - an id is a non-empty string (or an integer, read as its digits) without control characters
-  (C0, DEL, C1): a tab or a newline inside an id would break every TREC file written from it;
+  (C0, DEL, C1) and without whitespace of any kind (a space, a no-break space, an em space...):
+  a TREC file separates its fields by whitespace, so it could not hold such an id, and tools
+  disagree on which Unicode spaces separate (trec_eval splits on ASCII only, Python's
+  ``str.split`` on them all). JSON could hold it, but then a project could not be exported as
+  qrels. (TREC text itself is read as trec_eval reads it: see :mod:`eval.trec`.) A name (an
+  annotator's) only may not hold a control character;
 - a grade is an integer that fits int64 (and 0..max_grade where the project sets a scale);
 - a score is a number; NaN is refused; ``finite`` scores (a task's) refuse ±inf, a run's may be
   ±inf, as trec_eval reads them (a number beyond the double range reads as ±inf, like strtod);
@@ -38,6 +43,9 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 # Deeper JSON has no business in these files, and Python's recursion limit is near 1,000.
 MAX_JSON_DEPTH = 64
 CONTROL = r"[\x00-\x1f\x7f-\x9f]"  # patterns: compiled by re when first used
+# What an id may not hold: a control character or whitespace (\s: what str.isspace() is
+# true for, ASCII and Unicode spaces alike).
+NOT_IN_ID = r"[\x00-\x1f\x7f-\x9f\s]"
 # A JSON escape that may stand for a surrogate; only then are the strings checked.
 SURROGATE_ESCAPE = r"\\u[dD][89a-fA-F]"
 
@@ -53,8 +61,18 @@ def control_character(text: str) -> str | None:
     return found.group() if found else None
 
 
+def id_character(text: str) -> str | None:
+    """The first character that no id may hold (a control character or whitespace, see the
+    module docstring) in ``text``, or None."""
+    if text.isprintable() and " " not in text:  # fast, and true for almost every id
+        return None
+    found = re.search(NOT_IN_ID, text)
+    return found.group() if found else None
+
+
 def identifier(value: object, field: str, where: Where) -> str:
-    """An id: a non-empty string without control characters; an integer gives its digits."""
+    """An id: a non-empty string without control characters or whitespace; an integer gives
+    its digits."""
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
     if not isinstance(value, str) or not value:
@@ -65,10 +83,22 @@ def identifier(value: object, field: str, where: Where) -> str:
 
 
 def checked_id(text: str, field: str, where: Where) -> str:
-    """``text`` itself, once known to hold no control character."""
+    """``text`` itself, once known to hold no control character and no whitespace."""
+    found = id_character(text)
+    if found is not None:
+        # A tab is both: what matters is that a TREC file would split the id there.
+        kind = "whitespace (TREC separates fields by it)" if found.isspace() else None
+        problem = f"an id cannot hold {kind or 'a control character'} ({found!r} in {text!r})"
+        raise InputError(*where, field, problem)
+    return text
+
+
+def checked_name(text: str, field: str, where: Where) -> str:
+    """``text`` itself (a person's name: it may hold spaces), once known to hold no control
+    character."""
     control = control_character(text)
     if control is not None:
-        problem = f"an id cannot hold a control character ({control!r} in {text!r})"
+        problem = f"a name cannot hold a control character ({control!r} in {text!r})"
         raise InputError(*where, field, problem)
     return text
 
@@ -317,7 +347,7 @@ def golden_record(record: object, where: Where, max_grade: int | None = None) ->
     for position, name in enumerate(annotators):
         if not isinstance(name, str) or not name:
             raise InputError(*where, "annotators", "must be a list of non-empty strings")
-        checked_id(name, f"annotators[{position}]", where)
+        checked_name(name, f"annotators[{position}]", where)
     query = record.get("query", "")
     return GoldenRecord(
         query_id=identifier(record.get("query_id"), "query_id", where),

@@ -22,7 +22,7 @@ from typing import NamedTuple
 from eval import validation
 from eval.readers import InputError, decoded_lines, json_lines
 from eval.trec import SCORE
-from eval.validation import control_character, identifier, optional_text, text_or_none
+from eval.validation import id_character, identifier, optional_text, text_or_none
 from labeler.golden import to_log_time
 
 TASK_KEYS = ("query_id", "query", "slice", "candidates", "metadata")
@@ -236,12 +236,12 @@ def _candidates(value: object, where: tuple[str, int]) -> tuple[Candidate, ...]:
 
 
 def _plain_candidate(doc_id: object, title: object, text: object, score: object) -> bool:
-    """The common case, checked fast: string id (no control character), string-or-absent
-    texts, finite float score."""
+    """The common case, checked fast: string id (no control character, no whitespace),
+    string-or-absent texts, finite float score."""
     return (
         type(doc_id) is str
         and doc_id != ""
-        and control_character(doc_id) is None
+        and id_character(doc_id) is None
         and (title is None or type(title) is str)
         and (text is None or type(text) is str)
         and (score is None or (type(score) is float and math.isfinite(score)))

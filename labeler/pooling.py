@@ -18,7 +18,7 @@ from pathlib import Path
 
 from eval.ranking import comparable_scores
 from eval.readers import InputError, json_lines, read_run
-from eval.validation import identifier, optional_text
+from eval.validation import checked_id, id_character, identifier, optional_text
 
 RRF_K = 60  # the constant of Cormack et al.'s reciprocal-rank fusion
 
@@ -168,7 +168,18 @@ def read_pooled_run(path: str | Path, depth: int) -> PooledRun:
     rankings: dict[str, list[tuple[str, float]]] = {}
     for query_id, doc_id, score in top[["query_id", "doc_id", "score"]].itertuples(index=False):
         rankings.setdefault(query_id, []).append((doc_id, float(score)))
+    _check_project_ids(path, rankings)
     return PooledRun(run.name, str(path), file_sha256(path), depth, rankings)
+
+
+def _check_project_ids(path: str | Path, rankings: Mapping[str, list[tuple[str, float]]]) -> None:
+    """Refuse a pooled id that a project cannot hold (eval.validation.checked_id), naming its
+    line: a TREC run read as trec_eval reads it may hold a Unicode space inside an id."""
+    for query_id, ranking in rankings.items():
+        for doc_id, _ in ranking:
+            for field, value in (("query_id", query_id), ("doc_id", doc_id)):
+                if id_character(value) is not None:
+                    checked_id(value, field, (str(path), line_of_doc(path, query_id, doc_id)))
 
 
 def line_of_doc(path: str | Path, query_id: str, doc_id: str) -> int | None:

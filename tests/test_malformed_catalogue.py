@@ -1,16 +1,22 @@
-"""The malformed and adversarial files of issue 11, across every format and command.
+"""The malformed and adversarial files of issues 11 and 29, across every format and command.
 
 Each case is one file given to `goldset import`, `goldset pool` or `goldset eval` (the other
 inputs of the command being valid). Each is refused: exit 2, the message naming the file,
 the line and the field, no traceback, and the project database (imported once before the
-refusals) byte-for-byte unchanged, its WAL included. Cases are built here, one per line,
-named for what they are; ``VALID`` lists what the same rules accept (long CSV fields, ids
-with Unicode spaces, 40,000 candidates for one query).
+refusals) unchanged: its bytes, its WAL's and its logical dump. Cases are built here, one per
+line, named for what they are; ``VALID`` lists what the same rules accept (long CSV fields,
+ids with marks and a right-to-left override, 40,000 candidates for one query).
+
+Issue 29: whitespace of any kind (a space, a tab, a no-break space) in an id of every format a
+project reads, a key given twice in an object of every JSON format, and pools refused only
+once they had begun (a doc not in the corpus, a run named ``import``, a known doc or query
+given again with other text).
 """
 
 from __future__ import annotations
 
 import json
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,6 +104,15 @@ def eval_run(line: str, field: str | None, name: str = "run.trec") -> Malformed:
 def eval_golden(line: str, field: str | None, name: str = "qrels.txt") -> Malformed:
     base = QRELS if name.endswith(".txt") else jsonl(GOLDEN)
     return Malformed("golden", name, base + line + "\n", base.count("\n") + 1, field)
+
+
+def pool_jsonl(record: str, field: str | None) -> Malformed:
+    """A JSONL run to pool: two valid queries' results, then ``record`` (raw text)."""
+    base = jsonl(
+        {"query_id": "pq1", "results": [{"doc_id": "pd1", "score": 2}]},
+        {"query_id": "pq2", "results": [{"doc_id": "pd2", "score": 1}]},
+    )
+    return Malformed("pool-run", "bm25.jsonl", base + record + "\n", 3, field)
 
 
 DEEP = "[" * 1000 + "]" * 1000
@@ -334,6 +349,106 @@ CASES = {
     "empty qrels": Malformed("golden", "qrels.txt", "# no judgements yet\n", None, None),
 }
 
+# --- issue 29: whitespace in an id, of every format a project (or eval's JSONL) reads ----------
+SPACES = {"a space": " ", "a tab": "\t", "a no-break space": "\u00a0"}
+
+
+def spaced_ids(space: str) -> dict[str, Malformed]:
+    """A case per id field of every format, each id holding ``space``."""
+    run_line = {"query_id": "q02", "results": [{"doc_id": f"d{space}1", "score": 1}]}
+    return {
+        "tasks query_id": task({"query_id": f"a{space}b"}, "query_id"),
+        "tasks doc_id": candidate({"doc_id": f"x{space}2"}, "candidates[0].doc_id"),
+        "CSV query_id": csv_rows(f"mal{space}c,a query,c2,t,1", line=3, field="query_id"),
+        "CSV doc_id": csv_rows(f"mal-c,a query,c{space}2,t,1", line=3, field="doc_id"),
+        "golden query_id": golden({"query_id": f"g{space}2"}, "query_id"),
+        "golden judged doc_id": golden({"judgments": {f"d{space}1": 1}}, "judgments"),
+        "corpus _id": corpus({"_id": f"pd{space}3", "text": "t"}, "_id"),
+        "queries _id": queries({"_id": f"pq{space}3", "text": "t"}, "_id"),
+        "pooled JSONL run query_id": pool_jsonl(
+            json.dumps({"query_id": f"pq{space}2", "results": []}), "query_id"
+        ),
+        "pooled JSONL run doc_id": pool_jsonl(
+            json.dumps({"query_id": "pq3", "results": [{"doc_id": f"pd{space}1", "score": 1}]}),
+            "results[0].doc_id",
+        ),
+        "eval JSONL run query_id": eval_run(
+            json.dumps({"query_id": f"q{space}2", "results": []}), "query_id", name="run.jsonl"
+        ),
+        "eval JSONL run doc_id": eval_run(
+            json.dumps(run_line), "results[0].doc_id", name="run.jsonl"
+        ),
+        "eval golden JSONL query_id": eval_golden(
+            json.dumps({"query_id": f"q{space}2"}), "query_id", name="golden.jsonl"
+        ),
+        "eval golden JSONL judged doc_id": eval_golden(
+            json.dumps({"query_id": "q02", "judgments": {f"d{space}1": 1}}),
+            "judgments",
+            name="golden.jsonl",
+        ),
+    }
+
+
+for space_name, space in SPACES.items():
+    for where, case in spaced_ids(space).items():
+        CASES[f"{where} holding {space_name}"] = case
+# In a TREC run a space or a tab separates fields: only a Unicode space can be inside an id,
+# and trec_eval reads it as part of the id; a project cannot hold it.
+CASES["pooled TREC run doc_id holding a no-break space"] = pool_run(
+    "pq2 Q0 pd\u00a01 2 0.5 r", "doc_id"
+)
+CASES["pooled TREC run query_id holding an ideographic space"] = pool_run(
+    "pq\u30002 Q0 pd1 2 0.5 r", "query_id"
+)
+
+# --- issue 29: a key given twice in one object, in every JSON format ---------------------------
+CASES.update(
+    {
+        "tasks query_id given twice": task(
+            '{"query_id": "mal-2", "query_id": "mal-3", "query": "q", "candidates": []}',
+            "query_id",
+        ),
+        "tasks candidate doc_id given twice": task(
+            '{"query_id": "mal-2", "query": "q", "candidates": [{"doc_id": "a", "doc_id": "b"}]}',
+            "doc_id",
+        ),
+        "golden grade given twice": task(
+            '{"query_id": "g2", "query": "q", "judgments": {"d1": 0, "d1": 3}}', "d1"
+        ),
+        "corpus _id given twice": corpus('{"_id": "pd3", "_id": "pd4", "text": "t"}', "_id"),
+        "queries text given twice": queries('{"_id": "pq3", "text": "a", "text": "b"}', "text"),
+        "pooled JSONL run score given twice": pool_jsonl(
+            '{"query_id": "pq3", "results": [{"doc_id": "pd2", "score": 1, "score": 3}]}',
+            "score",
+        ),
+        "eval JSONL run results given twice": eval_run(
+            '{"query_id": "q02", "results": [], "results": [{"doc_id": "d1"}]}',
+            "results",
+            name="run.jsonl",
+        ),
+        "eval golden JSONL status given twice": eval_golden(
+            '{"query_id": "q02", "status": "done", "status": "skipped"}',
+            "status",
+            name="golden.jsonl",
+        ),
+    }
+)
+
+# --- issue 29: pools refused once begun (the project already holds the demo set) ---------------
+DEMO_DOC = "cirrus/timeutil.py#parse_duration"  # a candidate of the demo set's q01
+CASES.update(
+    {
+        "pooled run doc in no corpus": pool_run("pq2 Q0 pd9 2 0.5 r", "doc_id"),
+        "pooled run named import": Malformed("pool-run", "import.trec", POOL_RUN, None, None),
+        "corpus doc of the project with another title": corpus(
+            {"_id": DEMO_DOC, "title": "another title", "text": "t"}, "title"
+        ),
+        "queries query of the project with another text": queries(
+            {"_id": "q01", "text": "another text"}, "_id"
+        ),
+    }
+)
+
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory) -> Path:
@@ -373,14 +488,24 @@ def test_catalogue_has_at_least_100_files_across_every_format():
     assert roles == {"tasks", "corpus", "queries", "pool-run", "eval-run", "golden"}
 
 
+def project_state(path: Path) -> tuple[str, list[str]]:
+    """The project's bytes (its WAL's included) and its logical dump (SQL statements)."""
+    digest = database_bytes(path)  # before the dump's connection opens the file
+    connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        return digest, list(connection.iterdump())
+    finally:
+        connection.close()
+
+
 @pytest.mark.parametrize("name", list(CASES))
 def test_malformed_file_is_refused_naming_file_line_and_field(project, tmp_path, name):
     case = CASES[name]
     bad = write(tmp_path / case.name, case.content)
-    before = database_bytes(project)
+    before = project_state(project)
     result = CliRunner().invoke(cli, command(case, bad, project))
     assert result.exit_code == 2, result.output
-    assert "Traceback" not in result.output
+    assert "Traceback" not in result.output and "Exception ignored" not in result.output
     message = result.output.strip().splitlines()
     assert len(message) == 1, result.output  # a one-line error
     where = f"{bad}:{case.line}:" if case.line else f"{bad}:"
@@ -389,7 +514,7 @@ def test_malformed_file_is_refused_naming_file_line_and_field(project, tmp_path,
         assert f"field '{case.field}':" in message[0]
     else:
         assert "field '" not in message[0]
-    assert database_bytes(project) == before
+    assert project_state(project) == before
 
 
 def long_csv(rows: int, text: str = "body") -> str:
@@ -402,9 +527,9 @@ VALID = {
     "CSV field of 200 KiB (a long document)": ("tasks.csv", long_csv(2, '"' + "x" * 200_000 + '"')),
     "CSV quoted field over several lines": ("tasks.csv", long_csv(1, '"one\ntwo, three"')),
     "CSV with 40,000 candidates for one query": ("tasks.csv", long_csv(40_000)),
-    "ids holding Unicode spaces and marks": (
+    "ids holding marks and a right-to-left override": (
         "tasks.jsonl",
-        jsonl({"query_id": "q\u00a01", "query": "q", "candidates": [{"doc_id": "d\u2003\u202e1"}]}),
+        jsonl({"query_id": "qe\u03011", "query": "q", "candidates": [{"doc_id": "d\u202e1"}]}),
     ),
     "JSON nested to the depth limit": (
         "tasks.jsonl",

@@ -154,7 +154,7 @@ def test_a_run_doc_missing_from_the_corpus_names_the_run_line(tmp_path, beir):
     run = tmp_path / "X.trec"
     run.write_text("1 Q0 d0 1 2.0 X\n2 Q0 nowhere 1 1.0 X\n")
     with Store(tmp_path / "p.db") as store:
-        with pytest.raises(InputError, match=r"X.trec:2: field 'docno': doc 'nowhere'"):
+        with pytest.raises(InputError, match=r"X.trec:2: field 'doc_id': doc 'nowhere'"):
             store.pool(corpus, queries, [run], depth=5)
         assert not store.has_queries()
 
@@ -220,7 +220,7 @@ def test_pool_command_refuses_two_runs_of_one_name_without_a_traceback(tmp_path,
     result = CliRunner().invoke(
         cli, [*args, "--run", str(runs["A"]), "--run", str(twin / "A.trec")]
     )
-    assert result.exit_code == 1 and "Error:" in result.output
+    assert result.exit_code == 2 and "Error:" in result.output
     assert not isinstance(result.exception, ValueError)  # a message, not a traceback
 
 

@@ -52,9 +52,7 @@ class Pool(Imports):
         corpus_docs = {doc.doc_id: doc for doc in read_corpus(corpus)} if corpus else {}
         pool_queries = read_queries(queries) if queries else []
         pooled = [read_pooled_run(path, depth) for path in runs]
-        names = [run.name for run in pooled]
-        if len(set(names)) != len(names) or IMPORT_RUN in names:
-            raise ValueError(f"run names must be distinct and not {IMPORT_RUN!r}: {names}")
+        _check_run_names(pooled)
         documents = {
             doc.doc_id: (
                 doc.line,
@@ -63,6 +61,35 @@ class Pool(Imports):
             )
             for doc in corpus_docs.values()
         }
+        # Every refusal comes before the first write (the checks only read): a refused pool
+        # leaves the file byte for byte as it was, as a refused import does.
+        with self._import_lock():
+            new_documents, fill_ins = self._new_documents(documents, str(corpus))
+            new_queries = self._new_pool_queries(pool_queries, str(queries))
+            known_queries = {q.query_id for q in pool_queries} | set(
+                self._content_hashes([q for run in pooled for q in run.rankings])
+            )
+            corpus_name = f"the corpus {corpus}" if corpus else "the project"
+            self._check_pooled_docs(pooled, known_queries, set(corpus_docs), corpus_name)
+            self._check_pooled_files(pooled)
+            with self._batch(str(corpus or runs[0])) as batch, self._staging():
+                counts = self._stage_pool(
+                    pooled, new_documents, fill_ins, new_queries, known_queries, batch, str(queries)
+                )
+        return {"runs": [run.name for run in pooled], **counts}
+
+    def _stage_pool(
+        self,
+        pooled: Sequence[PooledRun],
+        new_documents: list[tuple],
+        fill_ins: Mapping[str, tuple[str, str]],
+        new_queries: Sequence[Task],
+        known_queries: set[str],
+        batch: int,
+        queries_source: str,
+    ) -> dict:
+        """Write a checked pool (see :meth:`pool`): stage its rows, then publish them in one
+        short transaction; returns the counts :meth:`pool` reports."""
         # The bulk of the work, the corpus and every rank under a new run (and the pools of
         # new queries), is staged in short transactions (invisible: no published query or
         # registered run reaches it yet); the known queries' new candidates and fused order
@@ -73,61 +100,51 @@ class Pool(Imports):
         # known runs, swaps the copy in and writes the states that changed, a statement a
         # table (before, upserting the new order there took 6.8 s at 70,000 queries x 30
         # candidates, and refreshing 70,000 labelled queries one by one about 9 s).
-        with self._import_lock(), self._batch(str(corpus or runs[0])) as batch, self._staging():
-            new_documents, fill_ins = self._new_documents(documents, str(corpus))
-            self._stage_documents(new_documents, batch)
-            new_queries = self._new_pool_queries(pool_queries, str(queries))
-            counts = self._stage_queries(
-                [(t.query_id, t.query, t.slice, t.metadata, t.content_hash) for t in new_queries],
-                str(queries),
-            )
-            corpus_name = f"the corpus {corpus}" if corpus else "the project"
-            known_queries = {q.query_id for q in pool_queries} | set(
-                self._content_hashes([q for run in pooled for q in run.rankings])
-            )
-            self._check_pooled_docs(pooled, known_queries, corpus_name)
-            fresh = {task.query_id for task in new_queries}
-            new_runs = {run.name for run in pooled} - {
-                row[0] for row in self.conn.execute("SELECT name FROM runs")
-            }
-            staged, pooled_fresh = self._stage_fresh_pools(pooled, fresh, new_runs, batch)
-            settings = self.settings()
-            added, touched, order, context = self._stage_known_pools(
-                pooled, known_queries, fresh, new_runs, settings
-            )
-            try:
+        self._stage_documents(new_documents, batch)
+        progress = self._stage_queries(
+            [(t.query_id, t.query, t.slice, t.metadata, t.content_hash) for t in new_queries],
+            queries_source,
+        )
+        fresh = {task.query_id for task in new_queries}
+        new_runs = {run.name for run in pooled} - {
+            row[0] for row in self.conn.execute("SELECT name FROM runs")
+        }
+        staged, pooled_fresh = self._stage_fresh_pools(pooled, fresh, new_runs, batch)
+        settings = self.settings()
+        added, touched, order, context = self._stage_known_pools(
+            pooled, known_queries, fresh, new_runs, settings
+        )
+        try:
+            if order:
+                self._build_next_candidates(order)
+            # the labelled queries' states in their new order, derived outside the lock
+            found = self._rederive(settings, touched, context)
+            with self._writing():
+                self._register_runs(pooled)
+                for doc_id, (title, text) in fill_ins.items():
+                    self._rewrite_document(doc_id, title, text)
+                self._publish_queries()
+                self._add_counts(progress)
+                self._publish_staged("pool_ranks", _POOL_COLUMNS)
                 if order:
-                    self._build_next_candidates(order)
-                # the labelled queries' states in their new order, derived outside the lock
-                found = self._rederive(settings, touched, context)
-                with self._writing():
-                    self._register_runs(pooled)
-                    for doc_id, (title, text) in fill_ins.items():
-                        self._rewrite_document(doc_id, title, text)
-                    self._publish_queries()
-                    self._add_counts(counts)
-                    self._publish_staged("pool_ranks", _POOL_COLUMNS)
-                    if order:
-                        self.conn.execute(f"ALTER TABLE candidates RENAME TO {CANDIDATES_RETIRED}")
-                        self.conn.execute(f"ALTER TABLE {CANDIDATES_NEXT} RENAME TO candidates")
-                    self._publish_rederived(found)
-                    self._publish(batch)
-            finally:  # the old table once swapped out, or the copy if anything failed
-                self._drop_tables(CANDIDATES_NEXT, CANDIDATES_RETIRED)
-        added += staged
-        queries_added = len(new_queries)
-        documents_added = len(new_documents)
+                    self.conn.execute(f"ALTER TABLE candidates RENAME TO {CANDIDATES_RETIRED}")
+                    self.conn.execute(f"ALTER TABLE {CANDIDATES_NEXT} RENAME TO candidates")
+                self._publish_rederived(found)
+                self._publish(batch)
+        finally:  # the old table once swapped out, or the copy if anything failed
+            self._drop_tables(CANDIDATES_NEXT, CANDIDATES_RETIRED)
         answered = {q for run in pooled for q in run.rankings}
         return {
-            "runs": names,
-            "queries_added": queries_added,
-            "documents_added": documents_added,
-            "candidates_added": added,
+            "queries_added": len(new_queries),
+            "documents_added": len(new_documents),
+            "candidates_added": added + staged,
             "queries_touched": len(touched | pooled_fresh),
             "run_queries_ignored": len(answered - known_queries),
         }
 
-    def _register_runs(self, pooled: Sequence[PooledRun]) -> None:
+    def _check_pooled_files(self, pooled: Sequence[PooledRun]) -> None:
+        """Refuse a run whose name a different file already has in the project (its name is
+        its file's: two files cannot share one)."""
         for run in pooled:
             row = self.conn.execute(
                 "SELECT sha256 FROM runs WHERE name = ?", (run.name,)
@@ -135,6 +152,11 @@ class Pool(Imports):
             if row and row[0] != run.sha256:
                 problem = f"a different run named {run.name!r} is already pooled: rename the file"
                 raise InputError(run.path, None, None, problem)
+
+    def _register_runs(self, pooled: Sequence[PooledRun]) -> None:
+        """Inside the publishing transaction: record each run (checked by
+        :meth:`_check_pooled_files`), or deepen one pooled before."""
+        for run in pooled:
             self.conn.execute(
                 "INSERT INTO runs (name, path, sha256, depth, pooled_at) VALUES (?, ?, ?, ?, ?) "
                 "ON CONFLICT (name) DO UPDATE SET depth = max(depth, excluded.depth)",
@@ -186,11 +208,21 @@ class Pool(Imports):
         return len(candidates), set(rankings)
 
     def _check_pooled_docs(
-        self, pooled: Sequence[PooledRun], known_queries: set[str], corpus: str
+        self,
+        pooled: Sequence[PooledRun],
+        known_queries: set[str],
+        corpus_ids: set[str],
+        corpus: str,
     ) -> None:
+        """Refuse a run that ranks, for a query of the project or of the queries file, a doc
+        that is neither in the corpus file (``corpus_ids``) nor in the project."""
         for run in pooled:
             doc_ids = {
-                d for q, ranking in run.rankings.items() if q in known_queries for d, _ in ranking
+                d
+                for q, ranking in run.rankings.items()
+                if q in known_queries
+                for d, _ in ranking
+                if d not in corpus_ids
             }
             stored = set()
             for chunk in _chunks(list(doc_ids)):
@@ -206,7 +238,7 @@ class Pool(Imports):
                 query_id = next(q for q, r in run.rankings.items() if doc_id in dict(r))
                 line = line_of_doc(run.path, query_id, doc_id)
                 problem = f"doc {doc_id!r} (query {query_id!r}) is not in {corpus}"
-                raise InputError(run.path, line, "docno", problem)
+                raise InputError(run.path, line, "doc_id", problem)
 
     def _stage_known_pools(
         self,
@@ -333,6 +365,20 @@ class Pool(Imports):
 
 
 _ORDER_COLUMNS = ("query_id", "doc_id", "position", "score")  # a candidate's fused place
+
+
+def _check_run_names(pooled: Sequence[PooledRun]) -> None:
+    """Refuse, naming its file, a run whose name (its file's, without the extension) another
+    run of the same pool has, or that is the imported candidates' own ``import``."""
+    first: dict[str, str] = {}
+    for run in pooled:
+        if run.name == IMPORT_RUN:
+            problem = f"a run cannot be named {IMPORT_RUN!r} (the imported lists' name): rename it"
+            raise InputError(run.path, None, None, problem)
+        if run.name in first:
+            problem = f"run name {run.name!r} is also that of {first[run.name]}: rename one"
+            raise InputError(run.path, None, None, problem)
+        first[run.name] = run.path
 
 
 _SCHEMA_NAME = re.compile(r'^(CREATE (?:TABLE|INDEX) )"?(\w+)"?( ON "?candidates"?)?')
