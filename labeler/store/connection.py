@@ -316,8 +316,7 @@ class Connection:
                     self._record_key_press(*press)
                 self.conn.execute("COMMIT")
             except BaseException:
-                if self.conn.in_transaction:
-                    self.conn.execute("ROLLBACK")
+                self._end_transaction("ROLLBACK")
                 raise
             if self.transaction_observer is not None:
                 self.transaction_observer(
@@ -375,8 +374,7 @@ class Connection:
                 yield self.conn
                 self.conn.execute("COMMIT")
             except BaseException:
-                if self.conn.in_transaction:
-                    self.conn.execute("ROLLBACK")
+                self._end_transaction("ROLLBACK")
                 raise
 
     @contextmanager
@@ -435,7 +433,22 @@ class Connection:
             try:
                 yield self.conn
             finally:
-                self.conn.execute("COMMIT")
+                self._end_transaction("COMMIT")
+
+    def _end_transaction(self, statement: str) -> None:
+        """``COMMIT`` or ``ROLLBACK`` the open transaction, if the connection still has one.
+
+        A generator that reads in chunks (:meth:`Export.iter_golden_records`) may be closed
+        only after the store (a command that failed halfway, then closed the store): closing
+        the connection already ended its transaction, and ending it again would raise from
+        the generator's clean-up, a traceback after the command's own message.
+        """
+        try:
+            open_transaction = self.conn.in_transaction
+        except sqlite3.ProgrammingError:  # the connection was closed
+            return
+        if open_transaction:
+            self.conn.execute(statement)
 
     def _rows(self, sql: str, params: Sequence | Mapping = ()) -> list[dict]:
         with self._lock:

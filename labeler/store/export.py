@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import closing
 from pathlib import Path
 
+from eval import validation
+from eval.errors import InputError
 from labeler import golden
 from labeler.golden import QueryContext
 from labeler.store.connection import CHUNK, _marks
@@ -101,9 +104,54 @@ class Export(States):
 
     def write_jsonl(self, path: str | Path) -> int:
         """Export the golden set as JSONL (see :meth:`golden_records`); returns the query count."""
-        return golden.write_jsonl(self.iter_golden_records(), path)
+        # Closed here, not whenever it is collected: after the store, its clean-up would fail.
+        with closing(self.iter_golden_records()) as records:
+            return golden.write_jsonl(records, path)
 
     def write_qrels(self, path: str | Path) -> int:
         """Export TREC qrels of the scored queries (see :func:`labeler.golden.write_qrels`);
-        returns the line count."""
-        return golden.write_qrels(self.iter_golden_records(), path)
+        returns the line count.
+
+        An id that TREC cannot hold (one with whitespace, which only a project made before
+        ids were checked for it may have) refuses the whole export with an
+        :class:`InputError` naming every such id, and leaves ``path`` as it was.
+        """
+        with closing(self.iter_golden_records()) as records:
+            return golden.write_qrels(_checked_for_qrels(records, str(self.path)), path)
+
+
+SHOWN_IDS = 5  # ids named in the refusal of a qrels export; the rest are counted
+
+
+def _checked_for_qrels(records: Iterable[dict], source: str) -> Iterator[dict]:
+    """The golden records, without the scored ones (done, answerable: those that
+    :func:`labeler.golden.write_qrels` writes) holding an id that TREC qrels cannot hold; once
+    all are read, an :class:`InputError` naming those ids if there were any. Raised from the
+    writer's loop, it leaves the file being replaced as it was."""
+    unwritable: list[str] = []
+    for record in records:
+        if record["status"] == "done" and record["answerable"]:
+            named = [f"query_id {record['query_id']!r}"] if _unfit(record["query_id"]) else []
+            named += [
+                f"doc_id {doc_id!r} of query {record['query_id']!r}"
+                for doc_id in record["judgments"]
+                if _unfit(doc_id)
+            ]
+            if named:
+                unwritable += named
+                continue
+        yield record
+    if unwritable:
+        more = len(unwritable) - SHOWN_IDS
+        listed = ", ".join(unwritable[:SHOWN_IDS]) + (f" and {more} more" if more > 0 else "")
+        problem = (
+            f"cannot be exported as TREC qrels: {len(unwritable)} ids hold whitespace, which "
+            f"separates TREC fields ({listed}); export --format jsonl, which keeps every id"
+        )
+        raise InputError(source, None, None, problem)
+
+
+def _unfit(an_id: str) -> bool:
+    """Whether TREC cannot hold ``an_id`` (a project made before ids were checked for
+    whitespace may hold one: see eval.validation)."""
+    return not an_id or validation.id_character(an_id) is not None
