@@ -12,8 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 
-from labeler import accounts
-from labeler.store import StaleTarget, Store, is_busy
+from labeler import accounts, team
+from labeler.store import StaleTarget, Store, is_busy, is_write_failure
 
 # Active time per judgement is the time since the previous action, capped: reading a candidate
 # takes seconds to a minute, so a longer gap means the annotator stepped away (a call, a break)
@@ -42,6 +42,25 @@ GRADE_NAMES = ("not relevant", "relevant", "highly relevant", "perfect")
 class StillBusy(Exception):
     """A press could not be committed yet (another writer holds the database): it is kept
     unacknowledged, and the page sends it again."""
+
+
+class WriteFailed(StillBusy):
+    """A press could not be stored: the file refused the write (full disk, read-only file,
+    I/O error). Nothing was written; like a busy database, the press is kept unacknowledged
+    and the page sends it again until a write succeeds."""
+
+
+def press_name(key: str, target: dict | None = None) -> str:
+    """What a key press does, in words, with the query (and card) it was aimed at: the
+    annotator is told which of their actions was not saved (static words and ids only)."""
+    target = target or {}
+    if key.isdigit():
+        action = f"grade {key}" + (f" on card {target['doc']}" if target.get("doc") else "")
+    elif key in KEY_HELP:
+        action = KEY_HELP[key].split(" (")[0]
+    else:
+        action = {"enter": "attach", "escape": "close the search", "/": "search"}.get(key, key)
+    return action + (f" (query {target['query']})" if target.get("query") else "")
 
 
 def grade_name(grade: int) -> str:
@@ -122,6 +141,9 @@ class LabelSession:
         # An action was refused for the account (signed out, removed, role changed): the page
         # must rerun whole, so that its sign-in gate shows instead of this fragment.
         self.refused_account = False
+        # The last press the database refused to store, in words (see WriteFailed): shown
+        # until a press is stored again.
+        self.unsaved = ""
         # Queries viewed, newest first (the open one first); seeded with the latest worked on.
         self.history: list[str] = store.recent_queries(annotator, HISTORY_SIZE)
         self._query_id: str | None = None
@@ -212,11 +234,34 @@ class LabelSession:
             last = self.store.last_undoable(self.annotator)
             if last is None or last["query_id"] == self.query_id:
                 return last, None
+            if not self.may_open(last["query_id"]):
+                return last, None
             return last, self._view(last["query_id"], own_cursor=False)
 
     def progress(self) -> dict[str, dict[str, int]]:
         """The annotator's progress per slice (see :meth:`Store.progress`)."""
         return self.store.progress(self.annotator)
+
+    def may_open(self, query_id: str) -> bool:
+        """Whether this annotator may see and act on ``query_id`` (see
+        :func:`labeler.team.may_open`, the one rule)."""
+        return team.may_open(self.store, self.annotator, query_id)
+
+    def reopen(self, query_id: str) -> None:
+        """Open ``query_id`` (a history entry, a link) if this annotator may, else say why in
+        :attr:`message`; nothing of a query outside their queue is read."""
+        try:
+            self._open(query_id)
+        except ValueError as error:
+            self.message = f"Not done: {error}"
+
+    def _open(self, query_id: str) -> None:
+        """Make ``query_id`` the open query; ValueError (the same for an unknown query and
+        one of another's queue: the answer tells nothing of the other) when it is not this
+        annotator's to open."""
+        if not self.may_open(query_id):
+            raise ValueError(f"no query {query_id} in your queue")
+        self.query_id, self.message = query_id, ""
 
     def recent(self) -> list[str]:
         """The queries viewed before the open one, newest first: ``H`` + 1..9 reopens them."""
@@ -248,22 +293,28 @@ class LabelSession:
         if aimed_at is not None and aimed_at != self.query_id:
             # The page showed another query than this session has open: the next one it
             # fetched ahead, when someone else's work has since changed the queue. The
-            # press acts on the query the annotator saw.
+            # press acts on the query the annotator saw, if it is theirs to act on.
             try:
-                self.store.query(aimed_at)
-            except ValueError:
-                self.message = f"Not done: no query {aimed_at} in this project."
+                self._open(aimed_at)
+            except ValueError as error:
+                self.message = f"Not done: {error}"
                 return
-            self.query_id = aimed_at
         typed_at = time.monotonic() - lag_seconds
-        with self.store.key_press(page, seq):
-            self.press(key, self.active_time.lap(typed_at), target)
+        try:
+            with self.store.key_press(page, seq):
+                self.press(key, self.active_time.lap(typed_at), target)
+        except WriteFailed as error:
+            self.unsaved = f"Not saved: {press_name(key, target)} ({error})."
+            raise
+        self.unsaved = ""
 
     def click(self, action: Callable[..., None], *args: object) -> None:
         """Run ``action(*args)`` for a button (e.g. ``click(session.press, "1")``); a busy
         database is said in words, not raised."""
         try:
             action(*args)
+        except WriteFailed as error:
+            self.message = f"Not saved ({error}). Click again once it is fixed."
         except StillBusy:
             self.message = "Not saved: the database is busy (a long import?). Click again."
 
@@ -312,9 +363,10 @@ class LabelSession:
         query is then done (a miss whose answer was found) and the next one opens."""
         if self.query_id is None:
             return
-        grade, query_id = max(1, self.protocol["rel_threshold"]), self.query_id
+        grade = max(1, self.protocol["rel_threshold"])
 
         def attach() -> None:
+            query_id = self._require_query()
             self.store.attach(query_id, doc_id, grade, self.annotator, self.active_time.lap())
             self._advance_if_done(query_id)
 
@@ -324,9 +376,9 @@ class LabelSession:
         """Save the annotator's note on the current query (unchanged notes are not re-logged)."""
         if self.query_id is None:
             return
-        query_id = self.query_id
 
         def save() -> None:
+            query_id = self._require_query()
             if text != self.store.query_state(query_id, self.annotator)["note"]:
                 self.store.set_note(query_id, self.annotator, text)
                 self.message = "Note saved."
@@ -357,7 +409,8 @@ class LabelSession:
         """Run an action if the annotator may still label — their account is read now, on the
         server, so the open page of a removed user writes nothing — and turn a refusal or bad
         input into :attr:`message`. A database another writer held past the busy timeout
-        raises :class:`StillBusy`: nothing was written."""
+        raises :class:`StillBusy`, a write the file refused :class:`WriteFailed`: nothing
+        was written."""
         try:
             accounts.authorize(self.store, self.annotator, "annotator")
             action()
@@ -366,6 +419,8 @@ class LabelSession:
         except ValueError as error:  # StaleTarget is a ValueError
             self.message = f"Not done: {error}"
         except Exception as error:
+            if is_write_failure(error):
+                raise WriteFailed(str(error)) from error
             if not is_busy(error):
                 raise
             raise StillBusy(str(error)) from error
@@ -373,8 +428,12 @@ class LabelSession:
     # --- actions -------------------------------------------------------------------------------
 
     def _require_query(self) -> str:
+        """The open query, checked again against the queue rule before an action on it (an
+        admin may have dealt it to others since it was opened)."""
         if self.query_id is None:
             raise ValueError("no query left to label")
+        if not self.may_open(self.query_id):
+            raise ValueError(f"no query {self.query_id} in your queue")
         return self.query_id
 
     def _judge(self, grade: int, seconds: float, target: dict) -> None:
@@ -430,6 +489,9 @@ class LabelSession:
 
     def _undo(self, scoped: bool = False) -> None:
         scope = self._require_query() if scoped else None
+        last = self.store.last_undoable(self.annotator, query_id=scope)
+        if last is not None and not self.may_open(last["query_id"]):
+            raise ValueError(f"your last action is on {last['query_id']}, not in your queue")
         undone = self.store.undo(self.annotator, query_id=scope)
         if undone is None:
             self.message = "Nothing left to undo" + (" on this query." if scoped else ".")
@@ -446,8 +508,7 @@ class LabelSession:
         if target is None:
             self.message = "No next query." if key == "n" else "No previous query."
             return
-        self.query_id = target
-        self.message = ""
+        self._open(target)
 
     def _arm_history(self) -> None:
         self.history_armed = bool(self.recent())
@@ -458,8 +519,7 @@ class LabelSession:
         if not key.isdigit() or not 1 <= int(key) <= len(recent):
             self.message = f"No history entry {key!r}."
             return
-        self.query_id = recent[int(key) - 1]
-        self.message = ""
+        self.reopen(recent[int(key) - 1])
 
     def _move(self, step: int) -> None:
         """J/K: the selected search result, else the card the next grade key judges."""

@@ -7,6 +7,10 @@
 // acknowledged. A press typed while the server is busy therefore rides along with the
 // next state update: nothing is coalesced away, nothing is applied twice. When the
 // database was busy, `data.retry` changes and the unacknowledged log is sent again.
+// When it refused the write (`data.unsaved`: full disk, read-only file), the page stays on
+// the panel the server has, greyed, instead of the presses' predicted effect; every press is
+// kept, the ones typed meanwhile are held, and the log is sent again every few seconds
+// until a write succeeds.
 //
 // `target` names what was on screen: the query and, for a grade, the card and its grade
 // then. The server applies the press only there (a stale tab is told, and refreshed). A
@@ -46,8 +50,11 @@ let lastRetry = 0;
 let lastAutofocus = null;
 let badge = null;
 let attempt = 0; // makes every send a new state value, so that a resend reruns the script
+let stalled = false; // the server could not store the first unacknowledged press
 
 const UNDO_KEPT = 20; // models kept for Z; older undos wait for the server
+const RETRY_BUSY_MS = 250; // another writer holds the database: it is free again soon
+const RETRY_REFUSED_MS = 2000; // the file refuses writes: a person has to free space first
 const SPECIAL_KEYS = { Enter: "enter", Escape: "escape", ArrowDown: "j", ArrowUp: "k" };
 
 function isTyping(target) {
@@ -163,9 +170,10 @@ function targetOf(m, key) {
 
 // Whether a press typed now can be aimed: the panel is foreseen, or shows no query at all
 // (nothing left to label: the press is sent with no target). A model whose query is null
-// is unknown: the server has not yet shown what the presses before this one lead to.
+// is unknown: the server has not yet shown what the presses before this one lead to; nor
+// can anything be foreseen while the server cannot store the presses before this one.
 function canAim(m) {
-  return m === null || m.query != null;
+  return !stalled && (m === null || m.query != null);
 }
 
 // Rebuild the model from the server's panel and the presses it has not applied yet; a held
@@ -191,6 +199,7 @@ function replay(applied) {
     model = step(model, key);
     entry[5] = model && model.undo; // Z's models after this press, kept when it is acknowledged
   }
+  if (stalled) model = copyModel(base); // shown as the server has it: nothing stored since
   return aimedNow;
 }
 
@@ -220,7 +229,7 @@ function paint() {
   }
   for (const element of lists) {
     element.classList.toggle("gs-hidden", element !== list);
-    element.classList.remove("gs-pending");
+    element.classList.toggle("gs-pending", stalled);
   }
   const heading = document.querySelector(".gs-query-text");
   if (heading) {
@@ -271,8 +280,13 @@ function showSaving() {
   if (document.documentElement.dataset.goldsetSaving !== flag) {
     document.documentElement.dataset.goldsetSaving = flag;
   }
+  const unsaved = stalled && saving ? String(pending.length) : "";
+  if (document.documentElement.dataset.goldsetUnsaved !== unsaved) {
+    document.documentElement.dataset.goldsetUnsaved = unsaved;
+  }
   if (!badge) return;
-  setText(badge, saving ? "saving…" : "⌨ keys on");
+  const keys = pending.map((entry) => entry[1]).join(" ");
+  setText(badge, unsaved ? `not saved, kept: ${keys}` : saving ? "saving…" : "⌨ keys on");
   badge.dataset.saving = flag;
 }
 
@@ -313,7 +327,7 @@ function onKeyDown(event) {
   const aimed = canAim(model);
   const entry = [seq, key, Math.round(performance.now()), aimed ? targetOf(model, key) : null, aimed];
   pending.push(entry);
-  model = step(model, key);
+  if (!stalled) model = step(model, key); // held while stalled: the page stays as stored
   if (aimed) entry[5] = model && model.undo;
   paint();
   keepFollowedInView();
@@ -338,6 +352,7 @@ export default function ({ data, parentElement, setStateValue }) {
   follow = (data && data.follow) || null;
   keepInView.observe(document.body, { childList: true, subtree: true });
   const applied = data && data.page === pageId ? data.applied : 0;
+  stalled = Boolean(data && data.unsaved);
   while (pending.length && pending[0][0] <= applied) ackedUndo = pending.shift()[5] || [];
   base = (data && data.panel) || null;
   if (!keptStands(ackedUndo, base)) ackedUndo = [];
@@ -355,8 +370,10 @@ export default function ({ data, parentElement, setStateValue }) {
   const retry = (data && data.retry) || 0;
   if (retry !== lastRetry) {
     lastRetry = retry;
-    // The database was busy: the presses are still pending; send them again shortly.
-    if (pending.length) setTimeout(() => send && send(), 250);
+    // The database was busy, or refused the write: the presses are still pending; send
+    // them again shortly.
+    const wait = stalled ? RETRY_REFUSED_MS : RETRY_BUSY_MS;
+    if (pending.length) setTimeout(() => send && send(), wait);
   }
   const autofocus = data && data.autofocus;
   if (autofocus && autofocus !== lastAutofocus) focusWhenThere(autofocus.split("\n")[0]);

@@ -90,6 +90,7 @@ def listen(
     retry_on: tuple[type[BaseException], ...] = (),
     panel: Mapping[str, Any] | None = None,
     autofocus: str | None = None,
+    unsaved: bool = False,
     key: str = "goldset_keys",
 ) -> None:
     """Mount the key listener; ``on_key`` receives every new press of ``accepted_keys`` once.
@@ -109,7 +110,11 @@ def listen(
     ``applied_before`` tells, for a page this session has not seen, its last press already
     applied (see :meth:`KeyCursor.take_new`). ``panel`` is the judging panel's model for the
     browser's immediate feedback: query, cards ``[[doc_id, grade or None], ...]``, current,
-    mode, threshold, done, grades (digit keys), names (grade names).
+    mode, threshold, done, grades (digit keys), names (grade names). ``unsaved``: the
+    database refused to store a press (full disk, read-only file): the browser then shows
+    ``panel`` as the server has it, greyed, not the presses' predicted effect, keeps every
+    unacknowledged press, holds the ones typed meanwhile, and sends them again, less often
+    than for a busy database, until a write succeeds.
     """
     cursor_key, retry_key = f"{key}_cursor", f"{key}_retry"
     cursor: KeyCursor = st.session_state.setdefault(cursor_key, KeyCursor())
@@ -138,6 +143,7 @@ def listen(
             "retry": st.session_state.get(retry_key, 0),
             "panel": dict(panel) if panel else None,
             "autofocus": autofocus,
+            "unsaved": unsaved,
         },
         on_log_change=apply_new_presses,
     )

@@ -112,6 +112,11 @@ def note(text: str) -> str:
     return f'<div class="gs-meta">{data_text(text)}</div>'
 
 
+def alert(text: str) -> str:
+    """A line that must not be missed (a press the database refused to store), escaped."""
+    return f'<div class="gs-alert" role="alert">{data_text(text)}</div>'
+
+
 def slice_progress(per_slice: Mapping[str, Mapping[str, int]]) -> str:
     """Done/total per slice on one line, e.g. ``head 3/26 · tail 0/24`` (slice names escaped)."""
     parts = [

@@ -18,7 +18,7 @@ import numpy as np
 from eval import agreement, metrics
 from eval.ranking import NOT_RANKED
 from labeler import golden
-from labeler.accounts import has_role
+from labeler.accounts import authorize, has_role
 from labeler.golden import QueryState
 from labeler.store import Store
 
@@ -113,6 +113,23 @@ def _overlap_sample(queries: Sequence[dict], share: float, rng: np.random.Genera
     for name, count in counts.items():
         chosen.update(rng.choice(by_slice[name], size=count, replace=False).tolist())
     return chosen
+
+
+def may_open(store: Store, user: str, query_id: str) -> bool:
+    """Whether ``user`` may see and act on query ``query_id`` (label it, view it, undo on it):
+    a reviewer or an admin (their role read from the database now) any query of the project,
+    anyone else only a query of their own queue (:meth:`labeler.store.Store.in_queue`: their
+    assigned queries, or the shared queue when they have none) — never a query dealt to
+    others, blind overlap included. The one rule that every path opening a query calls."""
+    try:
+        authorize(store, user, "reviewer")
+    except PermissionError:
+        return store.in_queue(user, query_id)
+    try:
+        store.query(query_id)
+    except ValueError:
+        return False
+    return True
 
 
 # --- agreement ------------------------------------------------------------------------------------

@@ -39,7 +39,7 @@ from labeler.store.corpus import UNPUBLISHED_HIDDEN
 from labeler.store.export import Export
 from labeler.store.frames import Frames
 from labeler.store.imports import STAGE_PAUSE, STAGE_ROWS, STAGE_SECONDS
-from labeler.store.labelling import ANY_GRADE, Labelling
+from labeler.store.labelling import ANY_GRADE, Labelling, is_write_failure
 from labeler.store.log import IMPORT_RUN, StaleTarget
 from labeler.store.machine import MachineJudges
 from labeler.store.metric_cache import MetricCache
@@ -82,6 +82,7 @@ __all__ = [
     "Store",
     "UNPUBLISHED_HIDDEN",
     "is_busy",
+    "is_write_failure",
     "migrations",
     "user_data_dir",
 ]

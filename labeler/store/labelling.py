@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Sequence
 
 from labeler import golden
@@ -16,6 +17,32 @@ from labeler.store.machine import MachineJudges
 from labeler.store.projections import Projections, Rederivation
 
 ANY_GRADE = object()  # Store.judge without a compare-and-set on the doc's current grade
+# SQLite's primary result codes for a write the file refused: SQLITE_READONLY, SQLITE_IOERR,
+# SQLITE_FULL (an extended code carries its primary one in its low byte).
+WRITE_REFUSED_CODES = {8, 10, 13}
+
+
+def is_write_failure(error: BaseException) -> bool:
+    """Whether ``error`` is an action's write that the file refused (full disk, read-only
+    file, I/O error): nothing was written, and the same write may succeed once the cause is
+    gone (see :class:`labeler.judging.WriteFailed`)."""
+    code = getattr(error, "sqlite_errorcode", None)
+    return (
+        isinstance(error, sqlite3.Error) and code is not None and code & 0xFF in WRITE_REFUSED_CODES
+    )
+
+
+def _in_queue(query: str) -> str:
+    """SQL: the query whose id is the column ``query`` is in the queue of ``:annotator`` —
+    assigned to them, or, when they have no assignment, assigned to nobody (the shared
+    queue). The one queue rule: what :meth:`Labelling.next_query` offers and what
+    :meth:`Labelling.in_queue` allows."""
+    return (
+        "(EXISTS (SELECT 1 FROM assignments a WHERE a.annotator = :annotator "
+        f"AND a.query_id = {query}) OR (NOT EXISTS (SELECT 1 FROM assignments a "
+        "WHERE a.annotator = :annotator) AND NOT EXISTS (SELECT 1 FROM assignments a "
+        f"WHERE a.query_id = {query})))"
+    )
 
 
 class Labelling(Projections, MachineJudges):
@@ -158,17 +185,17 @@ class Labelling(Projections, MachineJudges):
             return self._next_shared(annotator, after)
 
     def _next_second_opinion(self, annotator: str, after: str | None, assigned: bool) -> str | None:
-        among_assigned = (
+        among_queue = (
             "AND EXISTS (SELECT 1 FROM assignments a WHERE a.annotator = :annotator "
             "AND a.query_id = p.query_id AND a.open = 1) "
             if assigned
-            else ""
+            else "AND NOT EXISTS (SELECT 1 FROM assignments a WHERE a.query_id = p.query_id) "
         )
         row = self.conn.execute(
             "SELECT p.query_id FROM second_opinions p WHERE p.first_annotator != :annotator "
             "AND p.query_id != :after AND NOT EXISTS (SELECT 1 FROM query_state s WHERE "
             "s.query_id = p.query_id AND s.annotator = :annotator AND s.status = 'skipped') "
-            f"{among_assigned}ORDER BY p.position LIMIT 1",
+            f"{among_queue}ORDER BY p.position LIMIT 1",
             {"annotator": annotator, "after": after or ""},
         ).fetchone()
         return row[0] if row else None
@@ -179,10 +206,11 @@ class Labelling(Projections, MachineJudges):
             "SELECT query_id FROM queries q WHERE status != 'done' AND position > :lower "
             "AND query_id != :after AND NOT EXISTS (SELECT 1 FROM query_state s WHERE "
             "s.query_id = q.query_id AND s.annotator = :annotator AND s.status = 'skipped') "
-            "ORDER BY position LIMIT 1",
+            f"AND {_in_queue('q.query_id')} ORDER BY position LIMIT 1",
             "SELECT s.query_id FROM query_state s JOIN queries q ON q.query_id = s.query_id "
             "WHERE s.annotator = :annotator AND s.status = 'skipped' AND q.status != 'done' "
-            "AND s.query_id != :after ORDER BY s.last_event_id LIMIT 1",
+            f"AND s.query_id != :after AND {_in_queue('s.query_id')} "
+            "ORDER BY s.last_event_id LIMIT 1",
             {"annotator": annotator, "after": after or "", "lower": start},
         )
 
@@ -216,6 +244,18 @@ class Labelling(Projections, MachineJudges):
             return 0
         row = self.conn.execute(sql, (query_id, *params)).fetchone()
         return row[0] if row else 0
+
+    def in_queue(self, annotator: str, query_id: str) -> bool:
+        """Whether ``query_id`` is a query of the project in the annotator's queue: one of
+        their assigned queries, or, for an annotator without assignments, one assigned to
+        nobody (the shared queue). Every query :meth:`next_query` offers is. Roles are not
+        the store's: who else may open any query is :func:`labeler.team.may_open`'s rule."""
+        return bool(
+            self._value(
+                f"SELECT 1 FROM queries WHERE query_id = :query_id AND {_in_queue(':query_id')}",
+                {"query_id": query_id, "annotator": annotator},
+            )
+        )
 
     def previous_query(self, annotator: str, before: str | None = None) -> str | None:
         """The query the annotator worked on before ``before`` (most recent first), for going

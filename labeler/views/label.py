@@ -15,7 +15,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from labeler import accounts, keys, render
+from labeler import keys, render
 from labeler.auth import LOCAL_ANNOTATOR
 from labeler.judging import KEY_HELP, LabelSession, QueryView, Search, StillBusy, grade_name
 from labeler.views import context
@@ -27,6 +27,10 @@ MODE_NAMES = {
 }
 SEARCH_LABEL = "Search the corpus"
 BUTTON_KEYS = "umszxnp"  # the letter keys that also have a button
+UNSAVED_HELP = (
+    "This press and the ones typed after it are kept on this page and sent again until the "
+    "database accepts them: keep the page open (a reload would lose them)."
+)
 
 
 def protocol_text(protocol: dict) -> str:
@@ -245,7 +249,7 @@ def history(session: LabelSession) -> None:
         label_visibility="collapsed",
     )
     if choice is not None:
-        session.query_id, session.message = choice, ""
+        session.reopen(choice)
         st.rerun(scope="fragment")
 
 
@@ -266,7 +270,7 @@ def notes(session: LabelSession, view: QueryView) -> None:
         "Notes",
         value=view.state["note"],
         key=key,
-        on_change=lambda: session.save_note(st.session_state[key]),
+        on_change=lambda: session.click(session.save_note, st.session_state[key]),
         placeholder="Optional; Esc returns to judging",
     )
 
@@ -301,12 +305,15 @@ def judging_panel(session: LabelSession) -> None:
         retry_on=(StillBusy,),
         panel=panel_model(session, view, ahead, last_action),
         autofocus=f"{SEARCH_LABEL}\n{id(search)}" if search else None,
+        unsaved=bool(session.unsaved),
     )
     with st.container(key="gs-header"):
         if view is not None:
             query = view.query
             st.html(render.query_heading(query["query"], query["query_id"], query["slice"]))
         progress_bar(session)
+        if session.unsaved:
+            st.html(render.alert(f"{session.unsaved} {UNSAVED_HELP}"))
         if session.message:
             st.html(render.note(session.message))
     if view is None:
@@ -336,22 +343,16 @@ def judging_panel(session: LabelSession) -> None:
         notes(session, view)
 
 
-def open_linked_query(session: LabelSession, role: str) -> None:
+def open_linked_query(session: LabelSession) -> None:
     """Open the query named in the URL (``?query=q17``, the dashboard's worst-query links),
-    then drop it from the URL so that a reload resumes as usual. Reviewers and admins only:
-    an annotator keeps to their own queue."""
+    then drop it from the URL so that a reload resumes as usual. Reviewers and admins open
+    any query, an annotator only one of their own queue (the rule every action follows,
+    see :meth:`LabelSession.reopen`)."""
     query_id = st.query_params.get("query")
     if query_id is None:
         return
     del st.query_params["query"]
-    if not accounts.has_role(role, "reviewer"):
-        return
-    try:
-        session.store.query(query_id)
-    except ValueError:
-        session.message = f"No query {query_id} in this project."
-        return
-    session.query_id, session.message = query_id, ""
+    session.reopen(query_id)
 
 
 def main() -> None:
@@ -360,7 +361,7 @@ def main() -> None:
     user = context.require_user()
     annotator = user["name"]
     session = context.label_session(annotator)
-    open_linked_query(session, user["role"])
+    open_linked_query(session)
     st.html(render.stylesheet())
     sidebar(session, annotator)
     with st.expander("Guidelines", icon=":material/menu_book:"):
