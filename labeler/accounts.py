@@ -74,8 +74,10 @@ def sign_in(store: Store, name: str, password: str, now: datetime | None = None)
     successful sign-in, or a new password set by an admin, clears the count. Each check holds
     one of ``LOCK_AFTER_FAILURES`` slots, reserved atomically (:meth:`Store.attempt_login`),
     so parallel attempts cannot check more passwords than the limit (an attempt finding
-    every slot taken is refused unchecked, ``BUSY_LOGIN``). Unknown names and wrong passwords
-    get the same message (and take the same time), so sign-in does not reveal who exists.
+    every slot taken is refused unchecked, ``BUSY_LOGIN``). A name that is no user's is
+    answered exactly as a user's with a wrong password: the same message, its failures
+    counted and locked the same way, and a password hash checked all the same (a decoy),
+    so that neither the answers, nor the lock, nor the time taken tell who exists.
     """
     now = now or datetime.now(UTC)
     outcome, detail = store.attempt_login(

@@ -12,7 +12,6 @@ import hmac
 import ipaddress
 import re
 import secrets
-from functools import cache
 
 LOCAL_ANNOTATOR = "local"
 # Names that label without being users: a golden set's imported labels, and machine labellers.
@@ -24,6 +23,9 @@ MACHINE_PREFIX = "machine:"
 SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**14, 8, 1
 SALT_BYTES, KEY_BYTES = 16, 32
 USER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
+# NIST SP 800-63B: a password a person chooses has at least 8 characters. Length is the one
+# rule (no composition rules, which the same guideline advises against).
+MIN_PASSWORD_LENGTH = 8
 
 ROLES = ("annotator", "reviewer", "admin")  # what a user may be, least to most
 
@@ -44,6 +46,15 @@ def validate_user_name(name: str) -> str:
     return name
 
 
+def validate_password(password: str) -> str:
+    """Return ``password`` if it may be set as a user's password, else raise ValueError saying
+    why: the one password rule, which every way of setting a password goes through (as
+    :func:`hash_password` checks it)."""
+    if len(password) < MIN_PASSWORD_LENGTH:
+        raise ValueError(f"a password needs at least {MIN_PASSWORD_LENGTH} characters")
+    return password
+
+
 def _scrypt(password: str, salt: bytes, n: int, r: int, p: int) -> bytes:
     # scrypt needs 128·n·r bytes; allow twice that so raised parameters keep working.
     memory = 2 * 128 * n * r
@@ -53,9 +64,9 @@ def _scrypt(password: str, salt: bytes, n: int, r: int, p: int) -> bytes:
 
 
 def hash_password(password: str) -> str:
-    """Return a salted scrypt hash of ``password`` as ``scrypt$n$r$p$salt$key`` (base64 parts)."""
-    if not password:
-        raise ValueError("the password must not be empty")
+    """Return a salted scrypt hash of ``password`` as ``scrypt$n$r$p$salt$key`` (base64 parts).
+    Raises ValueError for a password :func:`validate_password` refuses."""
+    validate_password(password)
     salt = secrets.token_bytes(SALT_BYTES)
     key = _scrypt(password, salt, SCRYPT_N, SCRYPT_R, SCRYPT_P)
     encoded = (base64.b64encode(part).decode("ascii") for part in (salt, key))
@@ -86,17 +97,19 @@ def token_hash(token: str) -> str:
     return hashlib.sha256(token.encode("ascii", "replace")).hexdigest()
 
 
-@cache
-def _decoy_hash() -> str:
-    """A hash checked when a login names no known user, so that such a login takes as long
-    as a wrong password and does not reveal which names exist."""
-    return hash_password(secrets.token_hex(8))
+# Checked when a sign-in names no user, so that it costs what a wrong password costs and does
+# not tell which names exist. The hash of a random password nobody kept, made with the current
+# scrypt parameters (a test holds them equal), fixed here so that no first unknown name pays
+# for making it.
+DECOY_HASH = (
+    "scrypt$16384$8$1$UIS3JF2G7JX496NDIZvBRw==$LprC6KLTDgHe6/C+w5fLZgBRtFVmesePoBvILVOBzCw="
+)
 
 
 def check_login(name: str, password: str, stored_hash: str | None) -> bool:
     """Tell whether a login is valid; ``stored_hash`` is None when the user does not exist."""
     if stored_hash is None:
-        verify_password(password, _decoy_hash())
+        verify_password(password, DECOY_HASH)
         return False
     return verify_password(password, stored_hash)
 

@@ -39,11 +39,11 @@ def test_password_hash_verifies_the_password_and_nothing_else():
 
 
 def test_same_password_hashes_differently_each_time():
-    assert hash_password("pw") != hash_password("pw")
+    assert hash_password("password") != hash_password("password")
 
 
 def test_hash_records_its_scheme_and_cost_so_they_can_change():
-    scheme, n, r, p, salt, key = hash_password("pw").split("$")
+    scheme, n, r, p, salt, key = hash_password("password").split("$")
     assert (scheme, n, r, p) == ("scrypt", "16384", "8", "1")
 
 
@@ -54,13 +54,13 @@ def test_malformed_or_foreign_hash_never_verifies():
 
 
 def test_empty_password_is_refused():
-    with pytest.raises(ValueError, match="must not be empty"):
+    with pytest.raises(ValueError, match="at least 8 characters"):
         hash_password("")
 
 
 def test_login_of_an_unknown_user_fails():
     assert not check_login("nobody", "pw", None)
-    assert check_login("ana", "pw", hash_password("pw"))
+    assert check_login("ana", "password", hash_password("password"))
 
 
 @pytest.mark.parametrize("name", ["", "ana smith", "<b>", "-ana", "a" * 65, LOCAL_ANNOTATOR])
@@ -111,22 +111,24 @@ def test_cli_user_add_stores_only_a_hash(tmp_path):
     db = tmp_path / "p.db"
     Store(db).close()
     result = CliRunner().invoke(
-        cli, ["user", "add", "ana", "--db", str(db)], input="s3cret\ns3cret\n"
+        cli, ["user", "add", "ana", "--db", str(db)], input="s3cret-pw\ns3cret-pw\n"
     )
     assert result.exit_code == 0, result.output
     with Store(db) as store:
         user = store.annotator("ana")
     assert user["role"] == "annotator"
-    assert verify_password("s3cret", user["password_hash"])
+    assert verify_password("s3cret-pw", user["password_hash"])
 
 
 def test_cli_user_add_refuses_a_duplicate_and_a_bad_name(tmp_path):
     db = str(tmp_path / "p.db")
     Store(db).close()
-    CliRunner().invoke(cli, ["user", "add", "ana", "--db", db, "--password", "x"])
-    duplicate = CliRunner().invoke(cli, ["user", "add", "ana", "--db", db, "--password", "y"])
+    CliRunner().invoke(cli, ["user", "add", "ana", "--db", db, "--password", "x-password"])
+    duplicate = CliRunner().invoke(
+        cli, ["user", "add", "ana", "--db", db, "--password", "y-password"]
+    )
     assert duplicate.exit_code == 1 and "already exists" in duplicate.output
-    bad = CliRunner().invoke(cli, ["user", "add", "a b", "--db", db, "--password", "y"])
+    bad = CliRunner().invoke(cli, ["user", "add", "a b", "--db", db, "--password", "y-password"])
     assert bad.exit_code == 1 and "invalid user name" in bad.output
 
 
@@ -162,7 +164,7 @@ def ana_ticket(tmp_path, monkeypatch) -> tuple[Path, str]:
     db = tmp_path / "p.db"
     monkeypatch.setenv(DB_ENV, str(db))
     with Store(db) as store:
-        store.add_annotator("ana", password_hash=hash_password("pw"))
+        store.add_annotator("ana", password_hash=hash_password("password"))
         return db, start_session(store, "ana").ticket
 
 
@@ -231,15 +233,15 @@ def test_the_first_user_from_the_web_is_the_local_admins_own_admin_account(lone_
     assert "Add user" not in [button.label for button in at.button]  # not before the admin
     assert "first create your own admin account" in page_text(at)
     field(at, "Your user name").input("alan")
-    field(at, "Your password").input("pw")
-    field(at, "Your password again").input("pw")
+    field(at, "Your password").input("password")
+    field(at, "Your password again").input("password")
     at = click(at, "Create my admin account")
     assert "Signed in as alan (admin)" in page_text(at)
     with Store(lone_project) as store:
         assert store.annotator("alan")["role"] == "admin"
-        assert verify_password("pw", store.annotator("alan")["password_hash"])
+        assert verify_password("password", store.annotator("alan")["password_hash"])
     field(at, "User name").input("ana")
-    field(at, "Password").input("ana-pw")
+    field(at, "Password").input("ana-password")
     at = click(at, "Add user")
     assert "Added annotator ana." in page_text(at)
     assert "Signed in as alan (admin)" in page_text(at)  # still on the Admin page
@@ -247,7 +249,10 @@ def test_the_first_user_from_the_web_is_the_local_admins_own_admin_account(lone_
 
 def test_the_first_admin_account_needs_a_valid_name_and_the_same_password_twice(lone_project):
     at = admin_page()
-    for name, password, again in [("alan", "pw", "pv"), (LOCAL_ANNOTATOR, "pw", "pw")]:
+    for name, password, again in [
+        ("alan", "password", "passwore"),
+        (LOCAL_ANNOTATOR, "password", "password"),
+    ]:
         field(at, "Your user name").input(name)
         field(at, "Your password").input(password)
         field(at, "Your password again").input(again)
@@ -276,7 +281,7 @@ def test_an_unexpected_error_shows_an_id_never_a_traceback(lone_project, monkeyp
 @pytest.fixture
 def ana_project(lone_project) -> Path:
     with Store(lone_project) as store:
-        store.add_annotator("ana", password_hash=hash_password("pw"))
+        store.add_annotator("ana", password_hash=hash_password("password"))
         store.add_annotator("sso@example.com")
     return lone_project
 
@@ -296,7 +301,7 @@ def tab(session_id: int | None = None, **user) -> AppTest:
 def test_a_password_sign_in_opens_a_session_and_logout_ends_it_in_every_tab(ana_project):
     first = tab()
     field(first, "User name").input("ana")
-    field(first, "Password").input("pw")
+    field(first, "Password").input("password")
     first = click(first, "Log in")
     session_id = first.session_state[signin.SESSION_KEY]
     second = tab(session_id)

@@ -214,7 +214,7 @@ def test_recording_keeps_the_run_in_the_history_which_flags_a_new_golden_version
 def test_the_actions_are_for_admins(project):
     db, files = project
     with Store(db) as store:
-        store.add_annotator("rita", role="reviewer", password_hash=hash_password("pw"))
+        store.add_annotator("rita", role="reviewer", password_hash=hash_password("password"))
     at = upload(files, user="rita")
     assert table_with(at, "Change [95% CI]") is not None  # a reviewer compares...
     assert not [button for button in at.button if button.label in ("Label the holes", "Record")]

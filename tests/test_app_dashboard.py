@@ -94,7 +94,7 @@ def test_coverage_and_how_many_more_queries_are_shown(project):
 def test_dashboard_is_for_reviewers_and_downloads_for_admins(project):
     with Store(project) as store:
         for name, role in (("ana", "annotator"), ("rita", "reviewer"), ("alan", "admin")):
-            store.add_annotator(name, role=role, password_hash=hash_password("pw"))
+            store.add_annotator(name, role=role, password_hash=hash_password("password"))
     annotator = open_page(DASHBOARD, user="ana")
     assert annotator.error and not annotator.dataframe
     reviewer = open_page(DASHBOARD, user="rita")

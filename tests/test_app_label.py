@@ -325,7 +325,7 @@ def test_without_users_the_local_annotator_labels_without_login(project):
 @pytest.fixture
 def project_with_user(project):
     with Store(project) as store:
-        store.add_annotator("ana", password_hash=hash_password("s3cret"))
+        store.add_annotator("ana", password_hash=hash_password("s3cret-pw"))
     return project
 
 
@@ -348,7 +348,7 @@ def test_wrong_password_is_refused(project_with_user):
 
 
 def test_logged_in_user_labels_under_their_name(project_with_user):
-    at = log_in(open_app(), "ana", "s3cret")
+    at = log_in(open_app(), "ana", "s3cret-pw")
     press(at, "1")
     assert record(project_with_user, "q1")["annotators"] == ["ana"]
 
@@ -384,7 +384,7 @@ def test_the_protocol_an_admin_saves_is_what_annotators_get(project_with_user):
     with Store(project_with_user) as store:
         assert store.settings() == {"mode": "full", "max_grade": 4, "rel_threshold": 1, "depth": 2}
         assert store.protocol_log()[-1]["changed_by"] == "alan"
-    at = log_in(open_app(), "ana", "s3cret")
+    at = log_in(open_app(), "ana", "s3cret-pw")
     press(at, "4", "0")
     assert record(project_with_user, "q1")["judgments"] == {"q1-d1": 4, "q1-d2": 0}
 

@@ -105,9 +105,9 @@ READ_COMMANDS = {
     "adjudicate queue": ["adjudicate"],
 }
 WRITE_COMMANDS = {
-    "user add": ["user", "add", "bob", "--password", "pw"],
+    "user add": ["user", "add", "bob", "--password", "password"],
     "user remove": ["user", "remove", "ana"],
-    "user passwd": ["user", "passwd", "ana", "--password", "pw"],
+    "user passwd": ["user", "passwd", "ana", "--password", "password"],
     "assign": ["assign", "--to", "ana"],
     "adjudicate decide": ["adjudicate", "q01", "--accept", "ana", "--reviewer", "rita"],
     "eval --record": ["eval", "--bootstrap", "0", "--record"],

@@ -46,8 +46,8 @@ LOCKED = accounts._locked_message("2026-01-05T12:15:00.000000Z")
 @pytest.fixture
 def store(tmp_path):
     with Store(tmp_path / "project.db") as store:
-        store.add_annotator("ana", password_hash=hash_password("right"))
-        store.add_annotator("rita", role="reviewer", password_hash=hash_password("right"))
+        store.add_annotator("ana", password_hash=hash_password("right password"))
+        store.add_annotator("rita", role="reviewer", password_hash=hash_password("right password"))
         yield store
 
 
@@ -77,13 +77,13 @@ def test_asking_for_an_unknown_role_is_an_error():
 
 
 def test_right_password_signs_in_and_returns_the_user_with_role(store):
-    result = sign_in(store, "rita", "right", NOON)
+    result = sign_in(store, "rita", "right password", NOON)
     assert (result.user["name"], result.user["role"], result.message) == ("rita", "reviewer", "")
 
 
 def test_wrong_password_and_unknown_user_get_the_same_message(store):
     assert sign_in(store, "ana", "wrong", NOON).message == WRONG_LOGIN
-    assert sign_in(store, "nobody", "right", NOON).message == WRONG_LOGIN
+    assert sign_in(store, "nobody", "right password", NOON).message == WRONG_LOGIN
     assert sign_in(store, "ana", "wrong", NOON).user is None
 
 
@@ -94,19 +94,21 @@ def test_repeated_failures_lock_the_account_even_against_the_right_password(stor
         False
     ]
     assert "locked until 12:15 UTC" in results[-1].message
-    during = sign_in(store, "ana", "right", NOON + timedelta(minutes=LOCK_MINUTES - 1))
+    during = sign_in(store, "ana", "right password", NOON + timedelta(minutes=LOCK_MINUTES - 1))
     assert during.user is None and "locked" in during.message
 
 
 def test_the_lock_ends_after_its_time(store):
     fail(store, LOCK_AFTER_FAILURES)
-    after = sign_in(store, "ana", "right", NOON + timedelta(minutes=LOCK_MINUTES, seconds=1))
+    after = sign_in(
+        store, "ana", "right password", NOON + timedelta(minutes=LOCK_MINUTES, seconds=1)
+    )
     assert after.user["name"] == "ana"
 
 
 def test_a_success_starts_the_count_again(store):
     fail(store, LOCK_AFTER_FAILURES - 1)
-    assert sign_in(store, "ana", "right", NOON).user is not None
+    assert sign_in(store, "ana", "right password", NOON).user is not None
     assert all(r.message == WRONG_LOGIN for r in fail(store, LOCK_AFTER_FAILURES - 1))
 
 
@@ -118,13 +120,13 @@ def test_the_failure_count_is_in_the_database_not_the_session(store, tmp_path):
 
 def test_a_new_password_lifts_the_lock(store):
     fail(store, LOCK_AFTER_FAILURES)
-    store.update_annotator("ana", password_hash=hash_password("new"))
-    assert sign_in(store, "ana", "new", NOON).user["name"] == "ana"
+    store.update_annotator("ana", password_hash=hash_password("new password"))
+    assert sign_in(store, "ana", "new password", NOON).user["name"] == "ana"
 
 
 def test_failures_of_one_user_do_not_lock_another(store):
     fail(store, LOCK_AFTER_FAILURES, name="ana")
-    assert sign_in(store, "rita", "right", NOON).user["name"] == "rita"
+    assert sign_in(store, "rita", "right password", NOON).user["name"] == "rita"
 
 
 def test_a_user_without_password_cannot_sign_in_with_one(store):
@@ -152,7 +154,7 @@ def test_a_right_password_checked_while_the_account_got_locked_is_refused(store,
         return check_login(name, password, stored_hash)
 
     monkeypatch.setattr(accounts, "check_login", locked_meanwhile)
-    result = sign_in(store, "ana", "right", NOON)
+    result = sign_in(store, "ana", "right password", NOON)
     assert result.user is None and result.message == LOCKED
     assert store.annotator("ana")["locked_until"].startswith("2026-01-05T12:15")
 
@@ -162,11 +164,11 @@ def test_an_attempt_finding_every_slot_taken_is_refused_unchecked(store, monkeyp
     inner = []
 
     def another_attempt_meanwhile(name, password, stored_hash):
-        inner.append(sign_in(store, "ana", "right", NOON))  # the last slot is taken
+        inner.append(sign_in(store, "ana", "right password", NOON))  # the last slot is taken
         return check_login(name, password, stored_hash)
 
     monkeypatch.setattr(accounts, "check_login", another_attempt_meanwhile)
-    assert sign_in(store, "ana", "right", NOON).user["name"] == "ana"
+    assert sign_in(store, "ana", "right password", NOON).user["name"] == "ana"
     assert [attempt.message for attempt in inner] == [BUSY_LOGIN]
 
 
@@ -176,8 +178,8 @@ def test_a_check_that_died_mid_way_frees_its_slot_after_a_minute(store):
         "INSERT INTO login_attempts (annotator, started_at) VALUES ('ana', ?)",
         (NOON.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),),
     )
-    assert sign_in(store, "ana", "right", NOON).message == BUSY_LOGIN
-    assert sign_in(store, "ana", "right", NOON + ATTEMPT_TIMEOUT * 2).user["name"] == "ana"
+    assert sign_in(store, "ana", "right password", NOON).message == BUSY_LOGIN
+    assert sign_in(store, "ana", "right password", NOON + ATTEMPT_TIMEOUT * 2).user["name"] == "ana"
 
 
 def test_twenty_parallel_wrong_passwords_check_no_more_than_five_and_lock(store, monkeypatch):
@@ -202,7 +204,7 @@ def test_twenty_parallel_wrong_passwords_check_no_more_than_five_and_lock(store,
     assert all(result.user is None for result in results)
     assert {result.message for result in results} <= {WRONG_LOGIN, BUSY_LOGIN, LOCKED}
     locked_until = store.annotator("ana")["locked_until"]
-    during = sign_in(store, "ana", "right", NOON + timedelta(minutes=1))
+    during = sign_in(store, "ana", "right password", NOON + timedelta(minutes=1))
     assert during.user is None and "locked" in during.message
     assert len(checked) == LOCK_AFTER_FAILURES  # the right password was not even checked
     assert store.annotator("ana")["locked_until"] == locked_until  # nor did it clear the lock
@@ -258,7 +260,7 @@ def test_logout_ends_the_session_for_every_tab(store):
     [
         lambda store: store.remove_annotator("ana"),
         lambda store: store.update_annotator("ana", role="reviewer"),
-        lambda store: store.update_annotator("ana", password_hash=hash_password("new")),
+        lambda store: store.update_annotator("ana", password_hash=hash_password("new password")),
     ],
     ids=["removed", "new role", "new password"],
 )
@@ -297,16 +299,20 @@ def goldset(*args, input=None):
 def test_cli_user_add_with_a_role_list_passwd_and_remove(tmp_path):
     db = str(tmp_path / "p.db")
     Store(db).close()  # user add refuses a path that is not a project yet (a typo, surely)
-    added = goldset("user", "add", "rita", "--role", "reviewer", "--password", "x", "--db", db)
+    added = goldset(
+        "user", "add", "rita", "--role", "reviewer", "--password", "x-password", "--db", db
+    )
     assert added.exit_code == 0, added.output
     listing = goldset("user", "list", "--db", db)
     assert listing.exit_code == 0 and "rita" in listing.output and "reviewer" in listing.output
     assert "scrypt" not in listing.output
-    changed = goldset("user", "passwd", "rita", "--role", "admin", "--db", db, input="y\ny\n")
+    changed = goldset(
+        "user", "passwd", "rita", "--role", "admin", "--db", db, input="y-password\ny-password\n"
+    )
     assert changed.exit_code == 0, changed.output
     with Store(db) as store:
         user = store.annotator("rita")
-    assert user["role"] == "admin" and verify_password("y", user["password_hash"])
+    assert user["role"] == "admin" and verify_password("y-password", user["password_hash"])
     assert goldset("user", "remove", "rita", "--db", db).exit_code == 0
     assert "no users" in goldset("user", "list", "--db", db).output
 
@@ -314,7 +320,9 @@ def test_cli_user_add_with_a_role_list_passwd_and_remove(tmp_path):
 def test_cli_user_add_refuses_an_unknown_role_and_remove_an_unknown_user(tmp_path):
     db = str(tmp_path / "p.db")
     Store(db).close()
-    bad_role = goldset("user", "add", "ana", "--role", "owner", "--password", "x", "--db", db)
+    bad_role = goldset(
+        "user", "add", "ana", "--role", "owner", "--password", "x-password", "--db", db
+    )
     assert bad_role.exit_code == 2 and "owner" in bad_role.output
     unknown = goldset("user", "remove", "zed", "--db", db)
     assert unknown.exit_code == 1 and "unknown annotator" in unknown.output
@@ -332,9 +340,11 @@ def test_cli_user_add_without_password_is_for_identity_provider_sign_in(tmp_path
 def test_cli_warns_when_no_user_can_manage_the_project(tmp_path):
     db = str(tmp_path / "p.db")
     Store(db).close()
-    annotator_only = goldset("user", "add", "ana", "--password", "x", "--db", db)
+    annotator_only = goldset("user", "add", "ana", "--password", "x-password", "--db", db)
     assert annotator_only.exit_code == 0 and "no user is an admin" in annotator_only.output
-    admin = goldset("user", "add", "alan", "--role", "admin", "--password", "x", "--db", db)
+    admin = goldset(
+        "user", "add", "alan", "--role", "admin", "--password", "x-password", "--db", db
+    )
     assert admin.exit_code == 0 and "no user is an admin" not in admin.output
     removed = goldset("user", "remove", "alan", "--db", db)
     assert "no user is an admin" in removed.output

@@ -7,7 +7,8 @@ import json
 
 import click
 
-from labeler.auth import ROLES  # a tuple, in a module of the standard library only
+# Constants of a module of the standard library only: cheap to import for every command.
+from labeler.auth import MIN_PASSWORD_LENGTH, ROLES
 from labeler.cli.common import (
     count_option,
     db_option,
@@ -28,13 +29,30 @@ ROLE_CHOICE = click.Choice(ROLES)
 
 def _password_option(command):
     """``--password``, asked for (twice, hidden) when not given."""
-    return click.option("--password", help="Asked for (twice, hidden) when not given.")(command)
+    return click.option(
+        "--password",
+        help=f"At least {MIN_PASSWORD_LENGTH} characters; asked for (twice, hidden) if not given.",
+    )(command)
 
 
-def _ask_password(password: str | None) -> str:
+def _password_hash(password: str | None) -> str:
+    """The hash of ``password``, or of one asked for (twice, hidden) when not given. A
+    password too short is bad input: one line, exit 2."""
+    from labeler.auth import hash_password, validate_password
+
     if password is None:
-        password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
-    return password
+        password = click.prompt(
+            f"Password (at least {MIN_PASSWORD_LENGTH} characters)",
+            hide_input=True,
+            confirmation_prompt=True,
+        )
+    try:
+        validate_password(password)
+    except ValueError as error:
+        failure = click.ClickException(str(error))
+        failure.exit_code = 2
+        raise failure from None
+    return hash_password(password)
 
 
 @user.command("add")
@@ -65,10 +83,10 @@ def user_add(name, role, db, password, no_password):
 
     Once a project has a user, the app asks everyone to log in.
     """
-    from labeler.auth import hash_password, validate_user_name
+    from labeler.auth import validate_user_name
 
     validate_user_name(name)
-    password_hash = None if no_password else hash_password(_ask_password(password))
+    password_hash = None if no_password else _password_hash(password)
     with open_store(db, write=True) as store:
         store.add_annotator(name, role=role, password_hash=password_hash)
         _warn_without_admin(store)
@@ -130,9 +148,7 @@ def user_passwd(name, db, password, role):
         goldset user passwd ana --db project.db
         goldset user passwd rita --role admin --db project.db
     """
-    from labeler.auth import hash_password
-
-    password_hash = hash_password(_ask_password(password))
+    password_hash = _password_hash(password)
     with open_store(db, write=True) as store:
         store.update_annotator(name, role=role, password_hash=password_hash)
         _warn_without_admin(store)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from labeler import golden
 from labeler.auth import ROLES
@@ -28,6 +30,10 @@ class Accounts(Connection):
                 "INSERT INTO annotators (name, role, password_hash, created_at) "
                 "VALUES (?, ?, ?, ?)",
                 (name, role, password_hash, golden.now()),
+            )
+            # A new account starts with no failures, as a new password clears them.
+            conn.execute(
+                "DELETE FROM unknown_sign_ins WHERE name_digest = ?", (_name_digest(name),)
             )
 
     def annotator(self, name: str) -> dict | None:
@@ -73,81 +79,76 @@ class Accounts(Connection):
         lock_after: int,
         locked_until: str,
     ) -> tuple[str, object]:
-        """Check a sign-in of user ``name`` so that parallel attempts can never check more than
+        """Check a sign-in under ``name`` so that parallel attempts can never check more than
         ``lock_after`` passwords in a row, nor clear a lock another attempt has just set.
 
-        The slow ``verify(password_hash)`` (scrypt) runs outside any transaction, so a burst
-        of sign-ins never holds the write lock that annotators' key presses need. Instead one
-        short ``BEGIN IMMEDIATE`` transaction reads the lock and reserves an attempt slot —
-        only while failures so far plus attempts in flight stay below ``lock_after`` — and a
-        second one records the outcome. A reservation older than ``stale_before`` (its
-        process died mid-check) frees its slot. Returns one of:
+        A name that is no user's is counted and locked the same way (in ``unknown_sign_ins``,
+        under a digest of it), and ``verify(None)`` then runs as long as a check: sign-in
+        answers alike whether the name exists. The slow ``verify(password_hash)`` (scrypt)
+        runs outside any transaction, so a burst of sign-ins never holds the write lock that
+        annotators' key presses need. Instead one short ``BEGIN IMMEDIATE`` transaction reads
+        the lock and reserves an attempt slot — only while failures so far plus attempts in
+        flight stay below ``lock_after`` — and a second one records the outcome. A
+        reservation older than ``stale_before`` (its process died mid-check) frees its slot.
+        Returns one of:
 
         - ``("ok", user)``: the password is right; the count of failures starts again;
         - ``("locked", until)``: locked (now or by this failure) until that log time; while
           locked no password is checked, and a right one checked meanwhile is refused;
-        - ``("wrong", None)``: a wrong password, or an unknown name (``verify(None)`` then
-          runs, so that it takes as long);
+        - ``("wrong", None)``: a wrong password, or a name that is no user's;
         - ``("busy", None)``: the slots are taken by attempts in flight: nothing checked.
         """
         if lock_after < 1:
             raise ValueError(f"lock_after must be at least 1, got {lock_after}")
         with self._writing() as conn:
-            row = conn.execute(
-                "SELECT password_hash, locked_until, failed_logins FROM annotators WHERE name = ?",
-                (name,),
-            ).fetchone()
-            if row is not None:
-                stored_hash, locked, failures = row
-                if locked and locked > now:
-                    return "locked", locked
-                conn.execute("DELETE FROM login_attempts WHERE started_at < ?", (stale_before,))
-                in_flight = conn.execute(
-                    "SELECT count(*) FROM login_attempts WHERE annotator = ?", (name,)
-                ).fetchone()[0]
-                if failures + in_flight >= lock_after:
-                    return "busy", None
-                attempt = conn.execute(
-                    "INSERT INTO login_attempts (annotator, started_at) VALUES (?, ?) RETURNING id",
-                    (name, now),
-                ).fetchone()[0]
-        if row is None:
-            verify(None)
-            return "wrong", None
-        right = verify(stored_hash)
+            # An unknown name whose lock ended, failing none since, is as one that never
+            # failed: its row goes (so that guessed names do not pile up).
+            conn.execute(
+                "DELETE FROM unknown_sign_ins WHERE locked_until <= ? AND failed_logins = 0",
+                (now,),
+            )
+            account = _account(conn, name)
+            count = _FailureCount.of(name, account)
+            failures, locked = count.read(conn)
+            if locked and locked > now:
+                return "locked", locked
+            conn.execute("DELETE FROM login_attempts WHERE started_at < ?", (stale_before,))
+            in_flight = conn.execute(
+                "SELECT count(*) FROM login_attempts WHERE annotator = ?", (count.key,)
+            ).fetchone()[0]
+            if failures + in_flight >= lock_after:
+                return "busy", None
+            attempt = conn.execute(
+                "INSERT INTO login_attempts (annotator, started_at) VALUES (?, ?) RETURNING id",
+                (count.key, now),
+            ).fetchone()[0]
+        right = verify(account[0] if account else None)
         with self._writing() as conn:
             conn.execute("DELETE FROM login_attempts WHERE id = ?", (attempt,))
-            current = conn.execute(
-                "SELECT password_hash, locked_until FROM annotators WHERE name = ?", (name,)
-            ).fetchone()
-            if current is None or current[0] != stored_hash:
-                return "wrong", None  # removed, or given a new password, meanwhile
-            if current[1] and current[1] > now:
-                return "locked", current[1]
+            if _account(conn, name) != account:
+                return "wrong", None  # added, removed, or given a new password meanwhile
+            locked = count.read(conn)[1]
+            if locked and locked > now:
+                return "locked", locked
             if right:
-                conn.execute(
-                    "UPDATE annotators SET failed_logins = 0, locked_until = NULL WHERE name = ?",
-                    (name,),
-                )
+                count.clear(conn)
                 return "ok", self.annotator(name)
-            failures = conn.execute(
-                "UPDATE annotators SET failed_logins = failed_logins + 1 WHERE name = ? "
-                "RETURNING failed_logins",
-                (name,),
-            ).fetchone()[0]
-            if failures < lock_after:
+            if count.add_failure(conn) < lock_after:
                 return "wrong", None
-            conn.execute(
-                "UPDATE annotators SET failed_logins = 0, locked_until = ? WHERE name = ?",
-                (locked_until, name),
-            )
+            count.lock(conn, locked_until)
             return "locked", locked_until
 
     def remove_annotator(self, name: str) -> None:
         """Remove a user's account and end their browser sessions. Their events stay in the
         log (nothing is ever lost); the queries assigned to them and not yet finished go back
-        to be dealt again."""
+        to be dealt again. Failed sign-ins under the name count on (it is no user's now)."""
         with self._writing() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO unknown_sign_ins (name_digest, failed_logins, "
+                "locked_until) SELECT ?, failed_logins, locked_until FROM annotators "
+                "WHERE name = ? AND (failed_logins > 0 OR locked_until IS NOT NULL)",
+                (_name_digest(name), name),
+            )
             if not conn.execute("DELETE FROM annotators WHERE name = ?", (name,)).rowcount:
                 raise ValueError(f"unknown annotator {name!r}")
             conn.execute("DELETE FROM assignments WHERE annotator = ? AND open = 1", (name,))
@@ -214,4 +215,67 @@ class Accounts(Connection):
         conn.execute(
             "UPDATE browser_sessions SET revoked_at = ? WHERE annotator = ? AND revoked_at IS NULL",
             (golden.now(), name),
+        )
+
+
+def _account(conn: sqlite3.Connection, name: str) -> tuple | None:
+    """The user's ``(password_hash,)`` (None inside for identity-provider sign-in only), or
+    None when ``name`` is no user's."""
+    return conn.execute("SELECT password_hash FROM annotators WHERE name = ?", (name,)).fetchone()
+
+
+def _name_digest(name: str) -> str:
+    # A fixed size whatever was typed ("sha256:" cannot start a user name).
+    return "sha256:" + hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@dataclass(frozen=True)
+class _FailureCount:
+    """Where the failed sign-ins under a name are counted: its user's row of ``annotators``,
+    or, for a name that is no user's, a row of ``unknown_sign_ins`` made at its first failure.
+    Both count and lock alike."""
+
+    table: str
+    column: str
+    key: str
+
+    @classmethod
+    def of(cls, name: str, account: tuple | None) -> _FailureCount:
+        if account is not None:
+            return cls("annotators", "name", name)
+        return cls("unknown_sign_ins", "name_digest", _name_digest(name))
+
+    def read(self, conn: sqlite3.Connection) -> tuple[int, str | None]:
+        """The failures in a row, and when the last lock ends (None: none)."""
+        row = conn.execute(
+            f"SELECT failed_logins, locked_until FROM {self.table} WHERE {self.column} = ?",
+            (self.key,),
+        ).fetchone()
+        return row or (0, None)
+
+    def clear(self, conn: sqlite3.Connection) -> None:
+        """Start the count again (a right password)."""
+        self._set(conn, "failed_logins = 0, locked_until = NULL")
+
+    def lock(self, conn: sqlite3.Connection, until: str) -> None:
+        """Lock until that log time; the count starts again after it."""
+        self._set(conn, "failed_logins = 0, locked_until = ?", until)
+
+    def add_failure(self, conn: sqlite3.Connection) -> int:
+        """Count one more failure (a lock that has ended is forgotten); the count now."""
+        row = conn.execute(
+            f"UPDATE {self.table} SET failed_logins = failed_logins + 1, locked_until = NULL "
+            f"WHERE {self.column} = ? RETURNING failed_logins",
+            (self.key,),
+        ).fetchone()
+        if row:
+            return row[0]
+        conn.execute(
+            "INSERT INTO unknown_sign_ins (name_digest, failed_logins) VALUES (?, 1)", (self.key,)
+        )
+        return 1
+
+    def _set(self, conn: sqlite3.Connection, assignments: str, *values: str) -> None:
+        conn.execute(
+            f"UPDATE {self.table} SET {assignments} WHERE {self.column} = ?", (*values, self.key)
         )

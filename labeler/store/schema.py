@@ -396,3 +396,21 @@ def m13_staged_golden_imports(db: sqlite_utils.Database) -> None:
             CREATE INDEX {table}_batch ON {table}(batch) WHERE batch IS NOT NULL;
             """
         )
+
+
+@migrations()
+def m14_unknown_name_sign_ins(db: sqlite_utils.Database) -> None:
+    """Version 14: failed sign-ins under names that are no user's, counted and locked as a
+    user's are (see :meth:`Accounts.attempt_login`), so that the lockout does not tell which
+    names exist. A name is kept as a digest: a fixed size whatever was typed."""
+    db.executescript(
+        """
+        CREATE TABLE unknown_sign_ins (
+            name_digest TEXT PRIMARY KEY,              -- 'sha256:' and the hex digest of the name
+            failed_logins INTEGER NOT NULL DEFAULT 0,
+            locked_until TEXT                          -- log time; NULL = not locked
+        ) WITHOUT ROWID;
+        CREATE INDEX unknown_sign_ins_lock ON unknown_sign_ins(locked_until)
+            WHERE locked_until IS NOT NULL;
+        """
+    )

@@ -16,11 +16,12 @@ import pandas as pd
 import streamlit as st
 
 from labeler import accounts, live, render, signin, team
-from labeler.auth import hash_password, validate_user_name
+from labeler.auth import MIN_PASSWORD_LENGTH, hash_password, validate_user_name
 from labeler.store import ROLES, Store
 from labeler.views import context
 
 UNCHANGED = "(unchanged)"
+PASSWORD_HELP = f"At least {MIN_PASSWORD_LENGTH} characters."
 
 
 def act(store: Store, admin: str, action: Callable[[], str]) -> None:
@@ -48,7 +49,7 @@ def users_section(store: Store, admin: str) -> None:
         st.markdown("**Add a user**")
         name = st.text_input("User name")
         role = st.selectbox("Role", ROLES)
-        password = st.text_input("Password", type="password")
+        password = st.text_input("Password", type="password", help=PASSWORD_HELP)
         no_password = st.checkbox("Signs in through the identity provider only (no password)")
         if st.form_submit_button("Add user"):
             act(store, admin, lambda: _add_user(store, name, role, password, no_password))
@@ -57,7 +58,7 @@ def users_section(store: Store, admin: str) -> None:
         st.markdown("**Change a user** (a new password also lifts a sign-in lock)")
         name = st.selectbox("User", names, key="change_name")
         role = st.selectbox("New role", [UNCHANGED, *ROLES])
-        password = st.text_input("New password", type="password")
+        password = st.text_input("New password", type="password", help=PASSWORD_HELP)
         if st.form_submit_button("Change user"):
             act(store, admin, lambda: _change_user(store, admin, name, role, password))
             st.rerun()
@@ -83,7 +84,9 @@ def first_admin_form(store: Store, admin: str) -> None:
     )
     with st.form("first_admin", clear_on_submit=True):
         name = st.text_input("Your user name", autocomplete="username")
-        password = st.text_input("Your password", type="password", autocomplete="new-password")
+        password = st.text_input(
+            "Your password", type="password", autocomplete="new-password", help=PASSWORD_HELP
+        )
         again = st.text_input("Your password again", type="password", autocomplete="new-password")
         if st.form_submit_button("Create my admin account"):
             act(store, admin, lambda: _first_admin(store, name, password, again))
