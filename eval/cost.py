@@ -66,8 +66,10 @@ class MeasuredCost:
     spent: Cost
     remaining: Cost
     total: Cost
-    seconds_per_judgement: float  # median active seconds per judgement
-    judgements_per_query: float  # mean judged depth of a completed query
+    seconds_per_query: float  # mean active seconds of a done pass (U/M, search, skips too)
+    median_seconds_per_query: float  # shown beside the mean: it understates skewed times
+    judgements_per_query: float  # mean docs read in a done pass (by hand or by its verdict)
+    seconds_per_judgement: float  # seconds_per_query / judgements_per_query: a plan's price
 
     def as_dict(self) -> dict[str, object]:
         """The JSON shape of the measured cost (unknown figures become None)."""
@@ -75,6 +77,8 @@ class MeasuredCost:
             "spent": self.spent.as_dict(),
             "remaining": self.remaining.as_dict(),
             "total": self.total.as_dict(),
+            "seconds_per_query": _json_number(self.seconds_per_query),
+            "median_seconds_per_query": _json_number(self.median_seconds_per_query),
             "seconds_per_judgement": _json_number(self.seconds_per_judgement),
             "judgements_per_query": _json_number(self.judgements_per_query),
         }
@@ -186,45 +190,75 @@ def pool_depth_per_query(
 
 
 def median_seconds_per_judgement(seconds: ArrayLike) -> float:
-    """The median of the active seconds of the judgements made so far: the human speed every
-    cost estimate prices with (robust to the odd long pause); NaN before any is measured."""
+    """The median of the active seconds of the judgements made so far (NaN before any): a
+    typical judgement's time. It understates skewed times (a capped break every few
+    actions), so :func:`measured_cost` prices with means, the median shown beside them."""
     seconds = np.asarray(seconds, dtype=np.float64)
     return float(np.median(seconds)) if len(seconds) else math.nan
 
 
 def measured_cost(
-    seconds_per_judgement: ArrayLike,
+    active_seconds: ArrayLike,
+    seconds_per_query: ArrayLike,
     judgements_per_query: ArrayLike,
     queries_remaining: int,
     hourly_rate: float,
     annotators_per_query: float = 1,
 ) -> MeasuredCost:
-    """Spent, remaining and total cost from the figures recorded while labelling.
+    """Spent, remaining and total cost from the seconds recorded while labelling.
 
-    ``seconds_per_judgement`` holds the active seconds of every judgement made so far (their
-    sum is the time spent); ``judgements_per_query`` the judged depth of each completed query
-    (one annotator's pass). Each remaining query is priced at the mean judged depth × the
-    median seconds per judgement (robust to the odd long pause) × ``annotators_per_query``.
-    Before anything is measured the unknown figures are NaN (None in :meth:`as_dict`).
+    ``active_seconds`` holds the idle-capped active seconds of every action in the log —
+    judgements, U/M verdicts, skips, attachments (the search time before one is in it),
+    undone ones too: their sum is the time spent. ``seconds_per_query`` holds the active
+    seconds of each done pass (one annotator's work on one query, all its actions), and
+    ``judgements_per_query`` the docs that pass read (judged by hand or answered for by its
+    verdict), in the same order. With ``n`` done passes, ``a = annotators_per_query`` and
+    ``q = queries_remaining``::
+
+        spent     = Σ active_seconds                     (the count × the mean)
+        s̄         = Σ seconds_per_query / n              (mean seconds of a done pass)
+        open      = spent − Σ seconds_per_query          (passes started, not done yet)
+        remaining = max(0, q × a × s̄ − open)
+        total     = spent + remaining
+
+    The remaining queries are priced per query, from what a done query really took, because
+    a U or M query's reading, searching and verdict are seconds with few judgements (or none)
+    to price them by: a price per judgement leaves them out. The mean, not the median: total
+    time is count × mean, and the median of skewed times (a break capped at 120 s every few
+    actions) understates it; the median is reported beside it. ``seconds_per_judgement`` is
+    ``Σ seconds_per_query / Σ judgements_per_query``, the seconds per doc read that
+    :func:`labelling_cost` needs for a plan at another depth: at the measured depth it gives
+    ``s̄`` back. Before anything is measured the unknown figures are NaN (None in
+    :meth:`MeasuredCost.as_dict`).
+
+    >>> cost = measured_cost([10, 10, 10, 10, 120, 10], [150, 20], [3, 0], 4, 36)
+    >>> cost.spent.seconds, cost.seconds_per_query, cost.median_seconds_per_query
+    (170.0, 85.0, 85.0)
+    >>> cost.remaining.seconds, cost.total.dollars, round(cost.seconds_per_judgement, 2)
+    (340.0, 5.1, 56.67)
     """
-    seconds = _non_negative_array(seconds_per_judgement, "seconds_per_judgement")
+    spent = _non_negative_array(active_seconds, "active_seconds")
+    per_query = _non_negative_array(seconds_per_query, "seconds_per_query")
     depths = _non_negative_array(judgements_per_query, "judgements_per_query")
+    if len(per_query) != len(depths):
+        raise ValueError("seconds_per_query and judgements_per_query must be as long")
     _check_non_negative(queries_remaining=queries_remaining, hourly_rate=hourly_rate)
     _check_annotators(annotators_per_query)
-    median_seconds = median_seconds_per_judgement(seconds)
-    mean_depth = float(depths.mean()) if len(depths) else math.nan
-    remaining_seconds = (
-        queries_remaining * mean_depth * median_seconds * annotators_per_query
-        if queries_remaining
-        else 0.0
-    )
-    spent_seconds = float(seconds.sum())
+    spent_seconds = float(spent.sum())
+    mean_seconds = float(per_query.mean()) if len(per_query) else math.nan
+    remaining_seconds = 0.0
+    if queries_remaining:
+        open_seconds = max(0.0, spent_seconds - float(per_query.sum()))
+        planned = queries_remaining * annotators_per_query * mean_seconds
+        remaining_seconds = max(0.0, planned - open_seconds) if len(per_query) else math.nan
     return MeasuredCost(
         spent=Cost.of_seconds(spent_seconds, hourly_rate),
         remaining=Cost.of_seconds(remaining_seconds, hourly_rate),
         total=Cost.of_seconds(spent_seconds + remaining_seconds, hourly_rate),
-        seconds_per_judgement=median_seconds,
-        judgements_per_query=mean_depth,
+        seconds_per_query=mean_seconds,
+        median_seconds_per_query=float(np.median(per_query)) if len(per_query) else math.nan,
+        judgements_per_query=float(depths.mean()) if len(depths) else math.nan,
+        seconds_per_judgement=_ratio(per_query.sum(), depths.sum()),
     )
 
 
@@ -260,6 +294,11 @@ def _check_annotators(annotators_per_query: float) -> None:
     _check_non_negative(annotators_per_query=annotators_per_query)
     if annotators_per_query < 1:
         raise ValueError(f"annotators_per_query must be at least 1, got {annotators_per_query!r}")
+
+
+def _ratio(numerator: float, denominator: float) -> float:
+    """``numerator / denominator``, NaN when the denominator is 0 (nothing to divide by)."""
+    return float(numerator / denominator) if denominator else math.nan
 
 
 def _json_number(value: float) -> float | None:

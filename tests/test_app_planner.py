@@ -79,20 +79,23 @@ def test_cost_page_figures_equal_goldset_cost_db(project):
     pd.testing.assert_frame_equal(
         shown, pd.DataFrame(measured["annotators"]), check_dtype=False, check_exact=False
     )
-    text = next(caption.value for caption in at.caption if "per judgement" in caption.value)
-    assert f"median {measured['seconds_per_judgement']:.1f} s per judgement" in text
-    assert f"mean judged depth {measured['judgements_per_query']:.2f} per done query" in text
+    text = next(caption.value for caption in at.caption if "per done query" in caption.value)
+    assert (
+        f"mean {measured['seconds_per_query']:.1f} s per done query, "
+        f"median {measured['median_seconds_per_query']:.1f} s" in text
+    )
+    assert f"mean {measured['judgements_per_query']:.2f} docs read per done query" in text
 
 
 def test_goldset_cost_db_measures_spent_remaining_and_total(project):
     measured = json.loads(goldset("cost", "--db", str(project), "--json"))
     assert measured["rate"] == 60 and measured["queries_remaining"] == 44
-    assert measured["seconds_per_judgement"] == 4.0
+    assert (measured["seconds_per_query"], measured["median_seconds_per_query"]) == (15.0, 9.5)
     assert measured["total"]["seconds"] == pytest.approx(
         measured["spent"]["seconds"] + measured["remaining"]["seconds"]
     )
     text = goldset("cost", "--db", str(project), "--rate", "60")
-    assert "median 4.0 s per judgement" in text
+    assert "mean 15.0 s per done query, median 9.5 s" in text
     spent = measured["spent"]
     assert f"spent     {live.duration_text(spent['hours']):>10}  ${spent['dollars']:,.2f}" in text
     mixed = CliRunner().invoke(cli, ["cost", "--db", str(project), "--seconds", "20"])

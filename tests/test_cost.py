@@ -138,55 +138,74 @@ def test_pool_depth_rejects_bad_input(runs, depth, message):
 # --- measured cost -------------------------------------------------------------------------
 
 
-def test_measured_cost_prices_the_remaining_queries_from_measured_figures():
+def test_measured_cost_prices_the_remaining_queries_at_the_mean_seconds_of_a_done_query():
     cost = measured_cost(
-        seconds_per_judgement=[10, 20, 30, 1000],  # one long pause: the median ignores it
+        active_seconds=[10, 20, 30, 1000, 40],  # every action; the last one's query is open
+        seconds_per_query=[60, 1000],  # the two done passes: 10 + 20 + 30, then one long read
         judgements_per_query=[3, 4],
         queries_remaining=10,
         hourly_rate=60,
     )
-    assert (cost.seconds_per_judgement, cost.judgements_per_query) == (25.0, 3.5)
-    assert cost.spent == Cost.of_seconds(1060, 60)
-    assert cost.remaining == Cost.of_seconds(10 * 3.5 * 25, 60)
+    assert (cost.seconds_per_query, cost.median_seconds_per_query) == (530.0, 530.0)
+    assert (cost.judgements_per_query, cost.seconds_per_judgement) == (3.5, 1060 / 7)
+    assert cost.spent == Cost.of_seconds(1100, 60)
+    # 10 queries × 530 s, less the 40 s already spent on the open one
+    assert cost.remaining == Cost.of_seconds(10 * 530 - 40, 60)
     assert cost.total.dollars == pytest.approx(cost.spent.dollars + cost.remaining.dollars)
 
 
+def test_measured_cost_prices_with_the_mean_not_the_median():
+    cost = measured_cost([10, 10, 120], [10, 10, 120], [1, 1, 1], 3, 3600)
+    assert cost.median_seconds_per_query == 10.0
+    assert cost.remaining.seconds == 3 * 140 / 3  # count × mean: the break's time is counted
+
+
 def test_measured_cost_remaining_counts_each_annotator():
-    single = measured_cost([20], [4], 100, 60)
-    double = measured_cost([20], [4], 100, 60, annotators_per_query=2)
+    single = measured_cost([20], [20], [4], 100, 60)
+    double = measured_cost([20], [20], [4], 100, 60, annotators_per_query=2)
     assert double.remaining.seconds == 2 * single.remaining.seconds
 
 
 def test_measured_cost_as_dict_is_the_json_shape_of_the_cli():
-    cost = measured_cost([20, 20], [2], 1, 36).as_dict()
+    cost = measured_cost([20, 20], [40], [2], 1, 36).as_dict()
     assert cost == {
         "spent": {"seconds": 40.0, "hours": 40 / 3600, "dollars": 0.4},
         "remaining": {"seconds": 40.0, "hours": 40 / 3600, "dollars": 0.4},
         "total": {"seconds": 80.0, "hours": 80 / 3600, "dollars": 0.8},
+        "seconds_per_query": 40.0,
+        "median_seconds_per_query": 40.0,
         "seconds_per_judgement": 20.0,
         "judgements_per_query": 2.0,
     }
 
 
-def test_measured_cost_before_any_judgement_leaves_the_unknown_as_none():
-    cost = measured_cost([], [], queries_remaining=50, hourly_rate=60).as_dict()
-    assert cost["spent"]["dollars"] == 0.0
+def test_measured_cost_before_any_query_is_done_leaves_the_unknown_as_none():
+    cost = measured_cost([5.0], [], [], queries_remaining=50, hourly_rate=60).as_dict()
+    assert cost["spent"]["seconds"] == 5.0
     assert cost["remaining"]["dollars"] is None
-    assert cost["seconds_per_judgement"] is None
+    assert cost["seconds_per_query"] is None and cost["seconds_per_judgement"] is None
     assert json.loads(json.dumps(cost)) == cost  # valid JSON, no NaN
 
 
+def test_measured_cost_of_queries_that_read_no_doc_has_no_price_per_judgement():
+    cost = measured_cost([30], [30], [0], 1, 60)  # a query without candidates, said U
+    assert cost.remaining.seconds == 30.0
+    assert math.isnan(cost.seconds_per_judgement)
+
+
 def test_measured_cost_with_nothing_remaining_costs_nothing_more():
-    assert measured_cost([], [], queries_remaining=0, hourly_rate=60).remaining.seconds == 0.0
+    assert measured_cost([], [], [], queries_remaining=0, hourly_rate=60).remaining.seconds == 0.0
 
 
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
-        (([-1.0], [2], 1, 60), "seconds_per_judgement"),
-        (([1.0], [-2], 1, 60), "judgements_per_query"),
-        (([1.0], [2], -1, 60), "queries_remaining"),
-        (([1.0], [2], 1, -60), "hourly_rate"),
+        (([-1.0], [1], [2], 1, 60), "active_seconds"),
+        (([1.0], [-1], [2], 1, 60), "seconds_per_query"),
+        (([1.0], [1], [-2], 1, 60), "judgements_per_query"),
+        (([1.0], [1], [2, 3], 1, 60), "as long"),
+        (([1.0], [1], [2], -1, 60), "queries_remaining"),
+        (([1.0], [1], [2], 1, -60), "hourly_rate"),
     ],
 )
 def test_measured_cost_rejects_negative_figures(arguments, message):

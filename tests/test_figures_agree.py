@@ -43,7 +43,7 @@ def test_work_figures_are_defined_once_from_the_log(project):
     # Current labels include the 0s a verdict (U/M) gives the candidates not judged one by
     # one, so they can outnumber the judgements made; the undone judgement is in neither.
     assert summary.current_labels == status["judgements"]
-    assert summary.cost.seconds_per_judgement == judgements["seconds"].median()
+    assert summary.cost.spent.seconds == events["seconds"].sum()  # every action's time
     assert summary.queries_remaining == 50 - 6  # six done; the skipped one is still to do
 
 
@@ -62,7 +62,8 @@ def test_dashboard_planner_status_and_cost_show_the_same_work_figures(project):
 def test_status_json_carries_the_work_figures_of_cost_json(project):
     status = json.loads(goldset("status", "--db", str(project), "--json"))
     cost = json.loads(goldset("cost", "--db", str(project), "--json"))
-    for key in ("current_labels", "judgements_made", "seconds_per_judgement",
-                "judgements_per_query", "queries_remaining"):  # fmt: skip
+    for key in ("current_labels", "judgements_made", "seconds_per_query",
+                "median_seconds_per_query", "seconds_per_judgement", "judgements_per_query",
+                "queries_remaining"):  # fmt: skip
         assert status[key] == cost[key]
     assert status["current_labels"] == status["judgements"]

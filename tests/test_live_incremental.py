@@ -119,8 +119,8 @@ def test_the_dashboard_refresher_updates_incrementally_to_the_full_figures(mixed
 
 def assert_work_as_read_in_full(work: LiveWork, store: Store) -> None:
     """The kept work figures equal the store's, read in full, and so do the dashboard's."""
-    pd.testing.assert_frame_equal(work.seconds, store.judgement_seconds())
-    by = ["annotator", "judged_depth"]
+    pd.testing.assert_frame_equal(work.seconds, store.active_seconds())
+    by = ["annotator", "docs_read", "seconds"]
     pd.testing.assert_frame_equal(
         work.depths.sort_values(by, ignore_index=True),
         store.completed_depths().sort_values(by, ignore_index=True),

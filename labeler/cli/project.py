@@ -55,12 +55,15 @@ def cost_command(queries, docs_per_query, seconds, rate, annotators, db, as_json
     The line rounds to cents and hundredths of an hour; --json prints the unrounded figures,
     {"seconds": ..., "hours": ..., "dollars": ...}, for scripts to round as they need.
 
-    With --db the figures are measured: the median active seconds per judgement, the mean
-    judged depth of a completed query, the queries not done yet and the measured overlap
-    (annotators per query) give the hours and dollars spent, remaining and in total, as on
-    the app's cost page (--rate defaults to $60/h there). The JSON has spent, remaining and
-    total (each with seconds, hours and dollars), seconds_per_judgement,
-    judgements_per_query, rate, queries_remaining, annotators_per_query and per annotator.
+    With --db the figures are measured, as on the app's cost page (--rate defaults to $60/h
+    there): every active second in the log is spent (judging, U/M, searching, attaching,
+    skipping; a pause counts up to 120 s), and each query not done yet costs the mean active
+    seconds of a done query (its median is shown beside it) × the measured overlap
+    (annotators per query), less the time already spent on queries started. The JSON has
+    spent, remaining and total (each with seconds, hours and dollars), seconds_per_query
+    (the mean), median_seconds_per_query, judgements_per_query (docs read per done query,
+    those a U/M verdict answered for included), seconds_per_judgement (seconds per doc
+    read), rate, queries_remaining, annotators_per_query and per annotator.
     """
     from eval.cost import labelling_cost
 
@@ -108,7 +111,7 @@ def _measured_cost(db, queries, docs_per_query, seconds, rate, as_json) -> None:
         click.echo(json.dumps(summary.as_dict(), indent=2))
         return
     figures = summary.cost
-    if not figures.judgements_per_query >= 0:  # NaN: no query completed yet
+    if not figures.seconds_per_query >= 0:  # NaN: no query completed yet
         click.echo(f"nothing measured yet: no query is done; {summary.queries_remaining:,} left")
         return
     lines = [
@@ -284,8 +287,8 @@ def export(db, export_format, out, labels, judge_name):
 
 # The measured work figures that `goldset status --json` adds, as `goldset cost --db` has them.
 STATUS_WORK_FIGURES = (
-    "current_labels", "judgements_made", "seconds_per_judgement", "judgements_per_query",
-    "queries_remaining",
+    "current_labels", "judgements_made", "seconds_per_query", "median_seconds_per_query",
+    "seconds_per_judgement", "judgements_per_query", "queries_remaining",
 )  # fmt: skip
 
 
@@ -295,7 +298,7 @@ STATUS_WORK_FIGURES = (
 def status(db, as_json):
     """Show the project: queries done / pending / skipped / unanswerable per slice, and the
     work figures as the app's dashboard and cost planner word them (current labels,
-    judgements made, median seconds per judgement, mean judged depth, queries left).
+    judgements made, mean and median seconds per done query, docs read, queries left).
 
     \b
     Example:

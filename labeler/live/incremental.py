@@ -105,11 +105,11 @@ JUDGEMENTS = ("judge", "attach")  # the events that count as judgements made (un
 
 class LiveWork:
     """The dashboard's work figures kept up to date event by event: the active seconds of
-    every judgement made, the judged depth of every completed pass and the judgements per
+    every action, the docs read and seconds of every completed pass and the judgements per
     hour and annotator. :meth:`update` reads the whole log once (and again when the queries,
     runs or settings change); afterwards only the newer events, and the passes of the
     queries they touch. :attr:`seconds`, :attr:`depths` and :meth:`per_hour` equal
-    :meth:`Store.judgement_seconds`, :meth:`Store.completed_depths` and
+    :meth:`Store.active_seconds`, :meth:`Store.completed_depths` and
     :meth:`Store.judgements_per_hour` (the tests hold them equal).
     """
 
@@ -119,15 +119,15 @@ class LiveWork:
     def _reset(self, candidates: ProjectState | None) -> None:
         self._candidates = candidates
         self._last: int | None = None  # the last event read
-        self.seconds = pd.DataFrame()  # annotator, seconds: one row per judgement, in log order
-        self._depths = pd.DataFrame()  # query_id, annotator, judged_depth
+        self.seconds = pd.DataFrame()  # annotator, action, seconds: a row per event, log order
+        self._depths = pd.DataFrame()  # query_id, annotator, docs_read, seconds
         hours = pd.MultiIndex.from_arrays([[], []], names=["hour", "annotator"])
         self._hours = pd.Series([], index=hours, dtype="int64")  # judgements per hour, annotator
 
     @property
     def depths(self) -> pd.DataFrame:
-        """Judged depth of every completed pass: DataFrame(annotator, judged_depth)."""
-        return self._depths[["annotator", "judged_depth"]]
+        """Every completed pass: DataFrame(annotator, docs_read, seconds)."""
+        return self._depths[["annotator", "docs_read", "seconds"]]
 
     def update(self, store: Store, state: ProjectState) -> None:
         """Bring the figures up to the events of ``store`` now (``state`` or later)."""
@@ -141,10 +141,10 @@ class LiveWork:
             kept = self._depths[~self._depths["query_id"].isin(touched)]
             self._depths = pd.concat([kept, store.completed_depths_of(touched)], ignore_index=True)
         if self._last is None or len(events):
-            judged = events[events["action"].isin(JUDGEMENTS)]
             self.seconds = pd.concat(
-                [self.seconds, judged[["annotator", "seconds"]]], ignore_index=True
+                [self.seconds, events[["annotator", "action", "seconds"]]], ignore_index=True
             ).astype({"seconds": "float64"})
+            judged = events[events["action"].isin(JUDGEMENTS)]
             counts = judged.groupby(["hour", "annotator"]).size()
             self._hours = self._hours.add(counts, fill_value=0).astype("int64")
             self._last = int(events["id"].max()) if len(events) else (self._last or 0)

@@ -16,6 +16,7 @@ from eval.readers import Golden, Run
 from labeler.live.downloads import read_uploaded_run
 from labeler.live.figures import first_relevant
 from labeler.live.formats import finite
+from labeler.live.incremental import JUDGEMENTS
 from labeler.live.project import CUTOFF
 from labeler.store import Store
 
@@ -74,14 +75,9 @@ def queries_needed(
     share = answerable / (answerable + report["queries"]["unanswerable"])
     to_label = math.ceil(more / share)
     price = None
-    if measured is not None and finite(measured.cost.judgements_per_query):
-        price = cost.labelling_cost(
-            to_label,
-            measured.cost.judgements_per_query,
-            measured.cost.seconds_per_judgement,
-            measured.rate,
-            measured.annotators_per_query,
-        )
+    if measured is not None and finite(measured.cost.seconds_per_query):
+        seconds = to_label * measured.cost.seconds_per_query * measured.annotators_per_query
+        price = cost.Cost.of_seconds(seconds, measured.rate)
     return QueriesNeeded(target, answerable, half_width, needed, more, to_label, left, price)
 
 
@@ -93,14 +89,15 @@ class CostSummary:
     rate: float
     queries_remaining: int  # not done yet (pending, in progress or skipped)
     annotators_per_query: float  # measured overlap: completed passes per done query
-    per_annotator: pd.DataFrame  # annotator, judgements, seconds_per_judgement, ...
+    per_annotator: pd.DataFrame  # annotator, judgements, queries_done, seconds_per_query, ...
     current_labels: int = 0  # labels held now, one per annotator and doc (undone ones gone)
     judgements_made: int = 0  # judgement events, undone ones included (their time was spent)
 
     def as_dict(self) -> dict:
         """The JSON of ``goldset cost --db``: spent, remaining and total (each with seconds,
-        hours and dollars), the measured seconds_per_judgement and judgements_per_query, the
-        rate, queries_remaining, annotators_per_query and the per-annotator figures."""
+        hours and dollars), the measured seconds_per_query (mean), median_seconds_per_query,
+        judgements_per_query (docs read) and seconds_per_judgement, the rate,
+        queries_remaining, annotators_per_query and the per-annotator figures."""
         return {
             **self.cost.as_dict(),
             "rate": self.rate,
@@ -122,61 +119,79 @@ def cost_summary(
     depths: pd.DataFrame | None = None,
     status: dict | None = None,
 ) -> CostSummary:
-    """Hours and dollars spent, remaining and in total from the measured figures: the median
-    active seconds per judgement, the mean judged depth of a completed pass, the queries not
-    done yet and the measured overlap; also the same per annotator. ``seconds``, ``depths``
-    and ``status``: :meth:`Store.judgement_seconds`, :meth:`Store.completed_depths` and
-    :meth:`Store.status` when already read (the dashboard keeps them up to date)."""
+    """Hours and dollars spent, remaining and in total (:func:`eval.cost.measured_cost`):
+    every active second in the log is spent, the queries not done yet are priced at the mean
+    seconds of a done pass × the measured overlap; also the same per annotator. ``seconds``,
+    ``depths`` and ``status``: :meth:`Store.active_seconds`, :meth:`Store.completed_depths`
+    and :meth:`Store.status` when already read (the dashboard keeps them up to date)."""
     if seconds is None:
-        seconds = store.judgement_seconds()
+        seconds = store.active_seconds()
     if depths is None:
         depths = store.completed_depths()
     progress = store.progress()
     done = sum(counts["done"] for counts in progress.values())
     remaining = sum(counts["total"] for counts in progress.values()) - done
     overlap = max(1.0, len(depths) / done) if done else 1.0
-    measured = cost.measured_cost(
-        seconds["seconds"], depths["judged_depth"], remaining, rate, overlap
-    )
+    measured = _measured(seconds, depths, remaining, rate, overlap)
     per_annotator = _per_annotator(seconds, depths, rate)
     labels = (status or store.status())["judgements"]
-    return CostSummary(measured, rate, remaining, overlap, per_annotator, labels, len(seconds))
+    judgements = int(seconds["action"].isin(JUDGEMENTS).sum()) if len(seconds) else 0
+    return CostSummary(measured, rate, remaining, overlap, per_annotator, labels, judgements)
 
 
 def work_text(summary: CostSummary) -> str:
     """The project's work figures in one line, worded the same on the dashboard, the
     planner, ``goldset status`` and ``goldset cost --db``: current labels, judgements made
-    (undone ones included), annotators, median seconds per judgement, mean judged depth per
-    completed query and the queries left."""
+    (undone ones included), annotators, the mean and median active seconds of a done query
+    (U/M, search and skip time included), the docs read per done query and the seconds per
+    doc read they make, and the queries left."""
     people = len(summary.per_annotator)
-    seconds, depth = summary.cost.seconds_per_judgement, summary.cost.judgements_per_query
+    figures = summary.cost
     parts = [
         f"{summary.current_labels:,} current labels",
         f"{summary.judgements_made:,} judgements made (undone ones included) by {people:,} "
         f"annotator{'' if people == 1 else 's'}",
     ]
-    if finite(seconds):
-        parts.append(f"median {seconds:.1f} s per judgement")
-    if finite(depth):
-        parts.append(f"mean judged depth {depth:.2f} per done query")
+    if finite(figures.seconds_per_query):
+        parts.append(
+            f"mean {figures.seconds_per_query:.1f} s per done query, median "
+            f"{figures.median_seconds_per_query:.1f} s (U/M, search and skips included)"
+        )
+    if finite(figures.judgements_per_query):
+        read = f"mean {figures.judgements_per_query:.2f} docs read per done query"
+        if finite(figures.seconds_per_judgement):
+            read += f", {figures.seconds_per_judgement:.1f} s each"
+        parts.append(read)
     return " · ".join([*parts, f"{summary.queries_remaining:,} queries left"])
 
 
+def _measured(
+    seconds: pd.DataFrame, depths: pd.DataFrame, remaining: int, rate: float, overlap: float = 1
+) -> cost.MeasuredCost:
+    """:func:`eval.cost.measured_cost` of the frames of :meth:`Store.active_seconds` and
+    :meth:`Store.completed_depths` (or one annotator's rows of them)."""
+    return cost.measured_cost(
+        seconds["seconds"], depths["seconds"], depths["docs_read"], remaining, rate, overlap
+    )
+
+
 def _per_annotator(seconds: pd.DataFrame, depths: pd.DataFrame, rate: float) -> pd.DataFrame:
-    seconds_by = dict(list(seconds.groupby("annotator")["seconds"]))
-    depths_by = dict(list(depths.groupby("annotator")["judged_depth"]))
-    empty = pd.Series([], dtype=float)
+    empty = pd.DataFrame({"action": [], "seconds": [], "docs_read": []})
+    seconds_by = dict(list(seconds.groupby("annotator")))
+    passes_by = dict(list(depths.groupby("annotator")))
     rows = []
-    for name in sorted(seconds_by.keys() | depths_by.keys()):
-        theirs, passes = seconds_by.get(name, empty), depths_by.get(name, empty)
-        figures = cost.measured_cost(theirs, passes, 0, rate)
+    for name in sorted(seconds_by.keys() | passes_by.keys()):
+        theirs, passes = seconds_by.get(name, empty), passes_by.get(name, empty)
+        figures = _measured(theirs, passes, 0, rate)
         rows.append(
             {
                 "annotator": name,
-                "judgements": len(theirs),
+                "judgements": int(theirs["action"].isin(JUDGEMENTS).sum()),
                 "queries_done": len(passes),
-                "seconds_per_judgement": figures.seconds_per_judgement,
+                "seconds_per_query": figures.seconds_per_query,
+                "median_seconds_per_query": figures.median_seconds_per_query,
                 "judgements_per_query": figures.judgements_per_query,
+                "seconds_per_judgement": figures.seconds_per_judgement,
                 "hours": figures.spent.hours,
                 "dollars": figures.spent.dollars,
             }
@@ -200,10 +215,12 @@ def plans(
     depth k and, given the pool's real size per query, the full pool. DataFrame(plan,
     docs_per_query, hours, dollars).
 
-    Once queries are done, ``measured_depth`` (the mean judged depth of a done query, the
-    same figure as the measured cost) prices first-hit mode instead of the depth expected
-    from ``first_relevant``: with a pool of several runs an annotator judges until every
-    run's first hit is known, deeper than one run's first relevant rank."""
+    Once queries are done, ``measured_depth`` (the mean docs read in a done query, U/M
+    queries' included, the same figure as the measured cost) prices first-hit mode instead
+    of the depth expected from ``first_relevant``: with a pool of several runs an annotator
+    judges until every run's first hit is known, deeper than one run's first relevant rank.
+    At the measured seconds per judgement (seconds of a done query / docs read) that row is
+    the measured mean seconds of a done query, U/M, search and skip time included."""
     options = {
         "annotators_per_query": annotators_per_query,
         "answerable_share": answerable_share,
@@ -274,6 +291,6 @@ def pool_sizes(runs: Mapping[str, pd.DataFrame], depths: Sequence[int]) -> pd.Da
 
 
 _ANNOTATOR_COLUMNS = (
-    "annotator", "judgements", "queries_done", "seconds_per_judgement", "judgements_per_query",
-    "hours", "dollars",
+    "annotator", "judgements", "queries_done", "seconds_per_query", "median_seconds_per_query",
+    "judgements_per_query", "seconds_per_judgement", "hours", "dollars",
 )  # fmt: skip

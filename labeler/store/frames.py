@@ -11,6 +11,18 @@ from labeler import golden
 from labeler.store.corpus import UNPUBLISHED_HIDDEN, published
 from labeler.store.settings import Settings
 
+JUDGEMENT_ACTIONS = ("judge", "attach")  # the events that are judgements made
+
+# Each done pass (one annotator's work on one query): the docs it read and its active seconds
+# (all its events', idle capped). A doc read is one the pass holds a grade for: judged one by
+# one, attached from search, or answered for by its verdict — U/M grades 0 every candidate
+# not judged before it, and saying that none is relevant takes reading them.
+DONE_PASSES = (
+    "SELECT s.query_id, s.annotator, (SELECT count(*) FROM labels l "
+    "WHERE l.query_id = s.query_id AND l.annotator = s.annotator) AS docs_read, s.seconds "
+    f"FROM query_state s WHERE s.status = 'done' AND {published('s.query_id')}"
+)
+
 
 class Frames(Settings):
     """Bulk frames for eval and the dashboard, and the run history."""
@@ -100,24 +112,30 @@ class Frames(Settings):
                 )
         return frame.astype({"query_id": str, "doc_id": str, "score": "float64"})
 
-    def judgement_seconds(self) -> pd.DataFrame:
-        """Active seconds of every judgement in the log (judge and attach events, undone ones
-        too: the time was spent): DataFrame(annotator, seconds)."""
+    def active_seconds(self) -> pd.DataFrame:
+        """The idle-capped active seconds of every action in the log — judgements, U/M
+        verdicts, skips, attachments (with the search before them), undone ones too: the time
+        was spent. Their sum is the time spent labelling: DataFrame(annotator, action, seconds)."""
         with self._reading():
             return pd.read_sql_query(
-                "SELECT annotator, seconds FROM events WHERE action IN ('judge', 'attach') "
-                f"AND ({UNPUBLISHED_HIDDEN})",
+                "SELECT annotator, action, seconds FROM events "
+                f"WHERE ({UNPUBLISHED_HIDDEN}) ORDER BY id",
                 self.conn,
             )
 
+    def judgement_seconds(self) -> pd.DataFrame:
+        """Active seconds of every judgement in the log (judge and attach events, undone ones
+        too): DataFrame(annotator, seconds)."""
+        seconds = self.active_seconds()
+        judgements = seconds[seconds["action"].isin(JUDGEMENT_ACTIONS)]
+        return judgements[["annotator", "seconds"]].reset_index(drop=True)
+
     def completed_depths(self) -> pd.DataFrame:
-        """Judged depth of every completed pass, one per (query, annotator) done:
-        DataFrame(annotator, judged_depth)."""
+        """Every completed pass (one per query and annotator done): the docs it read and its
+        active seconds (see :data:`DONE_PASSES`): DataFrame(annotator, docs_read, seconds)."""
         with self._reading():
             return pd.read_sql_query(
-                "SELECT annotator, judged_depth FROM query_state WHERE status = 'done' "
-                f"AND {published()}",
-                self.conn,
+                f"SELECT annotator, docs_read, seconds FROM ({DONE_PASSES})", self.conn
             )
 
     def judgements_per_hour(self, since: str = "") -> pd.DataFrame:

@@ -8,7 +8,8 @@ import pandas as pd
 
 from labeler import golden
 from labeler.store.connection import Connection, _chunks, _marks
-from labeler.store.corpus import UNPUBLISHED_HIDDEN, published
+from labeler.store.corpus import UNPUBLISHED_HIDDEN
+from labeler.store.frames import DONE_PASSES
 
 
 class MetricCache(Connection):
@@ -65,17 +66,15 @@ class MetricCache(Connection):
 
     def completed_depths_of(self, query_ids: Sequence[str] | None = None) -> pd.DataFrame:
         """:meth:`completed_depths` of ``query_ids`` only (None: of every query), with the
-        query: DataFrame(query_id, annotator, judged_depth)."""
-        sql = (
-            "SELECT query_id, annotator, judged_depth FROM query_state WHERE status = 'done' "
-            f"AND {published()}"
-        )
+        query: DataFrame(query_id, annotator, docs_read, seconds)."""
         with self._reading():
             if query_ids is None:
-                return pd.read_sql_query(sql, self.conn)
+                return pd.read_sql_query(DONE_PASSES, self.conn)
             frames = [
-                pd.read_sql_query(f"{sql} AND query_id IN ({_marks(ids)})", self.conn, params=ids)
+                pd.read_sql_query(
+                    f"{DONE_PASSES} AND s.query_id IN ({_marks(ids)})", self.conn, params=ids
+                )
                 for ids in _chunks(query_ids)
             ]
-        columns = ["query_id", "annotator", "judged_depth"]
+        columns = ["query_id", "annotator", "docs_read", "seconds"]
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)

@@ -2,7 +2,8 @@
 plan would cost before labelling starts.
 
 Measured figures (the same as ``goldset cost --db``) come from :func:`labeler.live.cost_summary`:
-median active seconds per judgement, mean judged depth, queries left. A plan compares
+every active second spent (U/M, search and skips included), the mean seconds of a done query
+(its median beside it), the docs it read, queries left. A plan compares
 first-hit labelling with full depth k and with the full pool of several systems, whose
 real size per query comes from the runs' overlap (:func:`eval.cost.pool_depth_per_query`).
 """
@@ -78,11 +79,21 @@ def measured_section(summary: live.CostSummary) -> None:
                 "Judgements made", help="Undone ones included: their time was spent"
             ),
             "queries_done": "Queries done",
-            "seconds_per_judgement": st.column_config.NumberColumn(
-                "Median seconds per judgement", format="%.1f"
+            "seconds_per_query": st.column_config.NumberColumn(
+                "Mean seconds per done query",
+                format="%.1f",
+                help="Every active second of the query: reading, judging, U/M, search, skips",
+            ),
+            "median_seconds_per_query": st.column_config.NumberColumn(
+                "Median seconds per done query", format="%.1f"
             ),
             "judgements_per_query": st.column_config.NumberColumn(
-                "Mean judged depth", format="%.2f"
+                "Docs read per done query",
+                format="%.2f",
+                help="Judged one by one, or answered for by a U/M verdict",
+            ),
+            "seconds_per_judgement": st.column_config.NumberColumn(
+                "Seconds per doc read", format="%.1f"
             ),
             "hours": HOURS,
             "dollars": DOLLARS,
@@ -107,6 +118,8 @@ def plan_inputs(store: Store, summary: live.CostSummary, ranks: np.ndarray, shar
     )
     k = right.number_input("Depth k", 1, 1000, live.CUTOFF)
     seconds = bounded_input(left, "Seconds per judgement", 0.1, 3600.0, float(measured_seconds))
+    if live.finite(summary.cost.seconds_per_judgement):
+        left.caption("Measured: a done query's seconds (U/M, search, skips too) per doc read.")
     annotators = bounded_input(
         right, "Annotators per query", 1.0, 10.0, float(summary.annotators_per_query), 0.1
     )
@@ -190,7 +203,7 @@ def plan_section(store: Store, state: live.ProjectState, summary: live.CostSumma
     queries, k, sample, seconds, annotators, answerable = plan_inputs(store, summary, ranks, share)
     pool_depth = pool_section(store, state, k)
     depth = summary.cost.judgements_per_query
-    measured_depth = depth if k == live.CUTOFF and live.finite(depth) else None
+    measured_depth = depth if k == live.CUTOFF and live.finite(depth) and depth > 0 else None
     table = live.plans(
         queries,
         k,
@@ -214,8 +227,9 @@ def plan_section(store: Store, state: live.ProjectState, summary: live.CostSumma
     )
     if measured_depth is not None:
         st.caption(
-            f"First hit is priced at the measured mean judged depth ({measured_depth:.2f} per "
-            "done query, as above), not at the depth the first relevant ranks alone suggest."
+            f"First hit is priced at the measured docs read ({measured_depth:.2f} per done "
+            "query, as above, those a U/M verdict answered for included), not at the depth the "
+            "first relevant ranks alone suggest."
         )
 
 
