@@ -135,7 +135,7 @@ def cost_summary(
     measured = _measured(seconds, depths, remaining, rate, overlap)
     per_annotator = _per_annotator(seconds, depths, rate)
     labels = (status or store.status())["judgements"]
-    judgements = int(seconds["action"].isin(JUDGEMENTS).sum()) if len(seconds) else 0
+    judgements = int(seconds["action"].isin(JUDGEMENTS).sum())
     return CostSummary(measured, rate, remaining, overlap, per_annotator, labels, judgements)
 
 
