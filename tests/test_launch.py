@@ -1,11 +1,16 @@
 """``goldset app`` passes the project's Streamlit settings itself (so it behaves the same from
-any directory) and opens the browser only where there is one."""
+any directory), opens the browser only where there is one, and passes on the host names it
+answers to (``--allow-host``)."""
 
 from __future__ import annotations
 
 import tomllib
 
+from click.testing import CliRunner
+
 from labeler import launch
+from labeler.cli import cli
+from labeler.store import Store
 
 REPO_CONFIG = launch.PACKAGE.parent / ".streamlit" / "config.toml"
 
@@ -54,3 +59,18 @@ def test_open_gives_up_when_no_server_answers(monkeypatch):
     monkeypatch.setattr(launch.webbrowser, "open", opened.append)
     assert launch.open_when_healthy("http://127.0.0.1:9/", wait=0.5) is False
     assert opened == []
+
+
+def test_goldset_app_passes_the_named_hosts_on_and_says_what_it_answers_to(tmp_path, monkeypatch):
+    served = []
+    monkeypatch.setattr(launch, "serve", lambda *arguments: served.append(arguments))
+    db = tmp_path / "p.db"
+    with Store(db) as store:
+        store.add_annotator("alan", role="admin")
+    arguments = ["app", "--db", str(db), "--host", "0.0.0.0", "--allow-host", "labels.test"]
+    result = CliRunner().invoke(cli, [*arguments, "--no-open"])
+    assert result.exit_code == 0, result.output
+    assert "answering to loopback names and labels.test" in result.output
+    assert served == [(str(db), "0.0.0.0", 8501, True, False, ("labels.test",))]
+    result = CliRunner().invoke(cli, ["app", "--db", str(db), "--no-open"])
+    assert "answering to loopback names only" in result.output

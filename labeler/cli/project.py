@@ -372,13 +372,15 @@ def app(db, host, port, named_hosts, open_browser):
     from labeler.launch import allowed_hosts, app_url, has_display, serve
 
     try:
-        allowed_hosts(host, named_hosts)
+        names = allowed_hosts(host, named_hosts)
     except ValueError as error:
         raise click.BadParameter(str(error), param_hint="--allow-host") from None
     with open_store(db, write=True, create=db is None) as store:
         has_users = bool(store.annotators())
         path = store.path
     click.echo(f"goldset: serving {path} on {app_url(host, port)}", err=True)
+    answered = f" and {', '.join(names)}" if names else " only (name others with --allow-host)"
+    click.echo(f"goldset: answering to loopback names{answered}", err=True)
     browser = has_display() if open_browser is None else open_browser
     serve(db, host, port, has_users, browser, named_hosts)
 
