@@ -34,8 +34,8 @@ if TYPE_CHECKING:  # plain ASGI: `goldset app` imports this module before any se
 ALLOWED_HOSTS_ENV = "GOLDSET_ALLOWED_HOSTS"
 CLOSED_PATH = "/_stcore/metrics"  # under any base URL path
 # A DNS name: dot-separated labels of letters, digits and inner hyphens (RFC 1123).
-LABEL = r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?"
-DNS_NAME = re.compile(rf"(?=.{{1,253}}$){LABEL}(\.{LABEL})*")
+DNS_LABEL = r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?"
+DNS_NAME = re.compile(rf"(?=.{{1,253}}$){DNS_LABEL}(\.{DNS_LABEL})*")
 WEBSOCKET_CLOSE_POLICY = 1008  # "policy violation": the server answers the upgrade with 403
 
 
