@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from contextlib import closing
 from typing import TYPE_CHECKING
 
 import click
@@ -271,12 +272,10 @@ def export(db, export_format, out, labels, judge_name):
             raise click.UsageError("qrels cannot mark machine labels: use --format jsonl")
         from labeler.golden import write_jsonl
 
-        with open_store(db) as store:
+        # The records' generator is closed before its store, whatever stopped the export.
+        with open_store(db) as store, closing(store.iter_golden_records()) as records:
             identity, machine = machine_labels(store, judge_name)
-            records = _with_machine_judgments(
-                store.iter_golden_records(), identity, machine, labels
-            )
-            count = write_jsonl(records, out)
+            count = write_jsonl(_with_machine_judgments(records, identity, machine, labels), out)
         click.echo(f"wrote {count} queries to {out}")
         return
     with open_store(db) as store:
