@@ -4,8 +4,10 @@ OpenAI-compatible server, sees its figures, and its calibration against the huma
 from __future__ import annotations
 
 import pytest
+from click.testing import CliRunner
 from test_live import open_page, opened_by_the_app, table_with
 
+from labeler.cli import cli
 from labeler.store import Store
 from tests.helpers.fake_judge import FakeJudge, Reply
 
@@ -197,3 +199,47 @@ def test_a_pooled_runs_top_k_is_judged_from_the_page(tmp_path, monkeypatch):
         labelled = store.machine_judgments_frame("machine:fake-model")
     pairs = sorted(zip(labelled["query_id"], labelled["doc_id"], strict=True))
     assert pairs == [("1", "d0"), ("2", "d0")]
+
+
+def test_a_server_variable_cannot_be_named_as_the_key_on_the_page(project, monkeypatch):
+    monkeypatch.setenv("SERVER_ONLY_SECRET", "hunter2")
+    with FakeJudge(agreeing) as fake:
+        at = open_page(PAGE)
+        at.text_input[0].input(fake.base_url)
+        at.text_input[1].input("fake-model")
+        at.text_input[3].input("SERVER_ONLY_SECRET")
+        at.button[0].click()
+        at.run()
+    assert not at.exception and fake.requests == []  # nothing sent, the secret least of all
+    outcome = " ".join(html.proto.body for html in at.get("html"))
+    assert "Not done: the API key may come only from GOLDSET_JUDGE_*" in outcome
+    assert "hunter2" not in outcome
+
+
+def test_a_variable_allowed_from_the_cli_holds_the_key_the_page_sends(project, monkeypatch):
+    monkeypatch.setenv("TEAM_LLM_KEY", "sk-team")
+    allowed = CliRunner().invoke(cli, ["judge-key-env", "--db", str(project), "TEAM_LLM_KEY"])
+    assert allowed.exit_code == 0
+    with FakeJudge(agreeing) as fake:
+        at = open_page(PAGE)
+        at.text_input[0].input(fake.base_url)
+        at.text_input[1].input("fake-model")
+        at.text_input[3].input("TEAM_LLM_KEY")
+        at.number_input[0].set_value(1)
+        at.button[0].click()
+        at.run()
+    assert not at.exception
+    assert [headers["Authorization"] for headers in fake.headers] == ["Bearer sk-team"]
+
+
+def test_a_redirecting_endpoint_is_reported_on_the_page_with_the_pair(project, monkeypatch):
+    monkeypatch.setenv("GOLDSET_JUDGE_API_KEY", "sk-secret")
+    with FakeJudge(agreeing) as elsewhere:
+        location = {"Location": f"{elsewhere.base_url}/chat/completions"}
+        redirect = Reply(status=302, raw=b"", headers=location)
+        with FakeJudge(lambda body, n: redirect) as fake:
+            at = run_judge_from_the_form(fake.base_url, 3, retries=0)
+    assert not at.exception and elsewhere.requests == []
+    outcome = " ".join(html.proto.body for html in at.get("html"))
+    assert "0 of 3 pairs labelled; failed: unreachable" in outcome
+    assert f"q0 d0-0: unreachable: HTTP 302: redirected to {elsewhere.base_url}" in outcome

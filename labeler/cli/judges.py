@@ -194,15 +194,15 @@ def judge_key_env(db, name, remove):
     """
     from labeler import judges
 
-    if remove and not name:
+    if remove and name is None:
         raise click.UsageError("--remove needs the NAME to take off")
-    if name:
+    if name is not None:
         try:
             judges.key_env_name(name)
         except ValueError as error:
             raise _bad_input(str(error)) from None
-    with open_store(db, write=bool(name)) as store:
-        if not name:
+    with open_store(db, write=name is not None) as store:
+        if name is None:
             always = f"{judges.KEY_ENV_PREFIX}*, {', '.join(sorted(judges.STANDARD_KEY_ENVS))}"
             click.echo(f"always allowed: {always}")
             click.echo(f"allowed in this project: {', '.join(store.judge_key_envs()) or 'none'}")
