@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from eval.readers import InputError
+from eval.ranking import rank
+from eval.readers import InputError, golden_from_records, read_run
 from labeler.pooling import fuse, next_to_judge, run_settled
 from labeler.store import Store
 
@@ -97,15 +98,17 @@ def test_pool_ranks_by_score_not_by_the_rank_column(tmp_path, beir):
         ]
 
 
-def test_pool_ties_scores_that_differ_beyond_single_precision_as_eval_does(tmp_path, beir):
+def test_pool_orders_scores_that_differ_beyond_single_precision_as_eval_does(tmp_path, beir):
     corpus, queries, _ = beir
     run = tmp_path / "S.trec"
-    # trec_eval (and goldset eval) compare scores as C floats: 1.00000001 ties with 1.0,
-    # and the tie goes to the larger doc id, so the depth-1 pool holds d2, not d0.
+    # 1.00000001 and 1.0 tie in single precision (the tie going to the larger doc id, d2),
+    # not in double: the depth-1 pool holds the doc that eval ranks first, d0 relevant here.
     run.write_text("1 Q0 d0 1 1.00000001 S\n1 Q0 d2 2 1.0 S\n")
+    golden = golden_from_records([{"query_id": "1", "judgments": {"d0": 1, "d2": 0}}])
+    first_in_eval = "d0" if rank(golden, read_run(run)).grade[0] == 1 else "d2"
     with Store(tmp_path / "p.db") as store:
         store.pool(corpus, queries, [run], depth=1)
-        assert [c["doc_id"] for c in store.candidates("1")] == ["d2"]
+        assert [c["doc_id"] for c in store.candidates("1")] == [first_in_eval]
 
 
 def test_first_hit_settles_every_run_then_completes(tmp_path, beir):
