@@ -294,7 +294,7 @@ def test_admin_adds_a_user_and_deals_the_rest_with_overlap(project):
     at = session("alan", ADMIN)
     form = [field for field in at.text_input if field.label == "User name"][0]
     form.input("cy")
-    [field for field in at.text_input if field.label == "Password"][0].input("pw")
+    [field for field in at.text_input if field.label == "Password"][0].input("cy password")
     next(b for b in at.button if b.label == "Add user").click().run()
     assert "Added annotator cy." in texts(at)
     at.slider[0].set_value(20)
