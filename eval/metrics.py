@@ -209,8 +209,8 @@ def rank_run(golden: Golden, run: Run, metrics: Sequence[str] | None = None, **o
     Only the rows the metrics need are kept: metrics cut at k need each query's top k rows;
     ``mrr`` without a cutoff needs all the rows of the queries that have no relevant doc in
     those ranks. The ranking refuses other metrics that would need deeper ranks.
-    ``options`` are those of :func:`eval.ranking.rank`: rel_threshold, depth, keep_order
-    and abstain_below.
+    ``options`` are those of :func:`eval.ranking.rank`: rel_threshold, depth, keep_order,
+    abstain_below and single_precision.
     """
     if metrics is None:
         return rank(golden, run, **options)
@@ -298,7 +298,7 @@ def evaluate(
 
     Returns a DataFrame indexed by query_id with one column per metric. A query the run
     does not contain scores 0 (trec_eval ``-c``): it is a miss, so its miss@k is 1.
-    ``options`` are those of :func:`rank_run`: rel_threshold, depth, keep_order and
-    abstain_below.
+    ``options`` are those of :func:`rank_run`: rel_threshold, depth, keep_order,
+    abstain_below and single_precision.
     """
     return per_query_frame(rank_run(golden, run, metrics, **options), metrics, gain)

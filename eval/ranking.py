@@ -46,18 +46,20 @@ NOT_RANKED = np.iinfo(np.int64).max  # first_relevant_rank of a query with no re
 FIRST_HIT = "first_hit"  # the golden set's labelling mode where only the first hit is known
 
 
-def comparable_scores(scores: np.ndarray) -> np.ndarray:
-    """Scores as trec_eval compares them: in single precision (its ``sim`` is a C ``float``).
+def comparable_scores(scores: np.ndarray, single_precision: bool = False) -> np.ndarray:
+    """Scores as trec_eval compares them: as doubles (trec_eval 10.0), or with
+    ``single_precision`` as C floats (trec_eval 9 and pytrec_eval), where ``1.00000001``
+    ties with ``1.0`` (broken by doc id) and a double beyond float32's range is infinite.
+    Every comparison of scores in eval (ranking, ties at a cutoff, abstention) goes through this.
 
-    Scores that differ only beyond float32's precision (``1.00000001`` and ``1.0``) are a
-    tie, broken by doc id; a double beyond float32's range is infinite. Every comparison of
-    scores in eval (ranking, ties at a cutoff, abstention) goes through this.
-
-    >>> comparable_scores(np.array([1.00000001, 1.0, 1e300]))
+    >>> comparable_scores(np.array([1.00000001, 1.0, 1e300]), single_precision=True)
     array([ 1.,  1., inf], dtype=float32)
     """
+    as_double = np.asarray(scores, dtype=np.float64)
+    if not single_precision:
+        return as_double
     with np.errstate(over="ignore"):
-        return np.asarray(scores, dtype=np.float64).astype(np.float32)
+        return as_double.astype(np.float32)
 
 
 # Up to this many run rows, a second thread costs more than it saves: such a file is read by
@@ -112,8 +114,8 @@ def concurrently(*calls: Callable[[], object], threads: bool = True) -> list:
 class Ranking:
     """A run ranked and joined with the judgements; rows grouped by query, best first.
 
-    Per row: ``query_index`` (into ``query_ids``), ``rank`` (1-based), ``score`` (as compared:
-    single precision, see :func:`comparable_scores`), ``grade``
+    Per row: ``query_index`` (into ``query_ids``), ``rank`` (1-based), ``score`` (as compared,
+    see :func:`comparable_scores`), ``grade``
     (0 when unjudged), ``judged`` and ``relevant``. Per query: ``retrieved`` (docs the run
     returned, within ``depth``; more than the rows kept when only the top ranks are needed),
     ``relevant_count`` (judged docs with grade >= threshold), ``ideal_grades`` (the
@@ -196,12 +198,14 @@ def rank(
     depth: int | None = None,
     keep_order: bool = False,
     abstain_below: float | None = None,
+    single_precision: bool = False,
 ) -> Ranking:
     """Rank ``run`` over the golden set's scored queries (answerable and done).
 
     Ties in score are broken by doc_id descending, as trec_eval does; ``keep_order`` uses the
     file's own order instead. ``depth`` keeps only each query's top ``depth`` docs (trec_eval
     ``-M``). With ``abstain_below``, a query whose best score is below it returns nothing.
+    ``single_precision``: scores compare as trec_eval 9's (:func:`comparable_scores`).
     Queries absent from the run are kept with no rows, so every metric gives them 0.
 
     ``top`` keeps only each query's top ``top`` ranks (None: all rows), extended over a score
@@ -213,9 +217,10 @@ def rank(
     limit = min((cutoff for cutoff in (depth, top) if cutoff is not None), default=None)
 
     def query_runs() -> tuple[_QueryRuns, np.ndarray]:
-        runs = _query_runs(run, query_ids, not keep_order)
+        runs = _query_runs(run, query_ids, not keep_order, single_precision)
         if abstain_below is not None:
-            runs = runs.select(_best_scores(runs) >= comparable_scores(abstain_below))
+            floor = comparable_scores(abstain_below, single_precision)
+            runs = runs.select(_best_scores(runs) >= floor)
         retrieved = np.zeros(len(query_ids), dtype=np.int64)
         retrieved[runs.query] = runs.length if depth is None else np.minimum(runs.length, depth)
         return runs, retrieved
@@ -380,9 +385,11 @@ class _QueryRuns(NamedTuple):
         return [self.select(slice(a, b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
 
 
-def _query_runs(run: Run, query_ids: np.ndarray, by_score: bool) -> _QueryRuns:
+def _query_runs(
+    run: Run, query_ids: np.ndarray, by_score: bool, single_precision: bool
+) -> _QueryRuns:
     """Group the run's rows by scored query (``query_ids``), ranked by score when ``by_score``."""
-    score = comparable_scores(run.scores)
+    score = comparable_scores(run.scores, single_precision)
     # Where each run of rows of one query begins, and that query's index in query_ids.
     query_index = run.query_index
     begins_run = np.ones(len(query_index), dtype=bool)

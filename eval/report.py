@@ -7,24 +7,22 @@ queries (misses first) and, where bootstrap resamples are asked for, a 95% CI pe
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from eval.changes import changed_queries, rank_or_none
 from eval.columns import as_strings, lookup, sorted_codes
 from eval.metrics import (
     DEFAULT_METRICS,
     LOWER_BOUND_FROM_FIRST_HIT,
-    NOT_RANKED,
     PerQuery,
     Ranking,
     parse_metric,
     per_query_values,
     rank_run,
-    reciprocal_rank,
 )
 from eval.ranking import comparable_scores, concurrently, same_ids, worth_threads
 from eval.readers import Golden, Run
@@ -35,7 +33,6 @@ if TYPE_CHECKING:  # frames in, frames out for the app's callers; `goldset eval`
 
 NO_SLICE = "(none)"
 NOT_MEASURED = "not measured (first-hit labels)"
-CHANGE_CUTOFF = 10  # changed queries are read at rank 10, as the gate's mrr@10 and miss@10
 
 
 def summarise(
@@ -44,7 +41,7 @@ def summarise(
     seed: int = 0,
     first_hit: pd.Series | np.ndarray | None = None,
 ) -> dict[str, dict[str, object]]:
-    """Mean of each metric column with its percentile-bootstrap 95% CI (None if bootstrap is 0).
+    """Mean of each metric column with its BCa bootstrap 95% CI (None if bootstrap is 0).
 
     A NaN value is a figure not measured on that query (recall and nDCG on first-hit labels):
     the column's mean and CI are over the other queries, and the entry says how many
@@ -205,7 +202,7 @@ def worst_queries(
             "query_id": query_ids[row],
             "query": texts[row],
             "slice": slices[row],
-            "first_relevant_rank": _rank_or_none(first[position]),
+            "first_relevant_rank": rank_or_none(first[position]),
             **{
                 spec: _number(per_query.values[position, column])
                 for column, spec in enumerate(per_query.metrics)
@@ -241,14 +238,20 @@ def query_accounting(golden: Golden, run: Run, ranking: Ranking, cutoffs: Sequen
     }
 
 
-def abstention(golden: Golden, run: Run, ranking: Ranking, abstain_below: float | None) -> dict:
+def abstention(
+    golden: Golden,
+    run: Run,
+    ranking: Ranking,
+    abstain_below: float | None,
+    single_precision: bool = False,
+) -> dict:
     """How often the run returned nothing, on unanswerable queries (right) and answerable (wrong).
 
     A run abstains on a query when it returns no result for it: the query is absent, its
     result list is empty, or (with ``abstain_below``) its best score is below that value.
     """
     unanswerable = _unanswerable(golden)
-    correct = int((~_answered(run, unanswerable, abstain_below)).sum())
+    correct = int((~_answered(run, unanswerable, abstain_below, single_precision)).sum())
     wrong = int((ranking.retrieved == 0).sum())
     return {
         "abstain_below": abstain_below,
@@ -267,14 +270,17 @@ def _unanswerable(golden: Golden) -> np.ndarray:
     return golden.query_column("query_id")[done & ~golden.answerable]
 
 
-def _answered(run: Run, query_ids: np.ndarray, abstain_below: float | None) -> np.ndarray:
+def _answered(
+    run: Run, query_ids: np.ndarray, abstain_below: float | None, single_precision: bool
+) -> np.ndarray:
     """Per query id, whether the run returned a result for it (at or above the threshold)."""
     if len(query_ids) == 0:
         return np.zeros(0, dtype=bool)
     row_query = lookup(as_strings(run.query_ids), query_ids)[run.query_index]
     kept = row_query >= 0
     if abstain_below is not None:
-        kept &= comparable_scores(run.scores) >= comparable_scores(abstain_below)
+        scores = comparable_scores(run.scores, single_precision)
+        kept &= scores >= comparable_scores(abstain_below, single_precision)
     return np.bincount(row_query[kept], minlength=len(query_ids)) > 0
 
 
@@ -301,6 +307,7 @@ def build_report(
     worst: int = 10,
     frame: bool = True,
     ranked: tuple[Ranking, PerQuery, str] | None = None,
+    single_precision: bool = False,
 ) -> dict:
     """Evaluate ``run`` on ``golden``: the object that ``goldset eval --json`` prints.
 
@@ -315,6 +322,7 @@ def build_report(
     query (:mod:`eval.splice`); then nothing is ranked or hashed here.
     """
     options = dict(rel_threshold=rel_threshold, depth=depth, keep_order=keep_order)
+    options["single_precision"] = single_precision  # scores as trec_eval 9 (see rank)
     if ranked is not None:
         ranking, per_query, version = ranked
     else:  # the golden set's version needs no ranking: it is hashed meanwhile
@@ -332,7 +340,7 @@ def build_report(
         "metrics": summarise(per_query, bootstrap, seed, first_hit),
         "slices": slice_summaries(per_query, golden, bootstrap, seed, first_hit),
         "worst": worst_queries(golden, ranking, per_query, worst),
-        "abstention": abstention(golden, run, ranking, abstain_below),
+        "abstention": abstention(golden, run, ranking, abstain_below, single_precision),
         "notes": _notes(ranking, gain, relevant_only),
         "per_query": per_query.frame() if frame else per_query,
     }
@@ -377,6 +385,7 @@ def compare_runs(
     rankings = {role: ranking for role, (ranking, _) in scored.items()}
     before, after = scored["baseline"][1], scored["candidate"][1]
     first_hit = _first_hit(rankings["baseline"])
+    slices = slice_rows(golden, before.query_ids)
     compared_slices = {
         name: {
             "queries": len(rows),
@@ -388,18 +397,19 @@ def compare_runs(
                 None if first_hit is None else first_hit[rows],
             ),
         }
-        for name, rows in slice_rows(golden, before.query_ids).items()
+        for name, rows in slices.items()
     }
-    compared = paired_summary(before, after, bootstrap, seed, first_hit)
     changed = changed_queries(golden, rankings["baseline"], rankings["candidate"])
-    from eval.gate import release_gate  # only compare has a gate
+    from eval.gate import MISS, MRR, release_gate  # only compare has a gate
 
+    gate_columns = [before.metrics.index(MRR), before.metrics.index(MISS)]
     verdict = release_gate(
-        _means(compared, "baseline"),
-        _means(compared, "candidate"),
-        {name: _means(entry["metrics"], "baseline") for name, entry in compared_slices.items()},
-        {name: _means(entry["metrics"], "candidate") for name, entry in compared_slices.items()},
-        new_misses=_new_misses_by_slice(changed["new_misses"], sliced=bool(compared_slices)),
+        before.values[:, gate_columns],
+        after.values[:, gate_columns],
+        slices,
+        n_resamples=bootstrap,
+        seed=seed,
+        new_misses=_new_misses_by_slice(changed["new_misses"], sliced=bool(slices)),
         **(thresholds or {}),
     )
     return {
@@ -410,14 +420,10 @@ def compare_runs(
             role: query_accounting(golden, runs[role], ranking, _cutoffs(metrics))
             for role, ranking in rankings.items()
         },
-        "metrics": compared,
+        "metrics": paired_summary(before, after, bootstrap, seed, first_hit),
         "slices": compared_slices,
         "changed_queries": changed,
-        "gate": {
-            "passed": verdict.passed,
-            "reasons": verdict.reasons,
-            "warnings": verdict.warnings,
-        },
+        "gate": verdict.as_json(),
         "notes": _notes(rankings["baseline"], gain, False),
     }
 
@@ -430,7 +436,8 @@ def paired_summary(
     first_hit: pd.Series | np.ndarray | None = None,
 ) -> dict[str, dict[str, object]]:
     """Per metric: both means, the delta, its paired bootstrap CI and p-value, and a
-    paired randomization p-value (both seeded).
+    paired randomization p-value (both seeded), each with its floor: the smallest p-value
+    the resamples can show (a p-value at its floor says only that the true one is below).
 
     As in :func:`summarise`, a metric not measured on some queries (NaN) is compared over
     the others, and with none left has no figures at all (``"reason"`` says why);
@@ -455,57 +462,15 @@ def paired_summary(
                 "delta": _number(paired.delta[position]),
                 "ci95": [_number(bound) for bound in paired.ci[position]] if bootstrap else None,
                 "p_value": _number(paired.p_value[position]) if bootstrap else None,
+                "p_value_floor": _number(paired.p_floor[position]) if bootstrap else None,
                 "p_randomization": _number(randomized[position]) if bootstrap else None,
+                "p_randomization_floor": 1 / (bootstrap + 1) if bootstrap else None,
             }
             entries[column] = _measured_on(entry, rows)
     return {
         spec: {**entries[column], **_bound(spec, first_hit, before[:, column])}
         for column, spec in enumerate(baseline.metrics)
     }
-
-
-def changed_queries(
-    golden: Golden, baseline: Ranking, candidate: Ranking, cutoff: int = CHANGE_CUTOFF
-) -> dict[str, list[dict[str, object]]]:
-    """The queries behind a comparison (DESIGN.md, "Which queries changed"), largest change first.
-
-    Both rankings are of the same golden set (same queries, same order). Lists:
-    ``new_misses`` (a relevant doc in the baseline's top ``cutoff``, none in the
-    candidate's), ordered by the rank lost, best first; ``new_hits`` (the reverse), by the rank
-    gained; ``worse`` and ``better`` (a hit in both, the first relevant rank moved), by the
-    change of RR@cutoff. Ties go by query id, numbers in ids compared as numbers. Each item:
-    query_id, slice, baseline_rank and candidate_rank (first relevant rank within the
-    cutoff, None when there is none).
-    """
-    before = baseline.first_relevant_within(cutoff)
-    after = candidate.first_relevant_within(cutoff)
-    hit_before, hit_after = before != NOT_RANKED, after != NOT_RANKED
-    rr_change = reciprocal_rank(candidate, cutoff) - reciprocal_rank(baseline, cutoff)
-    lists = {
-        "new_misses": (hit_before & ~hit_after, before),
-        "new_hits": (~hit_before & hit_after, after),
-        "worse": (hit_before & hit_after & (after > before), rr_change),
-        "better": (hit_before & hit_after & (after < before), -rr_change),
-    }
-    slices = golden.query_values("slice", baseline.query_ids)
-    query_ids = baseline.query_ids
-    changed = {}
-    for name, (selected, order_key) in lists.items():
-        positions = np.flatnonzero(selected)
-        keys = order_key[positions].tolist()
-        by_change = sorted(
-            range(len(positions)), key=lambda i: (keys[i], _natural_key(query_ids[positions[i]]))
-        )
-        changed[name] = [
-            {
-                "query_id": query_ids[position],
-                "slice": slices[position],
-                "baseline_rank": _rank_or_none(before[position]),
-                "candidate_rank": _rank_or_none(after[position]),
-            }
-            for position in positions[by_change]
-        ]
-    return changed
 
 
 def lists_only_relevant(golden: Golden, rel_threshold: int = 1) -> bool:
@@ -535,25 +500,11 @@ def _first_hit(ranking: Ranking) -> np.ndarray | None:
     return ranking.first_hit if ranking.first_hit.any() else None
 
 
-def _rank_or_none(rank: int) -> int | None:
-    return None if rank == NOT_RANKED else int(rank)
-
-
-def _natural_key(text: str) -> tuple[list[object], str]:
-    """Sort key of an id with its digit runs compared as numbers: q2 < q10."""
-    parts = re.split(r"(\d+)", text)
-    return [int(part) if position % 2 else part for position, part in enumerate(parts)], text
-
-
 def _new_misses_by_slice(new_misses: Sequence[Mapping[str, object]], sliced: bool) -> Counter:
     """How many new misses fall in each slice (all under "" when the set has no slices)."""
     if not sliced:
         return Counter({"": len(new_misses)})
     return Counter(item["slice"] or NO_SLICE for item in new_misses)
-
-
-def _means(summary: Mapping[str, Mapping[str, object]], role: str) -> dict[str, float]:
-    return {spec: entry[role] for spec, entry in summary.items() if entry[role] is not None}
 
 
 def first_hit_note(ranking: Ranking) -> str | None:

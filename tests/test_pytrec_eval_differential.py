@@ -1,5 +1,7 @@
 """goldset agrees with pytrec_eval (trec_eval's C code) per query, to 1e-9.
 
+goldset runs with ``single_precision`` (``--ties trec_eval9``), as pytrec_eval compares scores
+in single precision; tests/test_ties.py holds the double-precision default to trec_eval 10.0.
 pytrec_eval receives the data as dicts built by plain parsers (or by the random generator),
 goldset reads the same data from files through its own readers, so the readers are tested
 too. pytrec_eval only reports queries that are both judged and in the run; goldset also
@@ -58,7 +60,8 @@ def within_tolerance(expected: float, value: float) -> bool:
 def evaluate_files(golden_path, run_path, metrics, rel_threshold=1) -> pd.DataFrame:
     """goldset's per-query values for a golden set and a run read from files."""
     golden, run = read_golden(golden_path), read_run(run_path)
-    return evaluate(golden, run, metrics, rel_threshold=rel_threshold)
+    # pytrec_eval compares scores as C floats (trec_eval 9): goldset's compatibility option.
+    return evaluate(golden, run, metrics, rel_threshold=rel_threshold, single_precision=True)
 
 
 @pytest.fixture(params=["one thread", "halves on two threads"])

@@ -394,28 +394,49 @@ def test_compare_gives_deltas_per_slice():
     assert result["slices"]["tail"]["metrics"]["mrr@10"]["delta"] == 0.0
 
 
-def test_gate_fails_when_the_candidate_misses_more_than_one_point_more():
-    result = compared({"h00": None, "t00": None}, thresholds={"max_mrr_drop": 1.0})
+def test_gate_on_means_fails_when_the_candidate_misses_more_than_one_point_more():
+    candidate = system({**BASELINE, "h00": None, "t00": None}, name="candidate")
+    result = compare_runs(
+        SLICED, system(BASELINE), candidate, bootstrap=0, thresholds={"max_mrr_drop": 1.0}
+    )
     assert result["metrics"]["miss@10"]["delta"] == pytest.approx(0.02)
-    assert result["gate"]["passed"] is False
+    assert result["gate"]["verdict"] == "fail" and result["gate"]["passed"] is False
     assert result["gate"]["reasons"] == [
         "miss@10 rose by 2.00 points (0.00% → 2.00%), more than the allowed 1.00: "
         "2 new misses (head 1, tail 1)"
     ]
 
 
+def test_gate_cannot_tell_two_new_misses_in_a_hundred_from_noise_and_names_them():
+    result = compared({"h00": None, "t00": None}, thresholds={"max_mrr_drop": 1.0})
+    assert result["gate"]["verdict"] == "inconclusive"
+    miss = next(rule for rule in result["gate"]["rules"] if rule["name"] == "miss@10")
+    assert miss["status"] == "undecided" and miss["ci"][0] <= 1.0 < miss["ci"][1]
+    assert miss["more_queries"] > 0
+    assert miss["reason"].startswith("miss@10 rose by 2.00 points (0.00% → 2.00%, ")
+    assert miss["reason"].endswith("would decide it: 2 new misses (head 1, tail 1)")
+
+
 def test_gate_fails_when_one_slice_drops_by_more_than_five_hundredths():
     # Head gets better and tail worse by the same amount: the overall MRR@10 does not move.
     result = compared({**{q: 1 for q in HEAD}, **{q: 2 for q in TAIL}})
     assert result["metrics"]["mrr@10"]["delta"] == pytest.approx(0.0)
-    assert result["gate"]["passed"] is False
-    assert len(result["gate"]["reasons"]) == 1
-    assert result["gate"]["reasons"][0].startswith("slice 'tail': MRR@10 fell by 0.2500")
+    assert result["gate"]["verdict"] == "fail"
+    violated = [rule for rule in result["gate"]["rules"] if rule["status"] == "violated"]
+    assert [rule["name"] for rule in violated] == ["slice tail: mrr@10"]
+    assert violated[0]["reason"].startswith("slice 'tail': MRR@10 fell by 0.2500")
 
 
 def test_gate_passes_an_identical_run_with_p_values_of_one():
     result = compared({})
-    assert result["gate"] == {"passed": True, "reasons": [], "warnings": []}
+    gate = result["gate"]
+    assert (gate["verdict"], gate["passed"], gate["reasons"], gate["warnings"]) == (
+        "pass",
+        True,
+        [],
+        [],
+    )
+    assert {rule["status"] for rule in gate["rules"]} == {"kept"}
     for spec, entry in result["metrics"].items():
         assert entry["delta"] == 0.0, spec
         assert entry["ci95"] == [0.0, 0.0], spec

@@ -1,5 +1,5 @@
 """``goldset eval`` and ``goldset compare``: a run's report, and two runs compared with paired
-CIs and a release gate, printed as text or JSON.
+CIs and a release gate, printed as text or JSON (the gate also as JUnit XML or Markdown).
 
 The path of a CI gate: it loads eval's readers and report, never pandas, Streamlit or the
 store unless ``--db`` asks for a project (tests/test_import_set.py).
@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from labeler.cli import gate_output
 from labeler.cli.common import (
     count_option,
     fail_on_bad_input,
@@ -64,6 +65,14 @@ def _scoring_options(command):
             default="linear",
             show_default=True,
             help="nDCG gain: the grade (trec_eval) or 2^grade - 1.",
+        ),
+        click.option(
+            "--ties",
+            type=click.Choice(["trec_eval10", "trec_eval9"]),
+            default="trec_eval10",
+            show_default=True,
+            help="Compare scores in double precision (trec_eval 10.0) or in single precision "
+            "(trec_eval 9, pytrec_eval).",
         ),
         click.option(
             "--abstain-below",
@@ -130,7 +139,10 @@ def _load_run(path: str | None, db: str | None) -> Run:
 def _scoring(options: dict) -> dict:
     """The keyword arguments of ``build_report`` taken from the command's options."""
     names = ("rel_threshold", "depth", "keep_order", "gain", "abstain_below")
-    return {name: options[name] for name in names}
+    return {
+        **{name: options[name] for name in names},
+        "single_precision": options["ties"] == "trec_eval9",
+    }
 
 
 def _metrics(metrics: tuple[str, ...]) -> list[str]:
@@ -230,14 +242,30 @@ def eval_command(
     click.echo(json.dumps(result, indent=2) if as_json else _eval_text(result))
 
 
+GATE_EXIT = {"pass": 0, "fail": 1, "inconclusive": 3}  # 2 is a usage or input error
+
+
 @click.command()
 @click.option("--baseline", type=click.Path(exists=True, dir_okay=False), required=True)
 @click.option("--candidate", type=click.Path(exists=True, dir_okay=False), required=True)
 @_scoring_options
-@click.option("--gate", is_flag=True, help="Release gate: exit 1 when the candidate regresses.")
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["text", "json", "junit", "markdown"]),
+    help="Output: text (default), json (as --json), junit (XML) or markdown.",
+)
+@click.option("--gate", is_flag=True, help="Release gate: exit 0 pass, 1 fail, 3 inconclusive.")
 @click.option("--max-miss-rise", type=float, default=1.0, show_default=True, help="In points.")
 @click.option("--max-mrr-drop", type=float, default=0.0, show_default=True)
 @click.option("--max-slice-drop", type=float, default=0.05, show_default=True)
+@click.option(
+    "--inconclusive",
+    type=click.Choice(["exit-3", "pass", "fail"]),
+    default="exit-3",
+    show_default=True,
+    help="With --gate, an inconclusive verdict exits 3, or as a pass (0) or a fail (1).",
+)
 @labels_options
 @fail_on_bad_input
 def compare(
@@ -249,7 +277,9 @@ def compare(
     bootstrap,
     seed,
     as_json,
+    output_format,
     gate,
+    inconclusive,
     labels,
     judge_name,
     **options,
@@ -259,11 +289,17 @@ def compare(
     \b
     Example:
         goldset compare --golden golden.jsonl --baseline old.trec --candidate new.trec --gate
+        goldset compare --golden golden.jsonl --baseline old.trec --candidate new.trec \\
+            --gate --format markdown >> "$GITHUB_STEP_SUMMARY"
         goldset compare --db project.db --baseline old.trec --candidate new.trec --labels both
 
-    With --gate the command exits 1, and says why, when the candidate's miss@10 rises by
-    more than --max-miss-rise points, its MRR@10 falls by more than --max-mrr-drop, or
-    any slice's MRR@10 falls by more than --max-slice-drop. --labels machine|both (with
+    The gate judges three rules on the bootstrap CI of each paired delta: miss@10 may not
+    rise by more than --max-miss-rise points, MRR@10 may not fall by more than
+    --max-mrr-drop, no slice's MRR@10 by more than --max-slice-drop. A rule is violated when
+    its whole CI is beyond the allowance, kept when it is wholly within, undecided otherwise
+    (with about how many more queries would decide it). With --gate the command exits 1 when
+    any rule is violated (fail), 0 when all are kept (pass), else 3 (inconclusive; see
+    --inconclusive). --bootstrap 0 judges the means alone. --labels machine|both (with
     --db) compares under a machine judge's labels instead of, or filling the holes beside,
     the humans', as eval does; both reports each run's judged@10 by humans and by the machine.
     """
@@ -271,6 +307,7 @@ def compare(
     from eval.ranking import concurrently
     from eval.readers import read_run
 
+    output_format = _output_format(output_format, as_json)
     thresholds = {
         name: options.pop(name) for name in ("max_miss_rise", "max_mrr_drop", "max_slice_drop")
     }
@@ -295,9 +332,34 @@ def compare(
             name: _judged_by(human_set, golden_set, run, _scoring(options))
             for name, run in (("baseline", baseline_run), ("candidate", candidate_run))
         }
-    click.echo(json.dumps(result, indent=2) if as_json else _compare_text(result, gate))
-    if gate and not result["gate"]["passed"]:
-        sys.exit(1)
+    click.echo(_compare_output(result, output_format, gate, inconclusive), nl=False)
+    if gate:
+        sys.exit(_gate_exit(result["gate"]["verdict"], inconclusive))
+
+
+def _output_format(output_format: str | None, as_json: bool) -> str:
+    """--format, with --json its alias."""
+    if as_json and output_format not in (None, "json"):
+        raise click.UsageError(f"--json and --format {output_format} ask for two formats")
+    return "json" if as_json else output_format or "text"
+
+
+def _compare_output(result: dict, output_format: str, gate: bool, inconclusive: str) -> str:
+    """The comparison as printed in ``output_format``, ending with a newline."""
+    if output_format == "json":
+        return json.dumps(result, indent=2) + "\n"
+    if output_format == "junit":
+        return gate_output.junit(result, undecided_fails=inconclusive == "fail")
+    if output_format == "markdown":
+        return gate_output.markdown(result)
+    return _compare_text(result, gate) + "\n"
+
+
+def _gate_exit(verdict: str, inconclusive: str) -> int:
+    """The exit status of a gate's verdict; --inconclusive pass|fail maps inconclusive."""
+    if verdict == "inconclusive" and inconclusive != "exit-3":
+        verdict = inconclusive
+    return GATE_EXIT[verdict]
 
 
 def _eval_text(result: dict) -> str:
@@ -365,7 +427,7 @@ def _compare_text(result: dict, gate: bool) -> str:
     lines += _changed_text(result["changed_queries"])
     verdict = result["gate"]
     if gate:
-        lines.append("gate: PASSED" if verdict["passed"] else "gate: FAILED")
+        lines.append(f"gate: {GATE_TITLES[verdict['verdict']]}")
         lines += [f"  - {reason}" for reason in verdict["reasons"]]
     lines += [f"warning: {warning}" for warning in verdict["warnings"]]
     for name, shares in result.get("judged@10", {}).items():
@@ -382,13 +444,14 @@ def _compared_row(entry: dict) -> dict[str, str]:
         "candidate": _figure(entry, fixed(entry["candidate"])),
         "delta": "" if entry.get("reason") else signed(entry["delta"]),
         "ci95": f"[{fixed(ci[0])}, {fixed(ci[1])}]" if ci else "",
-        "p_value": "" if entry["p_value"] is None else fixed(entry["p_value"]),
-        "p_randomization": ""
-        if entry["p_randomization"] is None
-        else fixed(entry["p_randomization"]),
+        "p_value": gate_output.p_text(entry["p_value"], entry.get("p_value_floor")),
+        "p_randomization": gate_output.p_text(
+            entry["p_randomization"], entry.get("p_randomization_floor")
+        ),
     }
 
 
+GATE_TITLES = {"pass": "PASSED", "fail": "FAILED", "inconclusive": "INCONCLUSIVE"}
 CHANGED_SHOWN = 10  # queries listed per kind of change in the text output
 CHANGED_TITLES = {
     "new_misses": "new misses (a relevant doc in the top 10 before, none now)",
@@ -470,7 +533,8 @@ def _judged_by(human: Golden, both: Golden, run: Run, scoring: dict) -> dict:
     """judged@10 of the run by humans, and the share of its top 10 only the machine labelled."""
     from eval.metrics import evaluate
 
-    options = {name: scoring[name] for name in ("rel_threshold", "depth", "keep_order")}
+    names = ("rel_threshold", "depth", "keep_order", "single_precision")
+    options = {name: scoring[name] for name in names}
     by_human, by_either = (
         evaluate(golden_set, run, ["judged@10"], **options)["judged@10"].mean()
         for golden_set in (human, both)
