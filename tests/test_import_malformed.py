@@ -1,5 +1,6 @@
 """The catalogue of malformed tasks files (tests/malformed/): each one is refused with a message
-naming the file, the line and the field, and leaves the database byte-for-byte unchanged.
+naming the file, the line and the field, and leaves the database unchanged: its bytes (its
+WAL's included) and its rows.
 
 tests/malformed/expected.json gives, for each file, the line and the field the error must name
 (field null where the line is not even JSON, or not UTF-8, so no field can be named).
@@ -9,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers.projects import database_bytes, demo_project
+from helpers.projects import demo_project, project_state
 
 from eval.readers import InputError
 from labeler.store import Store
@@ -32,7 +33,7 @@ def test_catalogue_has_at_least_twenty_files_each_with_an_expectation():
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_malformed_file_is_refused_naming_file_line_and_field(project, name):
-    before = database_bytes(project)
+    before = project_state(project)
     expected = EXPECTED[name]
     with Store(project) as store, pytest.raises(InputError) as error:
         store.import_tasks(MALFORMED / name)
@@ -42,4 +43,4 @@ def test_malformed_file_is_refused_naming_file_line_and_field(project, name):
     assert error.value.field == expected["field"]
     if expected["field"]:
         assert f"field '{expected['field']}'" in message
-    assert database_bytes(project) == before
+    assert project_state(project) == before

@@ -16,13 +16,12 @@ given again with other text).
 from __future__ import annotations
 
 import json
-import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from helpers.projects import database_bytes, demo_project
+from helpers.projects import demo_project, project_state
 
 from labeler.cli import cli
 
@@ -486,16 +485,6 @@ def test_catalogue_has_at_least_100_files_across_every_format():
     assert len(CASES) >= 100
     roles = {case.role for case in CASES.values()}
     assert roles == {"tasks", "corpus", "queries", "pool-run", "eval-run", "golden"}
-
-
-def project_state(path: Path) -> tuple[str, list[str]]:
-    """The project's bytes (its WAL's included) and its logical dump (SQL statements)."""
-    digest = database_bytes(path)  # before the dump's connection opens the file
-    connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-    try:
-        return digest, list(connection.iterdump())
-    finally:
-        connection.close()
 
 
 @pytest.mark.parametrize("name", list(CASES))

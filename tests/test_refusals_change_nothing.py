@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import gc
 import json
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from helpers.projects import database_bytes
+from helpers.projects import project_state
 
 from eval import validation
 from labeler import importing
@@ -46,16 +45,6 @@ def goldset(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "labeler.cli", *args], capture_output=True, text=True, timeout=120
     )
-
-
-def project_state(path: Path) -> tuple[str, list[str]]:
-    """The project's bytes (its WAL's included) and its logical dump."""
-    digest = database_bytes(path)
-    connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-    try:
-        return digest, list(connection.iterdump())
-    finally:
-        connection.close()
 
 
 @pytest.fixture
