@@ -361,7 +361,7 @@ def read_golden(path: str | Path, parser: Parser = "auto") -> Golden:
 
 
 def golden_from_records(records: Iterable[dict], source: str = "<records>") -> Golden:
-    """Build a :class:`Golden` from golden-set JSONL objects (see DESIGN.md, "Golden set"),
+    """Build a :class:`Golden` from golden-set JSONL objects (README, Formats, "Golden set"),
     each checked by :func:`eval.validation.golden_record` (as the importer checks them).
 
     ``records`` may also yield ``(line_number, record)`` pairs, so that errors name the line.

@@ -1,4 +1,4 @@
-"""Parsing and validating tasks to label (JSONL or CSV, see DESIGN.md) into :class:`Task` rows.
+"""Parsing and validating tasks to label (JSONL or CSV, see README, Formats) into Task rows.
 
 Everything is checked before anything is written, and every error is an
 :class:`eval.readers.InputError` naming the file, the line and the field, so an import is
@@ -64,7 +64,7 @@ class Candidate(NamedTuple):
 
 @dataclass(frozen=True)
 class GoldenLabels:
-    """The labels of a golden-set record (see DESIGN.md, "Golden set")."""
+    """The labels of a golden-set record (README, Formats, "Golden set")."""
 
     status: str
     answerable: bool

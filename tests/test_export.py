@@ -1,4 +1,4 @@
-"""Export: the golden-set JSONL of DESIGN.md, TREC qrels, and the round trip through import."""
+"""Export: the golden-set JSONL of README, Formats, TREC qrels, and the round trip via import."""
 
 import json
 
@@ -54,7 +54,7 @@ def by_id(records):
 
 def test_golden_record_has_the_design_fields_and_unjudged_docs_are_absent(labelled):
     record = by_id(labelled.golden_records())["q02"]
-    assert tuple(record) == GOLDEN_KEYS  # the order of DESIGN.md, then the metadata
+    assert tuple(record) == GOLDEN_KEYS  # the order of the README's format, then the metadata
     assert record["judgments"] == {
         "cirrus/util/sleep.py#sleep_with_jitter": 0,
         "cirrus/errors.py#RateLimited": 0,

@@ -76,7 +76,7 @@ class Imports(Projections):
     """Importing tasks files and golden sets."""
 
     def import_tasks(self, path: str | Path) -> dict:
-        """Import a tasks file (JSONL or CSV, see DESIGN.md; golden-set JSONL also accepted).
+        """Import a tasks file (JSONL or CSV, see README, Formats; golden-set JSONL accepted too).
 
         All-or-nothing: everything is validated first; any problem raises
         :class:`eval.readers.InputError` (a ValueError naming file, line and field) and leaves

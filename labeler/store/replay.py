@@ -153,7 +153,7 @@ def _replayed(
 
 
 def _golden_plan(task: Task, source: str, max_grade: int) -> GoldenPlan:
-    """Read what a golden record holds beyond DESIGN.md's keys (it arrives in the task's
+    """Read what a golden record holds beyond the golden-set format's keys (it arrives in the task's
     metadata): ``pool`` (its candidates), ``labels`` (each annotator's own) and
     ``adjudication`` (the decision). Raises :class:`InputError` when they are malformed."""
     where = (source, task.line)
@@ -275,7 +275,7 @@ def _imported_rows(task: Task) -> list[tuple]:
 
 
 def _stored_metadata(task: Task) -> dict:
-    """The metadata kept with a query: a golden record's own keys beyond DESIGN.md's are
+    """The metadata kept with a query: a golden record's own keys beyond the golden-set format's are
     rebuilt from the log (pool, labels, adjudication), not kept."""
     if task.golden is None:
         return task.metadata
