@@ -13,7 +13,9 @@ installed wheel.
 
 from __future__ import annotations
 
+import errno
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -62,6 +64,32 @@ def check_host(host: str, has_users: bool, named_hosts: Sequence[str] = ()) -> N
             f"refusing to answer to {', '.join(named_hosts)}: the project has no users, so "
             "it serves this machine only. Add one with `goldset user add NAME` first"
         )
+
+
+def check_port(host: str, port: int) -> None:
+    """Refuse a port another program holds on ``host``: ValueError naming it, before anything
+    claims to serve. The port is tried as the server binds it (SO_REUSEADDR but on Windows, as
+    Streamlit does: a port left in TIME_WAIT by a server just stopped is free), then let go.
+
+    A program may still take the port in the second between this check and the server's own
+    bind: the server is given the port explicitly, so it then stops with "Port N is not
+    available" (exit 1) rather than moving to another port or sharing it."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            if os.name != "nt":
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+            probe.bind((host, port))
+            probe.listen()
+    except OSError as error:
+        if error.errno == errno.EADDRINUSE:
+            raise ValueError(
+                f"port {port} on {host} is in use by another program: stop it, or choose "
+                "another port with --port"
+            ) from None
+        raise ValueError(f"cannot listen on {host} port {port}: {error.strerror}") from None
 
 
 def allowed_hosts(host: str, named: Sequence[str]) -> list[str]:

@@ -368,7 +368,7 @@ def app(db, host, port, named_hosts, open_browser):
     name is refused (403), so that no web page can reach the app by pointing its own name at
     this machine.
     """
-    from labeler.launch import allowed_hosts, app_url, has_display, serve
+    from labeler.launch import allowed_hosts, app_url, check_host, check_port, has_display, serve
 
     try:
         names = allowed_hosts(host, named_hosts)
@@ -377,6 +377,13 @@ def app(db, host, port, named_hosts, open_browser):
     with open_store(db, write=True, create=db is None) as store:
         has_users = bool(store.annotators())
         path = store.path
+    check_host(host, has_users, named_hosts)  # every refusal comes before "serving"
+    try:
+        check_port(host, port)  # as late as can be: the server binds it a second later
+    except ValueError as error:
+        failure = click.ClickException(str(error))
+        failure.exit_code = 2
+        raise failure from None
     click.echo(f"goldset: serving {path} on {app_url(host, port)}", err=True)
     answered = f" and {', '.join(names)}" if names else " only (name others with --allow-host)"
     click.echo(f"goldset: answering to loopback names{answered}", err=True)
