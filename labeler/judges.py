@@ -17,8 +17,9 @@ Safety and honesty, in short:
   project allows (``GOLDSET_JUDGE_*``, ``OPENAI_API_KEY``, or one an admin registered), never
   from any variable of the server that a form names.
 - Each attempt has a deadline for the whole exchange (connect, headers, body) and a body cap
-  (MAX_BODY_BYTES); whatever the connection, the HTTP parser, the JSON parser or the store
-  raise becomes that pair's recorded outcome with a one-line reason, never a traceback.
+  (:mod:`labeler.judge_http`); whatever the connection, the HTTP parser, the JSON parser or
+  the store raise becomes that pair's recorded outcome with a one-line reason, never a
+  traceback.
 - Every HTTP attempt is recorded (model, prompt hash, tokens from ``usage``, seconds,
   outcome). 429, 5xx, timeouts and refused connections are retried with exponential backoff;
   a server that stays unreachable stops the run, and the next run skips the pairs already
@@ -27,14 +28,10 @@ Safety and honesty, in short:
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import http.client
 import json
 import os
 import re
-import socket
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -45,6 +42,7 @@ from string import Template
 from urllib.parse import urlsplit
 
 from eval.validation import RepeatedKey, json_document
+from labeler import judge_http
 
 DEFAULT_PROMPT = Path(__file__).with_name("judge_prompt.md")
 DEFAULT_API_KEY_ENV = "GOLDSET_JUDGE_API_KEY"
@@ -55,10 +53,7 @@ JUDGE_PREFIX = "machine:"
 MAX_REASON_CHARS = 500  # "a short reason": a longer one is not what was asked for
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
 MAX_RETRY_AFTER = 30.0  # seconds: a server's Retry-After is obeyed up to this
-MAX_BODY_BYTES = 1 << 20  # 1 MiB: a completion is a few KB; a larger body is not read on
-READ_CHUNK = 64 << 10
 MAX_TOKEN_COUNT = 2**63 - 1  # the store's integers are int64
-MAX_DETAIL_CHARS = 200  # a failure's reason: one line of at most this
 
 # Outcomes of one call. Only "ok" gives a label; the others are kept as the record of a try.
 OK = "ok"
@@ -328,131 +323,27 @@ def request_once(endpoint: Endpoint, messages: list[dict], max_grade: int) -> Ca
         headers["Authorization"] = f"Bearer {endpoint.api_key}"
     started = time.perf_counter()
     try:
-        answer = _exchange(endpoint, json.dumps(body).encode(), headers)
-    except _PastDeadline:
+        answer = judge_http.post(endpoint.url, json.dumps(body).encode(), headers, endpoint.timeout)
+    except judge_http.PastDeadline:
         detail = f"no whole answer within {endpoint.timeout:g} s"
         return Call(TIMEOUT, time.perf_counter() - started, detail=detail)
     except TimeoutError:
         return Call(TIMEOUT, time.perf_counter() - started, detail="timed out")
-    except _TooLarge as error:
+    except judge_http.TooLarge as error:
         return Call(MALFORMED, time.perf_counter() - started, detail=str(error))
-    except (OSError, http.client.HTTPException, ValueError) as error:
+    except judge_http.TRANSPORT_ERRORS as error:
         # refused, reset, truncated, not HTTP at all (an SSH banner), a header line over
         # 64 KiB, a bad chunk size: no judge answered
-        return Call(UNREACHABLE, time.perf_counter() - started, detail=_transport_problem(error))
+        detail = judge_http.describe(error)
+        return Call(UNREACHABLE, time.perf_counter() - started, detail=detail)
     seconds = time.perf_counter() - started
     return _call_of(answer, seconds, max_grade)
 
 
-@dataclass(frozen=True)
-class _Answer:
-    """What one exchange brought back: the status, the headers that matter, the body."""
-
-    status: int
-    location: str | None
-    retry_after: str | None
-    body: bytes
-
-
-class _PastDeadline(Exception):
-    """The exchange was cut at its deadline."""
-
-
-class _TooLarge(Exception):
-    """The body is over MAX_BODY_BYTES (its announced length, or what was read of it)."""
-
-
-def _exchange(endpoint: Endpoint, payload: bytes, headers: Mapping[str, str]) -> _Answer:
-    """POST ``payload`` to the endpoint's URL and nowhere else, all of it within the
-    endpoint's timeout; the body is read only on a 2xx, and no more than MAX_BODY_BYTES.
-
-    The socket's own timeout bounds each wait; a watchdog shuts the socket down at the
-    deadline, so that a server sending a byte now and then cannot hold the call longer.
-    """
-    url = urlsplit(endpoint.url)
-    target = url.path + (f"?{url.query}" if url.query else "")
-    kind = http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection
-    connection = kind(url.hostname, url.port, timeout=endpoint.timeout)
-    with _Watchdog(connection, endpoint.timeout) as watchdog:
-        try:
-            connection.request("POST", target, body=payload, headers=dict(headers))
-            watchdog.check()  # connecting took it all: the socket was not there to cut
-            response = connection.getresponse()
-            body = _read_body(response) if 200 <= response.status < 300 else b""
-        except (OSError, http.client.HTTPException, ValueError):
-            watchdog.check()  # a cut socket fails in many ways: say it was the deadline
-            raise
-        finally:
-            connection.close()
-        watchdog.check()  # a body cut short without an error
-    return _Answer(
-        response.status, response.getheader("Location"), response.getheader("Retry-After"), body
-    )
-
-
-class _Watchdog:
-    """Shuts a connection's socket down when its deadline comes, wherever the exchange is."""
-
-    def __init__(self, connection: http.client.HTTPConnection, seconds: float) -> None:
-        self.connection = connection
-        self.cut = threading.Event()
-        self.timer = threading.Timer(seconds, self._cut)
-        self.timer.daemon = True
-
-    def __enter__(self) -> _Watchdog:
-        self.timer.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.timer.cancel()
-
-    def check(self) -> None:
-        """Raise _PastDeadline if the deadline has cut the exchange."""
-        if self.cut.is_set():
-            raise _PastDeadline
-
-    def _cut(self) -> None:
-        self.cut.set()
-        sock = self.connection.sock
-        if sock is not None:
-            with contextlib.suppress(OSError):  # closed meanwhile: the exchange ended
-                sock.shutdown(socket.SHUT_RDWR)  # wakes the thread blocked reading it
-
-
-def _read_body(response: http.client.HTTPResponse) -> bytes:
-    """The body, read in pieces and never past MAX_BODY_BYTES; a body shorter than its
-    Content-Length is an IncompleteRead (http.client itself lets it pass as shorter)."""
-    if response.length is not None and response.length > MAX_BODY_BYTES:
-        raise _TooLarge(f"the answer announces {response.length:,} bytes: over the 1 MiB cap")
-    pieces: list[bytes] = []
-    size = 0
-    while piece := response.read(READ_CHUNK):
-        size += len(piece)
-        if size > MAX_BODY_BYTES:
-            raise _TooLarge("the answer is over the 1 MiB cap: not read further")
-        pieces.append(piece)
-    if response.length:  # bytes still due when the server closed
-        raise http.client.IncompleteRead(b"".join(pieces), response.length)
-    return b"".join(pieces)
-
-
-def _transport_problem(error: BaseException) -> str:
-    """One line saying why no answer came, for the record."""
-    if isinstance(error, http.client.HTTPException | ValueError):
-        return _one_line(f"not a valid HTTP answer ({type(error).__name__}: {error})")
-    return _one_line(str(error) or type(error).__name__)
-
-
-def _one_line(text: str) -> str:
-    """``text`` on one line, cut at MAX_DETAIL_CHARS."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= MAX_DETAIL_CHARS else flat[: MAX_DETAIL_CHARS - 1] + "…"
-
-
-def _call_of(answer: _Answer, seconds: float, max_grade: int) -> Call:
+def _call_of(answer: judge_http.Answer, seconds: float, max_grade: int) -> Call:
     """The Call of an exchange that brought back an HTTP answer."""
     if 300 <= answer.status < 400:  # followed, it would carry the key to another origin
-        where = _one_line(answer.location or "nowhere")
+        where = judge_http.one_line(answer.location or "nowhere")
         detail = f"HTTP {answer.status}: redirected to {where}; not followed"
         return Call(UNREACHABLE, seconds, detail=detail)
     if not 200 <= answer.status < 300:
@@ -471,7 +362,9 @@ def _read_completion(raw: bytes, seconds: float, max_grade: int) -> Call:
         problem = "not UTF-8" if isinstance(error, UnicodeDecodeError) else _json_problem(error)
         return Call(MALFORMED, seconds, detail=f"not a chat completion: {problem}")
     except (KeyError, IndexError, TypeError):
-        return Call(MALFORMED, seconds, detail=_one_line(f"not a chat completion: {raw[:200]!r}"))
+        return Call(
+            MALFORMED, seconds, detail=judge_http.one_line(f"not a chat completion: {raw[:200]!r}")
+        )
     usage = payload.get("usage") if isinstance(payload.get("usage"), dict) else {}
     outcome, grade, reason = parse_answer(content, max_grade)
     return Call(
@@ -481,7 +374,7 @@ def _read_completion(raw: bytes, seconds: float, max_grade: int) -> Call:
         completion_tokens=_count(usage.get("completion_tokens")),
         grade=grade,
         reason=reason if outcome == OK else "",
-        detail="" if outcome == OK else _one_line(reason),
+        detail="" if outcome == OK else judge_http.one_line(reason),
     )
 
 
@@ -556,9 +449,7 @@ class JudgingSummary:
 
 
 Recorder = Callable[[Pair, list[Call]], None]
-# What a store may raise on a pair's record: a value it cannot hold (ValueError, OverflowError)
-# or a failing database (a full disk, a locked or read-only file).
-STORE_FAILURES = (ValueError, OverflowError, sqlite3.Error)
+Refusals = tuple[type[Exception], ...]
 
 
 def judge_pairs(
@@ -570,6 +461,7 @@ def judge_pairs(
     judge: str,
     concurrency: int = 4,
     sleep: Callable[[float], None] = time.sleep,
+    refusals: Refusals = (ValueError, OverflowError),
 ) -> JudgingSummary:
     """Ask the judge about every pair, ``concurrency`` requests at a time, and ``record`` each
     pair's calls as soon as its last attempt is in (on this thread: one writer).
@@ -577,8 +469,8 @@ def judge_pairs(
     A pair whose retries all failed because the server was unreachable or kept failing stops
     the run: no new pairs are sent, the ones in flight are finished and recorded, and
     ``stopped`` says why. Pairs recorded stay recorded; a rerun skips those that got a label.
-    A pair the store refuses to record is recorded as malformed instead; a store that refuses
-    that too stops the run.
+    A pair whose record ``record`` refuses (raising one of ``refusals``) is recorded as
+    malformed instead; a refusal of that too stops the run.
     """
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
@@ -603,7 +495,7 @@ def judge_pairs(
             done, _ = wait(running, return_when=FIRST_COMPLETED)
             for future in done:
                 pair = running.pop(future)
-                calls, refused = _record(record, pair, future.result())
+                calls, refused = _record(record, refusals, pair, future.result())
                 _count_calls(summary, pair, calls)
                 if refused is not None and not stop.is_set():
                     stop.set()
@@ -616,21 +508,23 @@ def judge_pairs(
     return summary
 
 
-def _record(record: Recorder, pair: Pair, calls: list[Call]) -> tuple[list[Call], str | None]:
+def _record(
+    record: Recorder, refusals: Refusals, pair: Pair, calls: list[Call]
+) -> tuple[list[Call], str | None]:
     """Record the pair's calls; if the store refuses them, record one malformed call in their
     place. Returns the calls as recorded, and why the store refused even that (or None)."""
     try:
         record(pair, calls)
         return calls, None
-    except STORE_FAILURES as error:
+    except refusals as error:
         seconds = sum(call.seconds for call in calls)
-        detail = _one_line(f"not stored ({type(error).__name__}: {error})")
+        detail = judge_http.one_line(f"not stored ({type(error).__name__}: {error})")
         calls = [Call(MALFORMED, seconds, detail=detail)]
     try:
         record(pair, calls)
         return calls, None
-    except STORE_FAILURES as error:
-        return calls, _one_line(f"{type(error).__name__}: {error}")
+    except refusals as error:
+        return calls, judge_http.one_line(f"{type(error).__name__}: {error}")
 
 
 def _count_calls(summary: JudgingSummary, pair: Pair, calls: Sequence[Call]) -> None:
@@ -689,4 +583,12 @@ def judge_project(
         store.record_judge_calls(call_rows(pair, calls, context))
 
     pairs = [Pair(**{name: row[name] for name in Pair.__dataclass_fields__}) for row in rows]
-    return judge_pairs(pairs, endpoint, prompt, record, judge=judge, concurrency=concurrency)
+    return judge_pairs(
+        pairs,
+        endpoint,
+        prompt,
+        record,
+        judge=judge,
+        concurrency=concurrency,
+        refusals=store.RECORD_FAILURES,
+    )

@@ -365,7 +365,15 @@ def test_a_store_that_refuses_every_record_stops_the_run_with_a_summary(store):
     pairs = [judges.Pair(**row) for row in store.machine_pairs(JUDGE)]
     with FakeJudge() as fake:
         endpoint = judges.Endpoint(fake.base_url, "m")
-        summary = judges.judge_pairs(pairs, endpoint, prompt, record, judge=JUDGE, concurrency=1)
+        summary = judges.judge_pairs(
+            pairs,
+            endpoint,
+            prompt,
+            record,
+            judge=JUDGE,
+            concurrency=1,
+            refusals=Store.RECORD_FAILURES,
+        )
     assert summary.stopped == (
         "the project could not record a pair: OperationalError: database or disk is full"
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Mapping, Sequence
 
 import pandas as pd
@@ -43,6 +44,10 @@ JUDGE_CALL_COLUMNS = (
 
 class MachineJudges(Settings):
     """Machine labels under a judge identity ``machine:<name>``, and every call it made."""
+
+    # What record_judge_calls may raise: a value the database cannot hold (ValueError,
+    # OverflowError), or the database failing (a full disk, a read-only or locked file).
+    RECORD_FAILURES = (ValueError, OverflowError, sqlite3.Error)
 
     # --- machine judges ---------------------------------------------------------------------------
     # Machine labels live in their own tables, under a judge identity "machine:<name>". Nothing
