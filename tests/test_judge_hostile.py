@@ -126,13 +126,24 @@ def test_the_variables_a_key_may_come_from(name, allowed):
     )
 
 
-@pytest.mark.parametrize("url", ["file:///etc/passwd", "ftp://host/v1", "127.0.0.1:8080/v1", ""])
+@pytest.mark.parametrize(
+    "url",
+    ["file:///etc/passwd", "ftp://host/v1", "127.0.0.1:8080/v1", "", "http://h/v1\r\nX-A: b"],
+)
 def test_goldset_judge_refuses_a_base_url_that_is_not_http(store, url):
     result = CliRunner().invoke(
         cli, ["judge", "--db", str(store.path), "--base-url", url, "--model", "m"]
     )
     assert result.exit_code == 2 and "base URL must be http" in result.output
     no_traceback(result)
+
+
+def test_a_key_that_would_break_the_header_is_refused_without_being_shown(store, monkeypatch):
+    monkeypatch.setenv("GOLDSET_JUDGE_API_KEY", "sk-1\r\nX-Injected: yes")
+    with FakeJudge() as fake:
+        result = goldset_judge(store, fake)
+    assert result.exit_code == 2 and fake.requests == []
+    assert result.output == "Error: the API key holds a space or a control character\n"
 
 
 # --- a deadline for the whole request, and a cap on the body ------------------------------------
