@@ -15,6 +15,8 @@ from eval.stats import (
     paired_bootstrap,
     queries_needed,
     randomization_test,
+    student_t_quantile,
+    t_interval,
 )
 
 # First relevant rank 1..10 or none (index 10): a realistic RR@10 distribution.
@@ -123,6 +125,44 @@ def test_bootstrap_ci_covers_the_true_mean_about_95_percent_of_the_time(simulate
     assert 0.91 <= covered / repetitions <= 0.98
 
 
+def miss_heavy(rng: np.random.Generator, count: int) -> np.ndarray:
+    """RR@10 of ``count`` queries of which 85% miss; the others are found at ranks 1..10 as
+    RANK_SHARES has them: a skewed, miss-heavy distribution (true mean below)."""
+    found = rng.random(count) >= 0.85
+    ranks = rng.choice(10, size=count, p=RANK_SHARES[:10] / RANK_SHARES[:10].sum())
+    return np.where(found, RR_VALUES[ranks], 0.0)
+
+
+MISS_HEAVY_MEAN = 0.15 * float(RANK_SHARES[:10] @ RR_VALUES[:10] / RANK_SHARES[:10].sum())
+
+
+def coverage(count: int, method: str, repetitions: int = 400) -> float:
+    """How often the 95% CI over ``count`` miss-heavy queries holds the true mean (seeded)."""
+    rng = np.random.default_rng(11)
+    covered = 0
+    for seed in range(repetitions):
+        low, high = bootstrap_ci(miss_heavy(rng, count), n_resamples=1000, seed=seed, method=method)
+        covered += low <= MISS_HEAVY_MEAN <= high
+    return covered / repetitions
+
+
+@pytest.mark.parametrize("count", [50, 200])
+def test_default_ci_covers_a_miss_heavy_mean_at_least_93_percent_of_the_time(count):
+    assert coverage(count, "bca") >= 0.93
+
+
+def test_the_percentile_ci_falls_short_on_fifty_miss_heavy_queries():
+    # What BCa (the default) corrects: the percentile interval ignores the skew.
+    assert coverage(50, "percentile") < 0.93
+
+
+def test_bca_moves_the_interval_toward_the_long_tail():
+    values = np.r_[np.zeros(45), [1.0, 1.0, 0.5, 0.25, 1.0]]  # skewed right
+    bca = bootstrap_ci(values, n_resamples=4000, seed=1)
+    percentile = bootstrap_ci(values, n_resamples=4000, seed=1, method="percentile")
+    assert bca[0] > percentile[0] and bca[1] > percentile[1]
+
+
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
@@ -130,6 +170,7 @@ def test_bootstrap_ci_covers_the_true_mean_about_95_percent_of_the_time(simulate
         ({"values": np.zeros((2, 2, 2))}, "shape"),
         ({"values": [0.5], "n_resamples": 0}, "n_resamples"),
         ({"values": [0.5], "confidence": 95}, "confidence"),
+        ({"values": [0.5], "method": "student"}, "method"),
     ],
 )
 def test_bootstrap_ci_rejects_bad_input(arguments, message):
@@ -341,3 +382,23 @@ def test_percentile_interval_gives_numpy_quantiles_exactly(resamples, confidence
     tail = (1 - confidence) / 2
     expected = np.quantile(resampled, [tail, 1 - tail], axis=0).T
     np.testing.assert_array_equal(_percentile_interval(resampled, confidence), expected)
+
+
+# --- Student's t ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("p", "df", "table"),
+    [(0.975, 1, 12.706), (0.975, 5, 2.571), (0.995, 10, 3.169), (0.975, 30, 2.042),
+     (0.975, 31, 2.040), (0.99, 120, 2.358), (0.9995, 3, 12.924)],
+)  # fmt: skip
+def test_student_t_quantile_matches_the_table(p, df, table):
+    assert student_t_quantile(p, df) == pytest.approx(table, abs=6e-4)
+
+
+def test_t_interval_is_the_mean_plus_or_minus_t_standard_errors():
+    values = np.array([0.0, 0.5, 1.0, 1.0, 0.25])
+    low, high = t_interval(values, 0.95)
+    half = 2.776 * values.std(ddof=1) / math.sqrt(5)
+    assert (low, high) == pytest.approx((values.mean() - half, values.mean() + half), abs=1e-3)
+    assert t_interval([0.3], 0.95).tolist() == [0.3, 0.3]
