@@ -205,3 +205,22 @@ def test_a_refused_command_leaves_no_project_behind(tmp_path, command, start):
         ["bad.jsonl"] + (["new.db"] if start == "an empty file" else [])
     )
     assert start == "no file" or db.read_bytes() == b""
+
+
+def test_a_corpus_import_refused_once_begun_changes_nothing(pooled, tmp_path):
+    db, _, _, _ = pooled
+    corpus = tmp_path / "again.jsonl"
+    corpus.write_text(json.dumps({"_id": "d0", "text": "another text"}) + "\n")
+    before = project_state(db)
+    result = CliRunner().invoke(cli, ["import", "--corpus", str(corpus), "--db", str(db)])
+    assert result.exit_code == 2
+    assert f"{corpus}:1: field 'text': doc 'd0' is already in the database" in result.output
+    assert project_state(db) == before
+
+
+def test_a_refused_protocol_change_changes_nothing(pooled):
+    db = pooled[0]
+    before = project_state(db)
+    result = CliRunner().invoke(cli, ["configure", "--threshold", "9", "--db", str(db)])
+    assert result.exit_code != 0 and "rel_threshold 9 is above max_grade" in result.output
+    assert project_state(db) == before
