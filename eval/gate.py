@@ -239,13 +239,9 @@ def release_gate(
     >>> verdict.verdict, verdict.reasons[0]
     ('fail', 'miss@10 rose by 25.00 points (25.00% → 50.00%), more than the allowed 1.00')
     """
-    for name, allowance in (
-        ("max_miss_rise", max_miss_rise),
-        ("max_mrr_drop", max_mrr_drop),
-        ("max_slice_drop", max_slice_drop),
-    ):
-        if not allowance >= 0:
-            raise ValueError(f"{name} must be a non-negative number, got {allowance!r}")
+    _check_allowances(
+        max_miss_rise=max_miss_rise, max_mrr_drop=max_mrr_drop, max_slice_drop=max_slice_drop
+    )
     before, after = (np.asarray(values, dtype=np.float64) for values in (baseline, candidate))
     if len(before) == 0:
         return GateVerdict(FAIL, [], ["cannot compare: no queries"])
@@ -266,6 +262,61 @@ def release_gate(
         [rule.reason for rule in rules if rule.status != KEPT],
         _mrr_up_misses_up(rules[1], rules[0]),
     )
+
+
+def gate_on_means(
+    baseline: Mapping[str, float],
+    candidate: Mapping[str, float],
+    baseline_slices: Mapping[str, Mapping[str, float]] | None = None,
+    candidate_slices: Mapping[str, Mapping[str, float]] | None = None,
+    *,
+    max_miss_rise: float = 1.0,
+    max_mrr_drop: float = 0.0,
+    max_slice_drop: float = 0.05,
+) -> GateVerdict:
+    """The gate's rules on mean figures alone, for records that keep no per-query values (a
+    run history): each rule's CI is its point delta, so it is violated or kept, never
+    undecided. ``baseline`` and ``candidate`` map ``"mrr@10"`` and ``"miss@10"`` (a fraction)
+    to their means, the slice mappings the same per slice; each rule's ``queries`` is 1 (one
+    mean). A slice without MRR@10 on either side is not compared, with a warning.
+
+    >>> gate_on_means({"mrr@10": 0.5, "miss@10": 0.1}, {"mrr@10": 0.5, "miss@10": 0.12}).reasons
+    ['miss@10 rose by 2.00 points (10.00% → 12.00%), more than the allowed 1.00']
+    """
+    _check_allowances(
+        max_miss_rise=max_miss_rise, max_mrr_drop=max_mrr_drop, max_slice_drop=max_slice_drop
+    )
+
+    def point(metric: str, name: str | None, means: tuple, allowance: float) -> _Pending:
+        worse_if, scale = ("rise", 100) if metric == MISS else ("fall", 1)
+        before, after = (np.array([mean], dtype=np.float64) for mean in means)
+        return _Pending(metric, name, worse_if, allowance, scale, before, after, None)
+
+    pending = [
+        point(MISS, None, (baseline[MISS], candidate[MISS]), max_miss_rise),
+        point(MRR, None, (baseline[MRR], candidate[MRR]), max_mrr_drop),
+    ]
+    warnings = []
+    for name in sorted(set(baseline_slices or {}) | set(candidate_slices or {})):
+        means = [
+            (side or {}).get(name, {}).get(MRR) for side in (baseline_slices, candidate_slices)
+        ]
+        if all(mean is not None and not math.isnan(mean) for mean in means):
+            pending.append(point(MRR, name, tuple(means), max_slice_drop))
+        else:
+            side = "baseline" if means[0] is None or math.isnan(means[0]) else "candidate"
+            warnings.append(f"slice {name!r} not compared: no MRR@10 for the {side}")
+    rules = _holm(pending, None)
+    reasons = [rule.reason for rule in rules if rule.status != KEPT]
+    return GateVerdict(
+        _verdict(rules), rules, reasons, _mrr_up_misses_up(rules[1], rules[0]) + warnings
+    )
+
+
+def _check_allowances(**allowances: float) -> None:
+    for name, allowance in allowances.items():
+        if not allowance >= 0:
+            raise ValueError(f"{name} must be a non-negative number, got {allowance!r}")
 
 
 def _resampled(

@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from eval.gate import FAMILY_ALPHA, SCHEMA, release_gate
+from eval.gate import FAMILY_ALPHA, SCHEMA, gate_on_means, release_gate
 
 RR = 0  # the column of RR@10 in the gate's per-query values; miss@10 is column 1
 
@@ -237,3 +237,36 @@ def test_the_queries_estimate_decides_about_as_often_as_promised():
         result = release_gate(*map(per_query, bigger), n_resamples=400, seed=seed)
         decided += result.rules[1].status == "violated"
     assert 0.65 <= decided / repetitions <= 0.92
+
+
+# --- on mean figures alone (a run history keeps no per-query values) ------------------------------
+
+MEANS = {"mrr@10": 0.50, "miss@10": 0.10}
+
+
+def test_gate_on_means_judges_each_rule_on_its_point_delta():
+    verdict = gate_on_means(
+        MEANS,
+        {"mrr@10": 0.45, "miss@10": 0.13},
+        {"tail": {"mrr@10": 0.4}},
+        {"tail": {"mrr@10": 0.3}},
+    )
+    assert verdict.verdict == "fail"
+    assert [reason.split(" ")[0] for reason in verdict.reasons] == ["miss@10", "MRR@10", "slice"]
+
+
+def test_gate_on_means_warns_when_mrr_rises_while_misses_rise():
+    verdict = gate_on_means(MEANS, {"mrr@10": 0.55, "miss@10": 0.105})
+    assert verdict.verdict == "pass"
+    assert verdict.warnings == [
+        "MRR@10 went up (0.5000 → 0.5500) but misses went up too (10.00% → 10.50%): "
+        "more users get no answer at all"
+    ]
+
+
+def test_gate_on_means_warns_about_a_slice_it_cannot_compare():
+    verdict = gate_on_means(
+        MEANS, MEANS, {"new": {}, "head": {"mrr@10": 0.6}}, {"head": {"mrr@10": 0.6}}
+    )
+    assert verdict.verdict == "pass"
+    assert verdict.warnings == ["slice 'new' not compared: no MRR@10 for the baseline"]

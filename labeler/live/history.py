@@ -174,7 +174,7 @@ def _changes(before: Mapping, after: Mapping) -> list[tuple[str, str]]:
         return [
             ("not_compared", f"record #{after['id']} or #{before['id']} lacks MRR@10 or miss@10")
         ]
-    verdict = gate.release_gate(
+    verdict = gate.gate_on_means(
         before["metrics"],
         after["metrics"],
         before["slices"],
