@@ -136,10 +136,12 @@ def paired_section(
     pair = tuple(runs[names.index(name)] for name in (baseline, candidate))
     result = comparison(state, pair, tuple(run_key(run, uploads) for run in pair))
     verdict = result["gate"]
-    if verdict["passed"]:
+    if verdict["verdict"] == "pass":
         st.success("Release gate: passed.", icon=":material/check_circle:")
-    else:
+    elif verdict["verdict"] == "fail":
         st.error("Release gate: failed.", icon=":material/block:")
+    else:  # the CIs cannot decide every rule yet: each reason says how many more queries would
+        st.warning("Release gate: inconclusive.", icon=":material/help:")
     for line in [*verdict["reasons"], *(f"warning: {w}" for w in verdict["warnings"])]:
         st.text(line)
     paired, changes = st.columns([4, 3])
