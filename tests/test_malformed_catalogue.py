@@ -400,6 +400,35 @@ CASES["pooled TREC run query_id holding an ideographic space"] = pool_run(
     "pq\u30002 Q0 pd1 2 0.5 r", "query_id"
 )
 
+# What an exported golden record carries beyond its judgments (the pool, each annotator's labels,
+# a reviewer's decision) follows the same rules: a doc named only there enters the project too.
+DECISION = {"reviewer": "rev", "judgments": {"d1": 1}, "answerable": True}
+CASES.update(
+    {
+        "golden pool doc_id holding a space": golden(
+            {"pool": {"order": ["d1", "d 2"], "runs": {}}}, "pool.order"
+        ),
+        "golden pool doc_id holding NUL": golden(
+            {"pool": {"order": ["d1", "d\x002"], "runs": {}}}, "pool.order"
+        ),
+        "golden pool run name holding a tab": golden(
+            {"pool": {"order": ["d1"], "runs": {"a\tb": ["d1"]}}}, "pool.runs"
+        ),
+        "golden annotator's labels under a name holding a newline": golden(
+            {"labels": {"an\na": {"judgments": {"d1": 1}}}}, "labels"
+        ),
+        "golden decision by a reviewer holding NUL": golden(
+            {"adjudication": {**DECISION, "reviewer": "r\x00v"}}, "adjudication.reviewer"
+        ),
+        "golden decision doc_id holding a no-break space": golden(
+            {"adjudication": {**DECISION, "judgments": {"d\u00a01": 1}}}, "adjudication.judgments"
+        ),
+        "golden decision grade above the project's scale": golden(
+            {"adjudication": {**DECISION, "judgments": {"d1": 99}}}, "adjudication.judgments.d1"
+        ),
+    }
+)
+
 # --- issue 29: a key given twice in one object, in every JSON format ---------------------------
 CASES.update(
     {

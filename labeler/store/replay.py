@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import field as default_field
 
+from eval import validation
 from eval.readers import InputError
 from labeler import golden
 from labeler.golden import Decision, Event, QueryContext
@@ -171,6 +172,7 @@ def _golden_plan(task: Task, source: str, max_grade: int) -> GoldenPlan:
             raise InputError(*where, "labels", "must be an object of annotator: label")
         people = []
         for name, label in own.items():
+            validation.checked_name(name, "labels", where)
             if not isinstance(label, dict):
                 raise InputError(*where, f"labels.{name}", "must be an object")
             record = {**label, "query_id": task.query_id, "query": task.query}
@@ -193,7 +195,7 @@ def _golden_plan(task: Task, source: str, max_grade: int) -> GoldenPlan:
         replayed.append((labelled_at or golden.now(), record))
     decision = None
     if "adjudication" in metadata:
-        decision = _decision_of(metadata["adjudication"], labels, where)
+        decision = _decision_of(metadata["adjudication"], labels, where, max_grade)
     doc_ids = [*order, *labels.judgments]
     doc_ids += [doc_id for _, record in replayed for doc_id in record["judgments"]]
     if decision is not None:
@@ -215,6 +217,10 @@ def _pool_of(pool: object, where: tuple[str, int]) -> tuple[list[str], dict[str,
     ):
         problem = "must map run names to distinct doc ids of pool.order"
         raise InputError(*where, "pool.runs", problem)
+    for doc_id in order:  # the rules of every id (a doc named only here enters the project)
+        validation.checked_id(doc_id, "pool.order", where)
+    for name in runs:
+        validation.checked_name(name, "pool.runs", where)
     return order, runs
 
 
@@ -226,10 +232,12 @@ def _id_list(value: object) -> bool:
     )
 
 
-def _decision_of(adjudication: object, labels: GoldenLabels, where: tuple[str, int]) -> tuple:
+def _decision_of(
+    adjudication: object, labels: GoldenLabels, where: tuple[str, int], max_grade: int
+) -> tuple:
     """An exported ``adjudication`` as the values of an adjudications row (after query_id).
     What it leaves out is taken from the record: its answerability and time; no adopted
-    annotator, no note."""
+    annotator, no note. Its names, doc ids and grades follow the rules of a golden record's."""
     if not isinstance(adjudication, dict):
         raise InputError(*where, "adjudication", "must be an object")
     decision = {
@@ -252,6 +260,12 @@ def _decision_of(adjudication: object, labels: GoldenLabels, where: tuple[str, i
     for name, check in valid.items():
         if not check(decision.get(name)):
             raise InputError(*where, f"adjudication.{name}", "missing or mistyped")
+    for name in ("reviewer", "adopted"):
+        if decision[name] is not None:
+            validation.checked_name(decision[name], f"adjudication.{name}", where)
+    for doc_id, value in decision["judgments"].items():
+        validation.checked_id(doc_id, "adjudication.judgments", where)
+        validation.grade(value, f"adjudication.judgments.{doc_id}", where, max_grade)
     try:
         decided_at = golden.to_log_time(decision["decided_at"])
     except (ValueError, OverflowError):
