@@ -119,6 +119,12 @@ def _read_body(response: http.client.HTTPResponse) -> bytes:
     return b"".join(pieces)
 
 
+def has_control(text: str) -> bool:
+    """Whether ``text`` holds whitespace or a control character, which no URL or header value
+    may hold (one would end the request line or a header early)."""
+    return any(char.isspace() or not char.isprintable() for char in text)
+
+
 def describe(error: BaseException) -> str:
     """One line saying why no answer came, for the record."""
     if isinstance(error, http.client.HTTPException | ValueError):

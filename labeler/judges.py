@@ -224,12 +224,13 @@ class Endpoint:
             url.port  # noqa: B018 (parsing the port refuses a bad one)
         except ValueError as error:
             raise ValueError(f"the judge's base URL {self.base_url!r}: {error}") from None
-        if url.scheme not in ("http", "https") or not url.hostname or _has_control(self.base_url):
+        web = url.scheme in ("http", "https") and url.hostname
+        if not web or judge_http.has_control(self.base_url):
             raise ValueError(
                 f"the judge's base URL must be http://HOST... or https://HOST..., "
                 f"got {self.base_url!r}"
             )
-        if self.api_key and _has_control(self.api_key):  # it would break the header: say so
+        if self.api_key and judge_http.has_control(self.api_key):  # it would break a header
             raise ValueError("the API key holds a space or a control character")
         if not self.timeout > 0:
             raise ValueError(f"the timeout must be positive, got {self.timeout!r}")
@@ -259,11 +260,6 @@ class Endpoint:
     def url(self) -> str:
         """The chat-completions URL under the base URL."""
         return self.base_url.rstrip("/") + "/chat/completions"
-
-
-def _has_control(text: str) -> bool:
-    """Whether ``text`` holds whitespace or a control character (no URL or key does)."""
-    return any(char.isspace() or not char.isprintable() for char in text)
 
 
 def answer_schema(max_grade: int) -> dict:
