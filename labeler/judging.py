@@ -147,7 +147,10 @@ class LabelSession:
         # Queries viewed, newest first (the open one first); seeded with the latest worked on.
         self.history: list[str] = store.recent_queries(annotator, HISTORY_SIZE)
         self._query_id: str | None = None
-        self.query_id = store.resume_query(annotator)
+        resumed = store.resume_query(annotator)
+        if resumed is not None and not self.may_open(resumed):  # dealt to others since
+            resumed = store.next_query(annotator)
+        self.query_id = resumed
 
     @property
     def query_id(self) -> str | None:
@@ -256,12 +259,15 @@ class LabelSession:
             self.message = f"Not done: {error}"
 
     def _open(self, query_id: str) -> None:
-        """Make ``query_id`` the open query; ValueError (the same for an unknown query and
-        one of another's queue: the answer tells nothing of the other) when it is not this
-        annotator's to open."""
+        """Make ``query_id`` the open query, if this annotator may (see :meth:`_check_queue`)."""
+        self._check_queue(query_id)
+        self.query_id, self.message = query_id, ""
+
+    def _check_queue(self, query_id: str) -> None:
+        """Raise ValueError unless this annotator may act on ``query_id``: the same words for
+        an unknown query and for one of another's queue, which tell nothing of it."""
         if not self.may_open(query_id):
             raise ValueError(f"no query {query_id} in your queue")
-        self.query_id, self.message = query_id, ""
 
     def recent(self) -> list[str]:
         """The queries viewed before the open one, newest first: ``H`` + 1..9 reopens them."""
@@ -282,11 +288,13 @@ class LabelSession:
         for a grade, ``doc`` and ``grade`` (the card's grade then, None = unjudged). The
         press acts only there: on that query (opened here if need be), and on that card only
         if it still has the grade the page showed — a card judged meanwhile (in another tab)
-        gets nothing, and the page is told. Its active time runs to when
-        it was typed, ``lag_seconds`` before now. Its writes carry ``(page, seq)`` into the
-        log, so that a restarted server never applies it again (see :meth:`Store.key_press`).
-        A database held by another writer past the busy timeout raises :class:`StillBusy`
-        (nothing written; the page sends the press again).
+        gets nothing, and the page is told. A press aimed at a query outside the annotator's
+        queue (see :meth:`may_open`) is refused: nothing of that query is opened or written.
+        Its active time runs to when it was typed, ``lag_seconds`` before now. Its writes
+        carry ``(page, seq)`` into the log, so that a restarted server never applies it again
+        (see :meth:`Store.key_press`). A database held by another writer past the busy
+        timeout raises :class:`StillBusy`, a write the file refused :class:`WriteFailed`,
+        which :attr:`unsaved` names (nothing written; the page sends the press again).
         """
         target = target or {}
         aimed_at = target.get("query")
@@ -432,8 +440,7 @@ class LabelSession:
         admin may have dealt it to others since it was opened)."""
         if self.query_id is None:
             raise ValueError("no query left to label")
-        if not self.may_open(self.query_id):
-            raise ValueError(f"no query {self.query_id} in your queue")
+        self._check_queue(self.query_id)
         return self.query_id
 
     def _judge(self, grade: int, seconds: float, target: dict) -> None:

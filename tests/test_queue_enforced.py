@@ -145,6 +145,13 @@ def test_an_action_on_the_open_query_dealt_away_since_is_refused(store):
     assert events_on(store, "q5") == []
 
 
+def test_a_new_session_does_not_resume_a_query_dealt_away_since(store):
+    LabelSession(store, "dave").press("0")  # dave starts q5, in the shared queue
+    store.assign("bob", ["q5"])
+    assert store.resume_query("dave") == "q5"  # where dave left off, but no longer his
+    assert LabelSession(store, "dave").query_id == "q6"
+
+
 def test_a_reviewer_may_label_any_query(store):
     session = LabelSession(store, "rita")
     session.press_typed("1", page="page-1", seq=1, target={"query": "q3", "doc": "q3-d1"})
