@@ -20,7 +20,8 @@ from labeler.accounts import has_role
 from labeler.views import context
 
 LOG = logging.getLogger("goldset")
-WIDE_PAGES = ("dashboard", "compare", "planner", "review")  # url paths of the pages laid out wide
+# url paths of the pages laid out wide
+WIDE_PAGES = ("dashboard", "compare", "planner", "review", "my_queries")
 
 
 def unexpected_error(error: BaseException) -> bool:
@@ -45,7 +46,10 @@ def main() -> None:
     # Pages by role, decided on the server at every run: a page left out of the navigation
     # cannot be run by this session, whatever URL the browser asks for. Each reviewer and
     # admin page also checks the role itself before reading anything.
-    pages = [st.Page("views/label.py", title="Label", icon=":material/keyboard:", default=True)]
+    pages = [
+        st.Page("views/label.py", title="Label", icon=":material/keyboard:", default=True),
+        st.Page("views/my_queries.py", title="My queries", icon=":material/checklist:"),
+    ]
     if has_role(user["role"], "reviewer"):
         pages += [
             st.Page("views/dashboard.py", title="Dashboard", icon=":material/monitoring:"),

@@ -24,7 +24,8 @@ golden projection's rows, below it) and ``paths``;
 ``corpus`` (queries, documents, search) and ``log`` (the append-only event log); ``states``
 (per-query state and reviewers' decisions); ``projections`` (the tables the log maintains);
 above them ``imports`` (with ``replay``, pure) and ``pool``, ``labelling`` (queue and actions),
-``accounts`` (users, sign-in, sessions), ``team`` (assignments, adjudication), ``frames``
+``accounts`` (users, sign-in, sessions), ``team`` (assignments, adjudication), ``worklist``
+(an annotator's own queries, filtered and paged), ``frames``
 (bulk frames for eval and the dashboard, run history), ``metric_cache`` (the dashboard's
 last figures) and ``export``. :class:`Store` is the
 one facade composed of them: callers import only it and the constants re-exported here.
@@ -39,7 +40,7 @@ from labeler.store.corpus import UNPUBLISHED_HIDDEN
 from labeler.store.export import Export
 from labeler.store.frames import Frames
 from labeler.store.imports import STAGE_PAUSE, STAGE_ROWS, STAGE_SECONDS
-from labeler.store.labelling import ANY_GRADE, Labelling, is_write_failure
+from labeler.store.labelling import ANY_GRADE, is_write_failure
 from labeler.store.log import IMPORT_RUN, StaleTarget
 from labeler.store.machine import MachineJudges
 from labeler.store.metric_cache import MetricCache
@@ -57,6 +58,7 @@ from labeler.store.replay import ROUND_TRIP_KEYS, GoldenPlan, Replay
 from labeler.store.schema import migrations
 from labeler.store.settings import DEFAULT_SETTINGS
 from labeler.store.team import Team
+from labeler.store.worklist import VERDICTS, Worklist
 
 __all__ = [
     "ANY_GRADE",
@@ -81,6 +83,7 @@ __all__ = [
     "StaleTarget",
     "Store",
     "UNPUBLISHED_HIDDEN",
+    "VERDICTS",
     "is_busy",
     "is_write_failure",
     "migrations",
@@ -88,7 +91,7 @@ __all__ = [
 ]
 
 
-class Store(Export, Frames, Team, Accounts, Labelling, Pool, MachineJudges, MetricCache):
+class Store(Export, Frames, Team, Accounts, Worklist, Pool, MachineJudges, MetricCache):
     """A goldset project database.
 
     >>> store = Store("project.db")                           # doctest: +SKIP

@@ -414,3 +414,11 @@ def m14_unknown_name_sign_ins(db: sqlite_utils.Database) -> None:
             WHERE locked_until IS NOT NULL;
         """
     )
+
+
+@migrations()
+def m15_assignments_by_query(db: sqlite_utils.Database) -> None:
+    """Version 15: assignments looked up by query. The queue rule asks whether a query is
+    assigned to anyone, for every query a shared-queue annotator may open or lists: without
+    this index each answer read all the assignments."""
+    db.execute("CREATE INDEX assignments_query ON assignments(query_id)")
