@@ -38,6 +38,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from statistics import NormalDist
 
 import numpy as np
 
@@ -130,11 +131,15 @@ class _Pending:
         sign = 1 if self.worse_if == "rise" else -1
         return sign * self.allowance / self.scale
 
+    @property
+    def delta(self) -> float:
+        """The mean delta as a fraction (candidate − baseline)."""
+        return float(self.after.mean() - self.before.mean())
+
     def p_violation(self) -> float:
         """One-sided p-value that the rule is violated (0 or 1 on means alone)."""
-        delta = float(self.after.mean() - self.before.mean())
         if self.resampled is None:
-            return 0.0 if self._beyond(delta, delta) else 1.0
+            return 0.0 if self._beyond(self.delta, self.delta) else 1.0
         limit = np.array([self.limit])
         tail = self.resampled.below if self.worse_if == "rise" else self.resampled.above
         return float(tail(limit)[0])
@@ -153,13 +158,14 @@ class _Pending:
         return high < self.limit - EPSILON
 
     def _within(self, low: float, high: float) -> bool:
+        """Whether [low, high] lies wholly within the limit."""
         if self.worse_if == "rise":
             return high <= self.limit + EPSILON
         return low >= self.limit - EPSILON
 
     def judged(self, alpha: float, new_misses: Mapping[str, int] | None) -> Rule:
         """The rule judged at one-sided level ``alpha`` (its Holm step)."""
-        delta = float(self.after.mean() - self.before.mean())
+        delta = self.delta
         if self.resampled is None:
             low = high = delta
             level = None
@@ -205,8 +211,6 @@ class _Pending:
         spread = float(np.std(self.after - self.before, ddof=1)) if len(self.before) > 1 else 0
         if distance <= EPSILON or spread == 0:
             return None
-        from statistics import NormalDist
-
         z = NormalDist().inv_cdf(1 - alpha) + NormalDist().inv_cdf(POWER)
         total = math.ceil((z * spread / distance) ** 2)
         return max(1, total - len(self.before))

@@ -369,8 +369,10 @@ def compare_runs(
     Per metric and per slice: both means, the difference (candidate − baseline), its paired
     bootstrap 95% CI and p-value, and a seeded paired randomization p-value; a figure not
     measured (recall, nDCG on first-hit labels) has no delta. ``changed_queries`` lists the
-    queries behind the means (:func:`changed_queries`). ``gate`` holds the release-gate verdict
-    (``thresholds`` go to :func:`eval.gate.release_gate`); ``options`` to :func:`eval.ranking.rank`.
+    queries behind the means (:func:`changed_queries`). ``gate`` holds the release gate's
+    verdict (pass, fail or inconclusive) judged on the per-query RR@10 and miss@10 with the same
+    resamples and seed (``thresholds`` go to :func:`eval.gate.release_gate`; ``bootstrap=0``
+    judges the means alone); ``options`` to :func:`eval.ranking.rank`.
     """
     metrics = [*metrics, *(spec for spec in ("mrr@10", "miss@10") if spec not in metrics)]
     runs = {"baseline": baseline, "candidate": candidate}
