@@ -224,3 +224,53 @@ def test_a_refused_protocol_change_changes_nothing(pooled):
     result = CliRunner().invoke(cli, ["configure", "--threshold", "9", "--db", str(db)])
     assert result.exit_code != 0 and "rel_threshold 9 is above max_grade" in result.output
     assert project_state(db) == before
+
+
+def test_tasks_with_a_refused_corpus_are_not_imported_either(pooled, tmp_path):
+    db = pooled[0]
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps({"query_id": "t1", "query": "q", "candidates": [{"doc_id": "n1"}]}))
+    corpus = tmp_path / "again.jsonl"
+    corpus.write_text(json.dumps({"_id": "d0", "text": "another text"}) + "\n")
+    before = project_state(db)
+    result = CliRunner().invoke(cli, ["import", str(tasks), "--corpus", str(corpus), "--db", db])
+    assert result.exit_code == 2
+    assert f"{corpus}:1: field 'text': doc 'd0' is already in the database" in result.output
+    assert project_state(db) == before  # on the code before, t1 was imported
+
+
+def test_tasks_and_their_corpus_are_imported_together(tmp_path):
+    tasks = tmp_path / "tasks.jsonl"
+    candidates = [{"doc_id": "n1", "title": "one"}, {"doc_id": "n2"}]
+    tasks.write_text(json.dumps({"query_id": "t1", "query": "q", "candidates": candidates}))
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(
+        json.dumps({"_id": "n2", "title": "two", "text": "the second"})
+        + "\n"
+        + json.dumps({"_id": "k1", "text": "searchable only"})
+        + "\n"
+    )
+    db = tmp_path / "p.db"
+    result = CliRunner().invoke(cli, ["import", str(tasks), "--corpus", str(corpus), "--db", db])
+    assert result.exit_code == 0, result.output
+    assert "1 queries added (2 candidates, 2 new documents)" in result.output
+    assert "1 corpus documents added (searchable)" in result.output
+    with Store.open_project(db, write=False) as store:
+        assert store.document("n2")["text"] == "the second"  # the corpus fills the task's doc
+        assert store.document("k1")["text"] == "searchable only"
+
+
+def test_a_corpus_that_contradicts_the_tasks_names_its_line(tmp_path):
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(
+        json.dumps({"query_id": "t1", "query": "q", "candidates": [{"doc_id": "n1", "title": "a"}]})
+    )
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(json.dumps({"_id": "n1", "title": "b"}) + "\n")
+    db = tmp_path / "p.db"
+    result = CliRunner().invoke(cli, ["import", str(tasks), "--corpus", str(corpus), "--db", db])
+    assert result.exit_code == 2
+    assert (
+        f"{corpus}:1: field 'title': doc 'n1' has a different title in the tasks" in result.output
+    )
+    assert not db.exists()

@@ -151,20 +151,24 @@ def import_command(tasks_file, corpus, db):
     All-or-nothing: any problem is reported with its file, line and field, and nothing is
     written. Importing the same file again changes nothing. --corpus adds documents that
     are no query's candidate, so that annotators can find (with "/" on the label page) and
-    attach the answer a system missed.
+    attach the answer a system missed; given with a TASKS_FILE, both are one import (a
+    refused corpus imports no task either).
     """
     if tasks_file is None and corpus is None:
         raise click.UsageError("give a TASKS_FILE, --corpus FILE, or both")
     with changing_project(db, create=True) as store:
-        if tasks_file is not None:
-            counts = store.import_tasks(tasks_file)
-            click.echo(
-                f"{counts['queries_added']} queries added ({counts['candidates_added']} "
-                f"candidates, {counts['documents_added']} new documents), "
-                f"{counts['queries_unchanged']} already there"
-            )
-        if corpus is not None:
+        if tasks_file is None:
             click.echo(f"{store.add_corpus(corpus)} corpus documents added (searchable)")
+            return
+        counts = store.import_tasks(tasks_file, corpus=corpus)  # one import: all or nothing
+        click.echo(
+            f"{counts['queries_added']} queries added ({counts['candidates_added']} "
+            f"candidates, {counts['documents_added']} new documents), "
+            f"{counts['queries_unchanged']} already there"
+        )
+        if corpus is not None:
+            added = counts["corpus_documents_added"]
+            click.echo(f"{added} corpus documents added (searchable)")
 
 
 @click.command()

@@ -21,6 +21,7 @@ from labeler.importing import (
     read_tasks,
     tasks_from_records,
 )
+from labeler.pooling import CorpusDoc, read_corpus
 from labeler.store.connection import CANDIDATES_NEXT, CANDIDATES_RETIRED, _chunks, _marks
 from labeler.store.corpus import POOLED_RUN
 from labeler.store.golden_rows import write_golden
@@ -75,7 +76,7 @@ def _collector_paused() -> Iterator[None]:
 class Imports(Projections):
     """Importing tasks files and golden sets."""
 
-    def import_tasks(self, path: str | Path) -> dict:
+    def import_tasks(self, path: str | Path, corpus: str | Path | None = None) -> dict:
         """Import a tasks file (JSONL or CSV, see README, Formats; golden-set JSONL accepted too).
 
         All-or-nothing: everything is validated first; any problem raises
@@ -94,10 +95,15 @@ class Imports(Projections):
         included (measured: 60,000 golden records, no transaction over 0.5 s at load 2.8;
         before, one transaction copied 654,000 rows in 1.8 s). Readers see all of it or
         none; a crash leaves nothing visible, and the next import deletes what it left.
+
+        With ``corpus`` (a BEIR ``corpus.jsonl``), its documents are added by the same
+        all-or-nothing import, as :meth:`add_corpus` adds them: a refused corpus leaves the
+        tasks unimported too. ``corpus_documents_added`` counts those not already there.
         """
         with _collector_paused():
             tasks = read_tasks(path, max_grade=self.settings()["max_grade"])
-            return self._import(tasks, str(path))
+            extra = None if corpus is None else corpus_documents(read_corpus(corpus))
+            return self._import(tasks, str(path), extra, str(corpus))
 
     def import_records(self, records: Iterable[dict], source: str = "<records>") -> dict:
         """Import task (or golden-set) records given as dicts; see :meth:`import_tasks`."""
@@ -105,7 +111,13 @@ class Imports(Projections):
             tasks = tasks_from_records(records, source, max_grade=self.settings()["max_grade"])
             return self._import(tasks, source)
 
-    def _import(self, tasks: Sequence[Task], source: str) -> dict:
+    def _import(
+        self,
+        tasks: Sequence[Task],
+        source: str,
+        corpus: Mapping[str, tuple[int, str, dict]] | None = None,
+        corpus_source: str = "",
+    ) -> dict:
         with self._import_lock():
             known = self._content_hashes([task.query_id for task in tasks])
             for task in tasks:
@@ -123,7 +135,11 @@ class Imports(Projections):
                 if task.query_id in plans:
                     for doc_id in plans[task.query_id].doc_ids:
                         documents.setdefault(doc_id, (task.line, "", _NO_TEXT))
+            beyond = _corpus_beyond(corpus or {}, documents, corpus_source)
             new_documents, fill_ins = self._new_documents(documents, source)
+            corpus_rows, corpus_fill_ins = self._new_documents(beyond, corpus_source)
+            new_documents += corpus_rows
+            fill_ins.update(corpus_fill_ins)
             replay = _replayed(new, plans, self.settings(), source)
             candidates = [
                 row
@@ -169,12 +185,13 @@ class Imports(Projections):
                     self._publish_staged("pool_ranks", _POOL_COLUMNS)
                     self._add_counts(_merged_counts(counts, replay.counts))
                     self._publish(batch)
-        return {
+        added = {
             "queries_added": len(new),
             "queries_unchanged": len(tasks) - len(new),
             "candidates_added": len(candidates),
-            "documents_added": len(new_documents),
+            "documents_added": len(new_documents) - len(corpus_rows),
         }
+        return added if corpus is None else {**added, "corpus_documents_added": len(corpus_rows)}
 
     @contextmanager
     def _import_lock(self) -> Iterator[None]:
@@ -546,6 +563,38 @@ class Imports(Projections):
                     conn.execute("INSERT INTO sqlite_sequence (seq, name) VALUES (?, ?)", reserved)
                 bases[table] = base
         return bases
+
+
+def corpus_documents(docs: Iterable[CorpusDoc]) -> dict[str, tuple[int, str, dict]]:
+    """A corpus's documents as :meth:`Imports._new_documents` takes them: doc_id -> (line, "",
+    {title, text, metadata}), an empty title or text meaning none given."""
+    return {
+        doc.doc_id: (doc.line, "", {"title": doc.title, "text": doc.text, "metadata": doc.metadata})
+        for doc in docs
+    }
+
+
+def _corpus_beyond(
+    corpus: Mapping[str, tuple[int, str, dict]],
+    documents: dict[str, tuple[int, str, dict]],
+    source: str,
+) -> dict[str, tuple[int, str, dict]]:
+    """The corpus documents that the tasks' ``documents`` do not name. One they name must agree
+    with them (an InputError names its corpus line); its title or text fills what they left
+    (their entry in ``documents`` is replaced, never changed: entries may share a dict)."""
+    beyond = {}
+    for doc_id, (line, _, doc) in corpus.items():
+        if doc_id not in documents:
+            beyond[doc_id] = (line, "", doc)
+            continue
+        named_line, prefix, named = documents[doc_id]
+        for name in ("title", "text"):
+            if doc[name] and named[name] and doc[name] != named[name]:
+                problem = f"doc {doc_id!r} has a different {name} in the tasks file"
+                raise InputError(source, line, name, problem)
+        filled = {name: named[name] or doc[name] or None for name in ("title", "text")}
+        documents[doc_id] = (named_line, prefix, {**named, **filled})
+    return beyond
 
 
 def _insert(table: str, columns: Sequence[str]) -> str:

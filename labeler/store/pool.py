@@ -23,7 +23,7 @@ from labeler.pooling import (
     read_queries,
 )
 from labeler.store.connection import CANDIDATES_NEXT, CANDIDATES_RETIRED, _chunks, _marks
-from labeler.store.imports import _POOL_COLUMNS, Imports
+from labeler.store.imports import _POOL_COLUMNS, Imports, corpus_documents
 from labeler.store.log import IMPORT_RUN, query_context
 
 
@@ -53,14 +53,7 @@ class Pool(Imports):
         pool_queries = read_queries(queries) if queries else []
         pooled = [read_pooled_run(path, depth) for path in runs]
         _check_run_names(pooled)
-        documents = {
-            doc.doc_id: (
-                doc.line,
-                "",
-                {"title": doc.title, "text": doc.text, "metadata": doc.metadata},
-            )
-            for doc in corpus_docs.values()
-        }
+        documents = corpus_documents(corpus_docs.values())
         # Every refusal comes before the first write (the checks only read): a refused pool
         # leaves the file byte for byte as it was, as a refused import does.
         with self._import_lock():
