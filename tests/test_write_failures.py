@@ -15,6 +15,7 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
+from labeler import render
 from labeler.judging import LabelSession, StillBusy, WriteFailed
 from labeler.keys import KeyCursor
 from labeler.store import Store
@@ -203,3 +204,8 @@ def test_the_page_names_the_unsaved_press_and_stays_on_its_query(app):
     assert browser.send() == 0
     at.run()
     assert 'class="gs-alert"' not in "".join(element.proto.body for element in at.get("html"))
+
+
+def test_the_unsaved_line_is_text_not_markup():
+    html = render.alert('Not saved: grade 1 on card <img src=x onerror="alert(1)"> (query q1)')
+    assert "<img" not in html and "&lt;img" in html and 'role="alert"' in html
