@@ -66,7 +66,9 @@ def test_without_sign_in_every_url_shows_only_the_login(page: Page, team):
 
 def test_annotator_asking_for_reviewer_or_admin_pages_gets_the_label_page(page: Page, team):
     sign_in(page, team.url, "ana")
-    expect(page.get_by_test_id("stSidebarNav")).to_have_count(0)  # one page: no navigation
+    nav = page.get_by_test_id("stSidebarNav")  # an annotator's pages: Label and My queries
+    expect(nav.get_by_role("link")).to_have_count(2)
+    expect(nav.get_by_role("link")).to_contain_text(["Label", "My queries"])
     for path in ("review", "admin", "dashboard"):
         ask_for(page, path)
         expect(query_heading(page)).to_have_text("question 1")
