@@ -9,7 +9,7 @@ values here, so that one input is accepted or refused alike everywhere:
   disagree on which Unicode spaces separate (trec_eval splits on ASCII only, Python's
   ``str.split`` on them all). JSON could hold it, but then a project could not be exported as
   qrels. (TREC text itself is read as trec_eval reads it: see :mod:`eval.trec`.) A name (an
-  annotator's) only may not hold a control character;
+  annotator's, a reviewer's, a run's) may hold spaces, not control characters;
 - a grade is an integer that fits int64 (and 0..max_grade where the project sets a scale);
 - a score is a number; NaN is refused; ``finite`` scores (a task's) refuse ±inf, a run's may be
   ±inf, as trec_eval reads them (a number beyond the double range reads as ±inf, like strtod);
@@ -86,9 +86,9 @@ def checked_id(text: str, field: str, where: Where) -> str:
     """``text`` itself, once known to hold no control character and no whitespace."""
     found = id_character(text)
     if found is not None:
-        # A tab is both: what matters is that a TREC file would split the id there.
-        kind = "whitespace (TREC separates fields by it)" if found.isspace() else None
-        problem = f"an id cannot hold {kind or 'a control character'} ({found!r} in {text!r})"
+        # A tab is both: that a TREC file would split the id there is what matters.
+        what = "whitespace (TREC separates fields by it)" if found.isspace() else None
+        problem = f"an id cannot hold {what or 'a control character'} ({found!r} in {text!r})"
         raise InputError(*where, field, problem)
     return text
 

@@ -68,7 +68,8 @@ def test_a_qrels_export_of_ids_trec_cannot_hold_names_them_and_keeps_the_old_fil
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr and "Exception ignored" not in result.stderr
     (message,) = result.stderr.strip().splitlines()
-    assert message.startswith(f"Error: {legacy_project}: cannot be exported as TREC qrels: 3 ids")
+    assert message.startswith(f"Error: {legacy_project}: cannot be exported as TREC qrels")
+    assert "ids holding whitespace (3): " in message
     assert "doc_id 'doc\\xa0one' of query 'legacy one'" in message
     assert "doc_id 'doc two' of query 'legacy one'" in message
     assert "query_id 'legacy one'" in message and "--format jsonl" in message
@@ -98,7 +99,7 @@ def test_many_unwritable_ids_are_counted_past_the_first_few(tmp_path, monkeypatc
         cli, ["export", "--db", str(tmp_path / "p.db"), "--format", "qrels", "--out", "q.txt"]
     )
     assert result.exit_code == 2
-    assert ": 8 ids hold whitespace" in result.output and "and 3 more)" in result.output
+    assert "whitespace (8): " in result.output and "and 3 more;" in result.output
 
 
 @pytest.mark.parametrize("read", [0, 1, 3], ids=["not started", "halfway", "finished"])

@@ -145,8 +145,8 @@ def _checked_for_qrels(records: Iterable[dict], source: str) -> Iterator[dict]:
         more = len(unwritable) - SHOWN_IDS
         listed = ", ".join(unwritable[:SHOWN_IDS]) + (f" and {more} more" if more > 0 else "")
         problem = (
-            f"cannot be exported as TREC qrels: {len(unwritable)} ids hold whitespace, which "
-            f"separates TREC fields ({listed}); export --format jsonl, which keeps every id"
+            "cannot be exported as TREC qrels, whose fields whitespace separates: ids holding "
+            f"whitespace ({len(unwritable)}): {listed}; export --format jsonl, which keeps them"
         )
         raise InputError(source, None, None, problem)
 
