@@ -12,7 +12,7 @@ every pooled run, although most of the pool stays unjudged.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -180,6 +180,39 @@ def _check_project_ids(path: str | Path, rankings: Mapping[str, list[tuple[str, 
             for field, value in (("query_id", query_id), ("doc_id", doc_id)):
                 if id_character(value) is not None:
                     checked_id(value, field, (str(path), line_of_doc(path, query_id, doc_id)))
+
+
+def corpus_documents(docs: Iterable[CorpusDoc]) -> dict[str, tuple[int, str, dict]]:
+    """A corpus's documents as the store's import takes documents (as
+    :func:`labeler.importing.collect_documents` gives a tasks file's): doc_id -> (line, "",
+    {title, text, metadata}), an empty title or text meaning none given."""
+    return {
+        doc.doc_id: (doc.line, "", {"title": doc.title, "text": doc.text, "metadata": doc.metadata})
+        for doc in docs
+    }
+
+
+def corpus_beyond_tasks(
+    corpus: Mapping[str, tuple[int, str, dict]],
+    documents: dict[str, tuple[int, str, dict]],
+    source: str,
+) -> dict[str, tuple[int, str, dict]]:
+    """The corpus documents that the tasks' ``documents`` do not name. One they name must agree
+    with them (an InputError names its corpus line); its title or text fills what they left
+    (their entry in ``documents`` is replaced, never changed: entries may share a dict)."""
+    beyond = {}
+    for doc_id, (line, _, doc) in corpus.items():
+        if doc_id not in documents:
+            beyond[doc_id] = (line, "", doc)
+            continue
+        named_line, prefix, named = documents[doc_id]
+        for name in ("title", "text"):
+            if doc[name] and named[name] and doc[name] != named[name]:
+                problem = f"doc {doc_id!r} has a different {name} in the tasks file"
+                raise InputError(source, line, name, problem)
+        filled = {name: named[name] or doc[name] or None for name in ("title", "text")}
+        documents[doc_id] = (named_line, prefix, {**named, **filled})
+    return beyond
 
 
 def line_of_doc(path: str | Path, query_id: str, doc_id: str) -> int | None:

@@ -21,7 +21,7 @@ from labeler.importing import (
     read_tasks,
     tasks_from_records,
 )
-from labeler.pooling import CorpusDoc, read_corpus
+from labeler.pooling import corpus_beyond_tasks, corpus_documents, read_corpus
 from labeler.store.connection import CANDIDATES_NEXT, CANDIDATES_RETIRED, _chunks, _marks
 from labeler.store.corpus import POOLED_RUN
 from labeler.store.golden_rows import write_golden
@@ -135,7 +135,7 @@ class Imports(Projections):
                 if task.query_id in plans:
                     for doc_id in plans[task.query_id].doc_ids:
                         documents.setdefault(doc_id, (task.line, "", _NO_TEXT))
-            beyond = _corpus_beyond(corpus or {}, documents, corpus_source)
+            beyond = corpus_beyond_tasks(corpus or {}, documents, corpus_source)
             new_documents, fill_ins = self._new_documents(documents, source)
             corpus_rows, corpus_fill_ins = self._new_documents(beyond, corpus_source)
             new_documents += corpus_rows
@@ -563,38 +563,6 @@ class Imports(Projections):
                     conn.execute("INSERT INTO sqlite_sequence (seq, name) VALUES (?, ?)", reserved)
                 bases[table] = base
         return bases
-
-
-def corpus_documents(docs: Iterable[CorpusDoc]) -> dict[str, tuple[int, str, dict]]:
-    """A corpus's documents as :meth:`Imports._new_documents` takes them: doc_id -> (line, "",
-    {title, text, metadata}), an empty title or text meaning none given."""
-    return {
-        doc.doc_id: (doc.line, "", {"title": doc.title, "text": doc.text, "metadata": doc.metadata})
-        for doc in docs
-    }
-
-
-def _corpus_beyond(
-    corpus: Mapping[str, tuple[int, str, dict]],
-    documents: dict[str, tuple[int, str, dict]],
-    source: str,
-) -> dict[str, tuple[int, str, dict]]:
-    """The corpus documents that the tasks' ``documents`` do not name. One they name must agree
-    with them (an InputError names its corpus line); its title or text fills what they left
-    (their entry in ``documents`` is replaced, never changed: entries may share a dict)."""
-    beyond = {}
-    for doc_id, (line, _, doc) in corpus.items():
-        if doc_id not in documents:
-            beyond[doc_id] = (line, "", doc)
-            continue
-        named_line, prefix, named = documents[doc_id]
-        for name in ("title", "text"):
-            if doc[name] and named[name] and doc[name] != named[name]:
-                problem = f"doc {doc_id!r} has a different {name} in the tasks file"
-                raise InputError(source, line, name, problem)
-        filled = {name: named[name] or doc[name] or None for name in ("title", "text")}
-        documents[doc_id] = (named_line, prefix, {**named, **filled})
-    return beyond
 
 
 def _insert(table: str, columns: Sequence[str]) -> str:

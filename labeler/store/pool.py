@@ -15,6 +15,7 @@ from labeler.importing import (
 )
 from labeler.pooling import (
     PooledRun,
+    corpus_documents,
     fuse,
     fusion_scores,
     line_of_doc,
@@ -23,7 +24,7 @@ from labeler.pooling import (
     read_queries,
 )
 from labeler.store.connection import CANDIDATES_NEXT, CANDIDATES_RETIRED, _chunks, _marks
-from labeler.store.imports import _POOL_COLUMNS, Imports, corpus_documents
+from labeler.store.imports import _POOL_COLUMNS, Imports
 from labeler.store.log import IMPORT_RUN, query_context
 
 
