@@ -52,7 +52,8 @@ def test_labelling_on_one_tab_changes_the_dashboard_on_another(
         path.write_text("\n".join(lines) + "\n")
         files.append(path)
     compare.get_by_test_id("stFileUploaderDropzoneInput").set_input_files(files)
-    expect(compare.get_by_text("Release gate: failed.")).to_be_visible(timeout=20_000)
+    # Dense is far worse, but on 5 queries no CI can tell: the gate says so.
+    expect(compare.get_by_text("Release gate: inconclusive.")).to_be_visible(timeout=20_000)
     for number, name in enumerate(runs, start=1):  # record both: a trend, and its flags
         wait_idle(compare)
         run_box = compare.get_by_role("combobox", name="Run to record")
