@@ -8,7 +8,6 @@ escapes it, and Markdown escapes every character that could make it a link, mark
 from __future__ import annotations
 
 import re
-import xml.etree.ElementTree as ElementTree
 
 from labeler.cli.text import fixed
 
@@ -41,6 +40,8 @@ def junit(result: dict, undecided_fails: bool = False) -> str:
     """One JUnit test suite, a test case per gate rule (and slice): a violated rule is a
     failure with its reason as the message, an undecided one skipped (a failure when
     ``undecided_fails``), a kept one passes."""
+    import xml.etree.ElementTree as ElementTree  # here: text and JSON output never load it
+
     gate = result["gate"]
     rules = gate["rules"]
     failing = {"violated", "undecided"} if undecided_fails else {"violated"}
