@@ -6,6 +6,9 @@ text only as text. The store's page of queries (:meth:`Store.own_queries`) is te
 
 from __future__ import annotations
 
+import re
+
+import pandas as pd
 import pytest
 import streamlit as st
 from helpers.team import TASKS, team_project, type_keys
@@ -106,6 +109,10 @@ def test_an_annotator_lists_her_queries_with_her_own_verdicts(app):
     said = everything_said(at)
     assert "question 3" not in said and "q3" not in listed(at)  # bob's alone
     assert "Queries 1–5 of 5" in said
+    table = at.dataframe[0].value
+    changed = dict(zip(table["Query ID"], table["Last change"], strict=True))
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", changed["q1"])
+    assert pd.isna(changed["q2"])  # never touched by her: an empty cell
 
 
 def test_the_other_annotator_sees_his_own_verdicts_on_the_shared_overlap(app):
@@ -175,6 +182,29 @@ def test_hostile_query_text_and_slice_show_as_text(tmp_path, monkeypatch):
     for kind in ("markdown", "caption", "html", "info"):  # neither markup nor raw HTML
         for element in at.get(kind):
             assert "onerror" not in str(element.proto) and "evil.test" not in str(element.proto)
+
+
+def test_the_page_turns_fifty_queries_at_a_time_and_a_filter_goes_back_to_the_first(
+    tmp_path, monkeypatch
+):
+    path = tmp_path / "many.db"
+    with Store(path) as store:
+        store.import_records(
+            [{**TASKS[0], "query_id": f"m{number:02}", "slice": "s"} for number in range(55)]
+        )
+    monkeypatch.setenv("GOLDSET_DB", str(path))
+    st.cache_resource.clear()
+    try:
+        at = my_queries(LOCAL_ANNOTATOR)
+        assert len(listed(at)) == 50 and "Queries 1–50 of 55" in everything_said(at)
+        at.button(key="my_queries_next").click().run()
+        assert list(listed(at)) == [f"m{number}" for number in range(50, 55)]
+        assert "Queries 51–55 of 55" in everything_said(at)
+        assert at.button(key="my_queries_next").disabled
+        at.text_input(key="my_queries_text").input("m0").run()  # m00-m09: back to page one
+        assert list(listed(at)) == [f"m0{number}" for number in range(10)]
+    finally:
+        st.cache_resource.clear()
 
 
 # --- the store's page of queries ------------------------------------------------------------------

@@ -54,7 +54,7 @@ class Worklist(Labelling):
             raise ValueError(f"unknown verdicts {unknown}: choose among {list(VERDICTS)}")
         if limit < 1 or offset < 0:
             raise ValueError("a page needs limit ≥ 1 and offset ≥ 0")
-        where, params = self._own_filters(slices, verdicts, text)
+        where, params = _filters(slices, verdicts, text)
         rows = self._rows(
             f"SELECT q.query_id, q.query, q.slice, {_VERDICT} AS verdict, "
             "s.first_relevant_rank, s.updated_at, count(*) OVER () AS total "
@@ -69,27 +69,28 @@ class Worklist(Labelling):
         total = rows[0]["total"] if rows else 0
         return {"total": total, "queries": [_without_total(row) for row in rows]}
 
-    def _own_filters(
-        self, slices: Sequence[str] | None, verdicts: Sequence[str] | None, text: str
-    ) -> tuple[str, dict]:
-        """The SQL conditions (each starting with AND) of :meth:`own_queries`' filters, and
-        their named parameters."""
-        where, params = [], {}
-        if slices is not None:
-            names = {f"slice{index}": name for index, name in enumerate(slices)}
-            where.append(f"q.slice IN ({_named(names) or 'NULL'})")
-            params |= names
-        if verdicts is not None:
-            names = {f"verdict{index}": name for index, name in enumerate(verdicts)}
-            where.append(f"{_VERDICT} IN ({_named(names) or 'NULL'})")
-            params |= names
-        if text:
-            where.append(
-                f"(q.query LIKE :pattern ESCAPE '{LIKE_ESCAPE}' "
-                f"OR q.query_id LIKE :pattern ESCAPE '{LIKE_ESCAPE}')"
-            )
-            params["pattern"] = like_pattern(text)
-        return "".join(f"AND {condition} " for condition in where), params
+
+def _filters(
+    slices: Sequence[str] | None, verdicts: Sequence[str] | None, text: str
+) -> tuple[str, dict]:
+    """The SQL conditions (each starting with AND) of :meth:`Worklist.own_queries`' filters,
+    and their named parameters."""
+    where, params = [], {}
+    if slices is not None:
+        names = {f"slice{index}": name for index, name in enumerate(slices)}
+        where.append(f"q.slice IN ({_named(names) or 'NULL'})")
+        params |= names
+    if verdicts is not None:
+        names = {f"verdict{index}": name for index, name in enumerate(verdicts)}
+        where.append(f"{_VERDICT} IN ({_named(names) or 'NULL'})")
+        params |= names
+    if text:
+        where.append(
+            f"(q.query LIKE :pattern ESCAPE '{LIKE_ESCAPE}' "
+            f"OR q.query_id LIKE :pattern ESCAPE '{LIKE_ESCAPE}')"
+        )
+        params["pattern"] = like_pattern(text)
+    return "".join(f"AND {condition} " for condition in where), params
 
 
 def _named(params: dict) -> str:

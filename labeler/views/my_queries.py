@@ -112,10 +112,17 @@ def _turn(step: int) -> None:
 
 def queries_table(queries: list[dict]) -> None:
     """The page's queries as a table (data text as cells: never markup)."""
-    table = pd.DataFrame(
-        [{**row, "verdict": verdict_word(row)} for row in queries], columns=list(COLUMNS)
-    ).rename(columns=COLUMNS)
+    rows = [
+        {**row, "verdict": verdict_word(row), "updated_at": _minute(row["updated_at"])}
+        for row in queries
+    ]
+    table = pd.DataFrame(rows, columns=list(COLUMNS)).rename(columns=COLUMNS)
     st.dataframe(table, hide_index=True, height=context.rows_height(queries))
+
+
+def _minute(log_time: str | None) -> str | None:
+    """A log time (``2026-12-02T12:48:48.025123Z``) to the minute: ``2026-12-02 12:48 UTC``."""
+    return f"{log_time[:16].replace('T', ' ')} UTC" if log_time else None
 
 
 def open_chooser(queries: list[dict]) -> None:
