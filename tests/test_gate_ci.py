@@ -128,12 +128,17 @@ def test_junit_marks_an_undecided_rule_skipped_or_failed_as_the_team_chose(tmp_p
     assert isinstance(strict["mrr@10"].result[0], junitparser.Failure)
 
 
-def test_junit_suite_counts_match_its_cases(tmp_path):
+def test_junit_suite_counts_match_its_cases_and_carry_what_the_schema_requires(tmp_path):
     result = gate(tmp_path, NOISE, "--format", "junit")
     report = tmp_path / "gate.xml"
     report.write_text(result.stdout)
-    (suite,) = list(junitparser.JUnitXml.fromfile(str(report)))
+    xml = junitparser.JUnitXml.fromfile(str(report))
+    (suite,) = list(xml)
     assert (suite.tests, suite.failures, suite.errors, suite.skipped) == (4, 0, 0, 1)
+    assert (xml.tests, xml.failures, xml.errors) == (4, 0, 0)
+    # Jenkins' junit-10.xsd: a suite's name and tests; a case's name, classname and time.
+    assert suite.name.startswith("goldset gate: new vs old") and suite.time == 0
+    assert all(case.name and case.classname and case.time == 0 for case in suite)
 
 
 # --- Markdown -------------------------------------------------------------------------------------

@@ -47,16 +47,10 @@ def junit(result: dict, undecided_fails: bool = False) -> str:
     failing = {"violated", "undecided"} if undecided_fails else {"violated"}
     failures = sum(rule["status"] in failing for rule in rules)
     skipped = sum(rule["status"] == "undecided" for rule in rules) if not undecided_fails else 0
-    suites = ElementTree.Element("testsuites")
-    suite = ElementTree.SubElement(
-        suites,
-        "testsuite",
-        name=_xml_text(f"goldset gate: {result['candidate']} vs {result['baseline']}"),
-        tests=str(len(rules)),
-        failures=str(failures),
-        errors="0",
-        skipped=str(skipped),
-    )
+    counts = {"tests": str(len(rules)), "failures": str(failures), "errors": "0", "time": "0"}
+    name = _xml_text(f"goldset gate: {result['candidate']} vs {result['baseline']}")
+    suites = ElementTree.Element("testsuites", name=name, **counts)
+    suite = ElementTree.SubElement(suites, "testsuite", name=name, skipped=str(skipped), **counts)
     properties = ElementTree.SubElement(suite, "properties")
     for name, value in (
         ("verdict", gate["verdict"]),
@@ -66,7 +60,7 @@ def junit(result: dict, undecided_fails: bool = False) -> str:
         ElementTree.SubElement(properties, "property", name=name, value=_xml_text(str(value)))
     for rule in rules:
         case = ElementTree.SubElement(
-            suite, "testcase", classname="goldset.gate", name=_xml_text(rule["name"])
+            suite, "testcase", classname="goldset.gate", name=_xml_text(rule["name"]), time="0"
         )
         message = _xml_text(rule["reason"])
         if rule["status"] in failing:
