@@ -102,7 +102,8 @@ def _rule_row(rule: dict) -> str:
     unit = " pts" if rule["units"] == "points" else ""
     number = "{:+.2f}" if rule["units"] == "points" else "{:+.4f}"
     low, high = (number.format(bound) for bound in rule["ci"])
-    interval = f"[{low}, {high}] ({rule['ci_level']:.2%})" if rule["ci_level"] else "(means)"
+    level = rule["ci_level"]
+    interval = f"[{low}, {high}] ({level * 100:.4g}%)" if level else "(means)"
     allowed = number.format(rule["allowance"]).lstrip("+")
     bound = "may rise by" if rule["worse_if"] == "rise" else "may fall by"
     why = {
@@ -129,7 +130,7 @@ def _metric_row(spec: str, entry: dict) -> str:
     p_value = p_text(entry["p_value"], entry.get("p_value_floor"))
     return (
         f"| {_md(spec)} | {fixed(entry['baseline'])} | {fixed(entry['candidate'])} | "
-        f"{entry['delta']:+.4f} | {interval} | {_md(p_value)} |"
+        f"{entry['delta']:+.4f} | {interval} | {p_value} |"  # ours, digits and "<": no markup
     )
 
 
