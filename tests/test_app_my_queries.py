@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 
-import pandas as pd
 import pytest
 import streamlit as st
 from helpers.team import TASKS, team_project, type_keys
@@ -112,7 +111,7 @@ def test_an_annotator_lists_her_queries_with_her_own_verdicts(app):
     table = at.dataframe[0].value
     changed = dict(zip(table["Query ID"], table["Last change"], strict=True))
     assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", changed["q1"])
-    assert pd.isna(changed["q2"])  # never touched by her: an empty cell
+    assert changed["q2"] == "—"  # never touched by her
 
 
 def test_the_other_annotator_sees_his_own_verdicts_on_the_shared_overlap(app):

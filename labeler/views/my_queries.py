@@ -117,12 +117,18 @@ def queries_table(queries: list[dict]) -> None:
         for row in queries
     ]
     table = pd.DataFrame(rows, columns=list(COLUMNS)).rename(columns=COLUMNS)
-    st.dataframe(table, hide_index=True, height=context.rows_height(queries))
+    st.dataframe(
+        table,
+        hide_index=True,
+        height=context.rows_height(queries),
+        column_config={"Query": st.column_config.TextColumn(width="large")},
+    )
 
 
-def _minute(log_time: str | None) -> str | None:
-    """A log time (``2026-12-02T12:48:48.025123Z``) to the minute: ``2026-12-02 12:48 UTC``."""
-    return f"{log_time[:16].replace('T', ' ')} UTC" if log_time else None
+def _minute(log_time: str | None) -> str:
+    """A log time (``2026-12-02T12:48:48.025123Z``) to the minute: ``2026-12-02 12:48 UTC``
+    (``—`` for a query the user never touched)."""
+    return f"{log_time[:16].replace('T', ' ')} UTC" if log_time else "—"
 
 
 def open_chooser(queries: list[dict]) -> None:
