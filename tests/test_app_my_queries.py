@@ -12,6 +12,7 @@ import pytest
 import streamlit as st
 from helpers.team import TASKS, team_project, type_keys
 from streamlit.testing.v1 import AppTest
+from test_second_opinions import JUDGE, machine_label
 
 from labeler import team
 from labeler.auth import LOCAL_ANNOTATOR
@@ -229,6 +230,17 @@ def test_an_annotator_in_the_shared_queue_lists_what_she_touched_and_what_is_ope
         }
         assert own_ids(store, "carl") == ["q4", "q5", "q6"]  # q3, done by dave: not open
         assert own_ids(store, "ana") == ["q1", "q2"]
+
+
+def test_a_query_waiting_for_a_second_opinion_is_open_to_the_others(tmp_path):
+    with Store(tmp_path / "p.db") as store:
+        store.import_records(TASKS[:2])
+        type_keys(store, "ana", "q1", "1")  # done: no longer open in the shared queue...
+        store.trust_judge(JUDGE)
+        machine_label(store, "q1", "q1-d1", 0)  # ...until the trusted judge disagrees
+        assert store.next_query("bob") == "q1"
+        assert own_ids(store, "bob") == ["q1", "q2"]
+        assert own_ids(store, "ana") == ["q1", "q2"]  # hers: she worked on it
 
 
 def test_every_listed_query_is_one_the_user_may_open(store):

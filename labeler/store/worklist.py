@@ -45,9 +45,10 @@ class Worklist(Labelling):
 
         Their queries are those of their queue (:meth:`in_queue`, the one queue rule): their
         assigned queries; without assignments, the shared queries they worked on and those
-        still open. ``slices`` and ``verdicts`` keep those of the given values (None: all);
-        ``text`` keeps those whose text or id holds it (case-insensitive for ASCII letters).
-        Filters, order, count and page are all SQL: nothing is loaded past the page.
+        still open to them (not done, or done by another and waiting for a second opinion).
+        ``slices`` and ``verdicts`` keep those of the given values (None: all); ``text`` keeps
+        those whose text or id holds it (case-insensitive for ASCII letters). Filters, order,
+        count and page are all SQL: nothing is loaded past the page.
         """
         unknown = sorted(set(verdicts or ()) - set(VERDICTS))
         if unknown:
@@ -62,7 +63,8 @@ class Worklist(Labelling):
             "LEFT JOIN assignments a ON a.annotator = :annotator AND a.query_id = q.query_id "
             "LEFT JOIN query_state s ON s.query_id = q.query_id AND s.annotator = :annotator "
             f"WHERE {_in_queue('q.query_id')} AND (a.query_id IS NOT NULL "
-            "OR s.query_id IS NOT NULL OR q.status != 'done') "
+            "OR s.query_id IS NOT NULL OR q.status != 'done' OR EXISTS (SELECT 1 FROM "
+            "second_opinions p WHERE p.query_id = q.query_id AND p.first_annotator != :annotator)) "
             f"{where} ORDER BY q.position LIMIT :limit OFFSET :offset",
             {**params, "annotator": annotator, "limit": limit, "offset": offset},
         )
