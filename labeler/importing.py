@@ -106,8 +106,8 @@ def read_tasks(path: str | Path, max_grade: int = 3) -> list[Task]:
     """Read and validate a tasks file: CSV when its name ends in ``.csv``, JSONL otherwise.
 
     Raises :class:`InputError` (a ValueError) naming file, line and field on the first
-    problem: invalid UTF-8, a line that is not JSON, a missing or mistyped field, empty
-    candidates, a doc_id repeated within a query, a query_id repeated in the file, a doc whose
+    problem: invalid UTF-8, a line that is not JSON, a missing or mistyped field, a doc_id
+    repeated within a query, a query_id repeated in the file, a doc whose
     title or text differs between lines, a grade outside 0..max_grade.
     """
     path = Path(path)
@@ -184,7 +184,7 @@ def _task(record: object, source: str, line: int, max_grade: int) -> Task:
             "give candidates (a task) or judgments (a golden record), not both",
         )
     if not has_candidates and not has_judgments:
-        raise InputError(source, line, "candidates", "required, a non-empty list")
+        raise InputError(source, line, "candidates", "required, a list")
     known = TASK_KEYS if has_candidates else GOLDEN_KEYS
     metadata = _metadata(record, known, where)
     if has_candidates:
@@ -216,8 +216,8 @@ def _metadata(record: dict, known: tuple[str, ...], where: tuple[str, int]) -> d
 def _candidates(value: object, where: tuple[str, int]) -> tuple[Candidate, ...]:
     if not isinstance(value, list):
         raise InputError(*where, "candidates", f"must be a list, got {type(value).__name__}")
-    if not value:
-        raise InputError(*where, "candidates", "is empty: a task needs at least one candidate")
+    # An empty list is a query the system returned nothing for: the textbook unanswerable
+    # case, labelled by a verdict (or an answer attached from search).
     candidates, seen = [], set()
     for index, item in enumerate(value):
         if type(item) is not dict:
@@ -294,7 +294,9 @@ def _csv_records(path: Path) -> Iterator[tuple[int, dict]]:
     """Group CSV rows (one candidate a row) into task records, in first-appearance order.
 
     Query-level columns (query, slice and any extra column, kept as metadata) must agree
-    on every row of a query. The CSV must be well formed: a quote left open (which would
+    on every row of a query. A row whose candidate columns (doc_id, title, text, score) are
+    all empty names a query without adding a candidate: the way to list a query the system
+    returned nothing for. The CSV must be well formed: a quote left open (which would
     swallow the rest of the file into one field), a stray quote and a repeated column name
     are refused with their line; a field may be long (a whole document), up to 64 MiB.
     """
@@ -327,8 +329,9 @@ def _csv_records(path: Path) -> Iterator[tuple[int, dict]]:
             if row[column] != record[column]:
                 problem = f"differs from line {first_line} for query {query_id!r}"
                 raise InputError(source, line, column, problem)
-        record["candidates"].append(_csv_candidate(row, source, line))
-        doc_ids.add(row["doc_id"])
+        if any(row.get(column) for column in CSV_CANDIDATE_COLUMNS):
+            record["candidates"].append(_csv_candidate(row, source, line))
+            doc_ids.add(row["doc_id"])
     for first_line, record, _ in records.values():
         if not record.get("slice"):
             record.pop("slice", None)

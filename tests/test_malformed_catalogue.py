@@ -174,7 +174,6 @@ CASES = {
     "title a number": candidate({"title": 7}, "candidates[0].title"),
     "candidate a string": task({"candidates": ["x1"]}, "candidates[0]"),
     "candidates an object": task({"candidates": {"doc_id": "x"}}, "candidates"),
-    "candidates empty": task({"candidates": []}, "candidates"),
     "doc repeated within the query": task(
         {"candidates": [{"doc_id": "x"}, {"doc_id": "x"}]}, "candidates[1].doc_id"
     ),
@@ -542,6 +541,11 @@ def long_csv(rows: int, text: str = "body") -> str:
 
 
 VALID = {
+    "a query the system returned nothing for (no candidates)": (
+        "tasks.jsonl",
+        jsonl({"query_id": "none", "query": "q", "candidates": []}),
+    ),
+    "CSV row naming a query without a candidate": ("tasks.csv", "query_id,query,doc_id\nnone,q,\n"),
     "CSV field of 200 KiB (a long document)": ("tasks.csv", long_csv(2, '"' + "x" * 200_000 + '"')),
     "CSV quoted field over several lines": ("tasks.csv", long_csv(1, '"one\ntwo, three"')),
     "CSV with 40,000 candidates for one query": ("tasks.csv", long_csv(40_000)),
