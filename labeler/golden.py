@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TextIO
 
 from eval.validation import GOLDEN_MODES
-from labeler.pooling import run_settled
+from labeler.pooling import holes, run_settled
 
 MODES = GOLDEN_MODES  # the labelling modes, as the golden-set schema names them
 VERDICTS = ("unanswerable", "miss")
@@ -84,6 +84,8 @@ class QueryState:
     last_event_id: int = 0
     updated_at: str | None = None
     note: str = ""
+    holes: int = 0
+    asserted: frozenset[str] = frozenset()  # candidates graded 0 by a verdict, not one by one
 
     @property
     def contributed(self) -> bool:
@@ -92,8 +94,8 @@ class QueryState:
 
     @property
     def complete(self) -> bool:
-        """True when nothing is left to do on the query (done)."""
-        return self.status == "done"
+        """True when nothing is left to do on the query: done, with no holes left."""
+        return self.status == "done" and not self.holes
 
 
 def effective_events(events: Sequence[Event]) -> list[Event]:
@@ -108,6 +110,11 @@ def derive_state(events: Sequence[Event], context: QueryContext) -> QueryState:
     - A doc's grade is its latest judge/attach event.
     - Complete by labels: first-hit mode — every pooled run settled (its first relevant doc
       known, or none within the pool); full mode — every candidate judged.
+    - First-hit mode: a relevant candidate with at least one pooled run settled is enough
+      for ``done`` (the query is in the golden set); the docs that the other runs still rank
+      above their first relevant one are its ``holes`` (see :func:`labeler.pooling.holes`),
+      work left that never takes the query out of the golden set. Pooling a new run thus
+      adds holes to a done query instead of reopening it.
     - A verdict (unanswerable / miss) grades 0 every candidate not judged before it; those
       do not count in ``judged_depth`` (the candidates judged one by one: the cost).
     - ``done``: complete with a relevant candidate, or a verdict (unanswerable / miss), or a
@@ -149,16 +156,17 @@ def derive_state(events: Sequence[Event], context: QueryContext) -> QueryState:
         grade >= context.threshold for doc, grade in grades.items() if doc not in context.positions
     )
     if mode == "full":
-        complete = len(candidate_grades) == len(context.positions)
+        complete = found = len(candidate_grades) == len(context.positions)
     else:
-        complete = all(
+        settled = [
             run_settled(ranking, candidate_grades, context.threshold)
             for ranking in context.rankings.values()
-        )
+        ]
+        complete, found = all(settled), any(settled) or not settled
     verdict = last_verdict in VERDICTS
     if skipped:
         status = "skipped"
-    elif (complete and relevant) or verdict or attached_relevant:
+    elif (found and relevant) or verdict or attached_relevant:
         status = "done"
     else:
         status = "in_progress" if grades else "pending"
@@ -175,7 +183,22 @@ def derive_state(events: Sequence[Event], context: QueryContext) -> QueryState:
         last_event_id=max((event.id for event in events), default=0),
         updated_at=max((event.created_at for event in events), default=None),
         note=note,
+        holes=holes_left(status, mode, candidate_grades, context),
+        asserted=frozenset(asserted),
     )
+
+
+def holes_left(
+    status: str, mode: str | None, grades: Mapping[str, int], context: QueryContext
+) -> int:
+    """The holes of a query (see :func:`labeler.pooling.holes`) judged with these candidate
+    ``grades``: counted only on a query done by a relevant candidate in first-hit mode (a
+    verdict grades every candidate; a full-mode query is done only once all are graded)."""
+    candidate_grades = {doc: grade for doc, grade in grades.items() if doc in context.positions}
+    relevant = any(grade >= context.threshold for grade in candidate_grades.values())
+    if status != "done" or mode == "full" or not relevant:
+        return 0
+    return holes(context.rankings, candidate_grades, context.threshold)
 
 
 @dataclass(frozen=True)
@@ -224,7 +247,9 @@ class GoldenLabel:
     ``golden_judgments`` projection): what export, eval and the dashboard read.
 
     ``status`` (pending, in_progress, skipped or done) and ``answerable`` as
-    :func:`merged_status` gives them; ``mode``: the newest contributor's, None when nobody
+    :func:`merged_status` gives them; ``holes``: docs still to judge for every pooled run's
+    figures on a done query to be exact (see :func:`holes_left`; none once adjudicated);
+    ``mode``: the newest contributor's, None when nobody
     contributed (the protocol's mode then). Per judged doc: ``grades``; ``order``, the merge
     order (the label's event id, or the doc's place in the decision); ``sources``, who gave
     the grade (an annotator, or the reviewer of ``decision_id``, the decision that counts).
@@ -237,9 +262,14 @@ class GoldenLabel:
     order: dict[str, int] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
     decision_id: int | None = None
+    holes: int = 0
 
 
-def merge(states: Mapping[str, QueryState], decision: Decision | None = None) -> GoldenLabel:
+def merge(
+    states: Mapping[str, QueryState],
+    decision: Decision | None = None,
+    context: QueryContext | None = None,
+) -> GoldenLabel:
     """The one golden-set merge rule: the golden label of a query from its annotators'
     states (annotator -> state) and the reviewer's decision that counts, if any.
 
@@ -247,6 +277,8 @@ def merge(states: Mapping[str, QueryState], decision: Decision | None = None) ->
     adjudicated the query, the decision's grade (the annotators' labels then do not count).
     An annotator whose every action was undone has left nothing and does not count.
     Machine judges are not annotators: their labels are kept apart and never merged.
+    Its ``holes`` are counted over the merged grades in the query's ``context`` (none
+    without one).
     """
     states = {name: state for name, state in states.items() if state.contributed}
     status, answerable = merged_status(states.values(), decision)
@@ -263,13 +295,15 @@ def merge(states: Mapping[str, QueryState], decision: Decision | None = None) ->
             event_id = state.label_events[doc_id]
             if doc_id not in latest or event_id > latest[doc_id][0]:
                 latest[doc_id] = (event_id, grade, name)
+    grades = {doc_id: grade for doc_id, (_, grade, _) in latest.items()}
     return GoldenLabel(
         status,
         answerable,
         mode,
-        grades={doc_id: grade for doc_id, (_, grade, _) in latest.items()},
+        grades=grades,
         order={doc_id: event_id for doc_id, (event_id, _, _) in latest.items()},
         sources={doc_id: name for doc_id, (_, _, name) in latest.items()},
+        holes=holes_left(status, mode, grades, context) if context else 0,
     )
 
 
@@ -337,7 +371,7 @@ def golden_record(
             "note": decision.note,
             "decided_at": to_export_time(decision.created_at),
         }
-    if _needs_pool(record, positions):
+    if label.holes or _needs_pool(record, positions):  # the holes are the pool's
         record[POOL_KEY] = {
             "order": sorted(positions, key=positions.__getitem__),
             "runs": {run: list(ranking) for run, ranking in context.rankings.items()},

@@ -103,7 +103,7 @@ class QueryView:
     def verdict(self) -> str | None:
         """How the query was completed, in words, or None while it is not done."""
         state = self.state
-        if state["status"] != "done":
+        if not state["complete"]:  # done with holes: a new run's docs wait on this page
             return None
         if state["first_relevant_rank"] is not None:
             return f"first relevant #{state['first_relevant_rank']}"
@@ -209,7 +209,7 @@ class LabelSession:
             if doc_id not in candidate_ids
         ]
         current = next((c for c in candidates if c["doc_id"] == cursor), None)
-        if current is None and state["status"] != "done":
+        if current is None and not state["complete"]:
             current = self.store.next_candidate(query_id, annotator, mode)
         return QueryView(
             query=self.store.query(query_id),

@@ -94,6 +94,25 @@ def run_settled(ranking: Sequence[str], grades: Mapping[str, int], threshold: in
     return True
 
 
+def holes(rankings: Mapping[str, Sequence[str]], grades: Mapping[str, int], threshold: int) -> int:
+    """How many docs are left to judge before every ranking is settled (see :func:`run_settled`).
+
+    A *hole* is an unjudged doc that an unsettled ranking puts above its first relevant
+    judged doc (or anywhere in it, when none is judged relevant): until it is judged, that
+    run's MRR@k and hit@k on the query are only lower bounds. A doc that several rankings
+    leave open counts once (one judgement fills it for all).
+    """
+    open_docs: set[str] = set()
+    for ranking in rankings.values():
+        for doc_id in ranking:
+            grade = grades.get(doc_id)
+            if grade is not None and grade >= threshold:
+                break
+            if grade is None:
+                open_docs.add(doc_id)
+    return len(open_docs)
+
+
 def next_to_judge(
     rankings: Mapping[str, Sequence[str]],
     grades: Mapping[str, int],

@@ -280,7 +280,7 @@ def reordering_run(folder, queries: int = 9) -> str:
 def trusted(mixed):
     """The mixed project with assignments, and a trusted machine judge that disagrees with
     the one annotator of q3 (U), q5 (skipped) and q6 (done at rank 2): q3 and q6 wait for a
-    second opinion, q6 no more once a run or the protocol reopens it."""
+    second opinion, q6 no more once the protocol reopens it (a new run's holes do not)."""
     mixed.judge("q6", "q6-d1", 0, "ana")
     mixed.judge("q6", "q6-d2", 1, "ana")
     mixed.assign("ana", ["q1", "q3", "q4", "q5", "q6", "q7"])
@@ -296,7 +296,8 @@ def test_pooling_a_run_over_a_labelled_project_leaves_what_a_rebuild_produces(tr
     counts = trusted.pool(None, None, [reordering_run(tmp_path)], depth=3)
     live = every_projection(trusted)
     assert counts["queries_touched"] == 9 and live["query_state"] != before["query_state"]
-    assert [row[0] for row in live["second_opinions"]] == ["q3"]  # q6 is open again
+    # q6 stays done: the new run's unjudged docs are holes, work that does not reopen it
+    assert [row[0] for row in live["second_opinions"]] == ["q3", "q6"]
     assert rebuilt(trusted) == live
 
 

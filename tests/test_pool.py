@@ -127,7 +127,7 @@ def test_first_hit_settles_every_run_then_completes(tmp_path, beir):
         assert "d2" not in store.labels("1", "ana")
 
 
-def test_a_new_run_adds_only_unjudged_docs_and_reopens_the_query(tmp_path, beir):
+def test_a_new_run_adds_only_unjudged_docs_as_holes_of_the_done_query(tmp_path, beir):
     corpus, queries, runs = beir
     with Store(tmp_path / "p.db") as store:
         store.pool(corpus, queries, [runs["A"], runs["B"]], depth=2)
@@ -136,7 +136,10 @@ def test_a_new_run_adds_only_unjudged_docs_and_reopens_the_query(tmp_path, beir)
         assert store.query_state("1", "ana")["complete"]
         counts = store.pool(corpus, queries, [runs["C"]], depth=2)
         assert counts["candidates_added"] == 1 and counts["run_queries_ignored"] == 1
-        assert store.query_state("1", "ana")["status"] == "in_progress"
+        # still done (in the golden set), with the new run's unjudged doc as work left
+        state = store.query_state("1", "ana")
+        assert (state["status"], state["holes"], state["complete"]) == ("done", 1, False)
+        assert store.next_query("ana") == "1"
         assert store.next_candidate("1", "ana")["doc_id"] == "d5"
         assert store.labels("1", "ana") == {"d1": 1, "d0": 0}
         store.judge("1", "d5", 0, "ana")

@@ -63,7 +63,7 @@ def every_state(tmp_path):
         pool_two_runs(store, tmp_path)
         for name, role in (("ana", "annotator"), ("bob", "annotator"), ("rita", "reviewer")):
             store.add_annotator(name, role=role)
-        # pending mid-way on a pool: run A's first doc is relevant, run B is not settled
+        # done with holes on a pool: run A's first doc is relevant, run B is not settled
         store.judge("p1", "c1", 1, "ana", seconds=3.0)
         # done on a pool, judged in the order that settles both runs
         judge_down(store, "p2", [0, 0, 1])
@@ -103,13 +103,15 @@ def test_every_state_survives_export_import_export(every_state, tmp_path):
 
 def test_the_round_trip_keeps_what_the_issue_saw_change(every_state, tmp_path):
     records = {record["query_id"]: record for record in exported(every_state, tmp_path / "g")}
-    assert records["p1"]["status"] == "pending" and records["p1"]["judgments"] == {"c1": 1}
+    assert records["p1"]["status"] == "done" and records["p1"]["judgments"] == {"c1": 1}
     assert records["t7"]["first_relevant_rank"] == 4 and "labels" in records["t7"]
     with Store(tmp_path / "fresh.db") as fresh:
         fresh.import_tasks(tmp_path / "g")
         again = {record["query_id"]: record for record in fresh.golden_records()}
         assert fresh.decision("t7").adopted == "ana"
-    assert again["p1"]["status"] == "pending"
+        fresh_holes = fresh.query_state("p1")["holes"]
+    assert again["p1"]["status"] == "done"
+    assert fresh_holes == 2  # run B's c4 and c5, above its first relevant doc, still to judge
     assert again["t7"]["first_relevant_rank"] == 4
     assert again["t7"]["labels"]["ana"]["first_relevant_rank"] == 4
     assert again["t6"]["status"] == "pending" and again["t6"]["mode"] == "full"

@@ -45,7 +45,7 @@ def stored_states(
     for row in _dicts(
         conn.execute(
             "SELECT query_id, annotator, status, answerable, needs_verdict, mode, "
-            "first_relevant_rank, judged_depth, seconds, last_event_id, updated_at, note "
+            "first_relevant_rank, judged_depth, seconds, last_event_id, updated_at, note, holes "
             f"FROM query_state WHERE query_id {_in(query_ids)}",
             query_ids,
         )
@@ -92,7 +92,7 @@ def golden_rows(
     """What replacing the golden projection of these queries by their labels (query_id,
     label) writes: the (query_id,) whose ``golden_judgments`` rows are replaced, their new
     rows (query_id, doc_id, grade, seq, source, decision_id), and the (query_id, status,
-    answerable, golden_mode) of ``queries`` rows that change. ``before``: the labels stored
+    answerable, golden_mode, holes) of ``queries`` rows that change. ``before``: the labels stored
     now, where known; what did not change is not written again (a press that changes one
     query's status leaves its judgements' pages alone, and the reverse)."""
     before = before or {}
@@ -107,7 +107,7 @@ def golden_rows(
                 for doc_id, grade in label.grades.items()
             ]
         if old is None or _head(old) != _head(label):
-            heads.append((query_id, label.status, int(label.answerable), label.mode))
+            heads.append((query_id, label.status, int(label.answerable), label.mode, label.holes))
     return replaced, rows, heads
 
 
@@ -127,14 +127,15 @@ def write_golden(
         rows,
     )
     conn.executemany(
-        "UPDATE queries SET status = ?2, answerable = ?3, golden_mode = ?4 WHERE query_id = ?1",
+        "UPDATE queries SET status = ?2, answerable = ?3, golden_mode = ?4, holes = ?5 "
+        "WHERE query_id = ?1",
         heads,
     )
 
 
 def _head(label: GoldenLabel) -> tuple:
     """What the query's own row keeps of its golden label."""
-    return label.status, label.answerable, label.mode
+    return label.status, label.answerable, label.mode, label.holes
 
 
 def _judgments(label: GoldenLabel) -> tuple:
@@ -152,8 +153,8 @@ def stored_golden(conn: sqlite3.Connection, query_ids: Sequence[str]) -> dict[st
     ):
         rows.setdefault(query_id, []).append(tuple(row))
     found = {}
-    for query_id, status, answerable, mode in conn.execute(
-        f"SELECT query_id, status, answerable, golden_mode FROM queries WHERE query_id "
+    for query_id, status, answerable, mode, holes in conn.execute(
+        f"SELECT query_id, status, answerable, golden_mode, holes FROM queries WHERE query_id "
         f"{_in(query_ids)}",
         query_ids,
     ):
@@ -166,6 +167,7 @@ def stored_golden(conn: sqlite3.Connection, query_ids: Sequence[str]) -> dict[st
             order={doc_id: seq for doc_id, _, seq, *_ in mine},
             sources={doc_id: source for doc_id, _, _, source, _ in mine},
             decision_id=mine[0][4] if mine else None,
+            holes=holes,
         )
     return found
 
@@ -184,7 +186,11 @@ def golden_labels(
 
 def backfill(conn: sqlite3.Connection) -> None:
     """Write the golden projection of every query with a stored state or a decision (the
-    migration that creates the projection)."""
+    migration that creates the projection, and the one that adds holes to it). A project
+    older than the holes columns is written by the latter (the projection's columns then
+    exist), its done queries without holes (done used to mean every run settled)."""
+    if "holes" not in {row[1] for row in conn.execute("PRAGMA table_info(queries)")}:
+        return
     ids = [
         row[0]
         for row in conn.execute(

@@ -43,7 +43,7 @@ _NO_TEXT = {"title": None, "text": None, "metadata": None}  # a doc named, not d
 # The columns an import stages (see Imports._stage_rows), as the replay gives their values.
 _QUERY_COLUMNS = (
     *("query_id", "position", "query", "slice", "metadata", "content_hash", "source"),
-    *("created_at", "status", "answerable", "golden_mode"),
+    *("created_at", "status", "answerable", "golden_mode", "holes"),
 )
 _EVENT_COLUMNS = (
     *("id", "query_id", "doc_id", "annotator", "action", "grade", "mode", "seconds", "note"),
@@ -434,6 +434,7 @@ class Imports(Projections):
                     (head := heads.get(query_id, pending)).status,
                     int(head.answerable),
                     head.mode,
+                    head.holes,
                 )
                 for position, (query_id, query, slice_name, metadata, content_hash) in enumerate(
                     rows, 1

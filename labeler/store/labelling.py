@@ -14,7 +14,7 @@ from labeler.store.connection import _marks
 from labeler.store.corpus import published
 from labeler.store.log import StaleTarget
 from labeler.store.machine import MachineJudges
-from labeler.store.projections import Projections, Rederivation
+from labeler.store.projections import TO_DO, Projections, Rederivation
 
 ANY_GRADE = object()  # Store.judge without a compare-and-set on the doc's current grade
 # SQLite's primary result codes for a write the file refused: SQLITE_READONLY, SQLITE_IOERR,
@@ -203,12 +203,12 @@ class Labelling(Projections, MachineJudges):
     def _next_shared(self, annotator: str, after: str | None) -> str | None:
         start = self._queue_position("SELECT position FROM queries WHERE query_id = ?", after)
         return self._next_in_queue(
-            "SELECT query_id FROM queries q WHERE status != 'done' AND position > :lower "
+            f"SELECT query_id FROM queries q WHERE {TO_DO} AND position > :lower "
             "AND query_id != :after AND NOT EXISTS (SELECT 1 FROM query_state s WHERE "
             "s.query_id = q.query_id AND s.annotator = :annotator AND s.status = 'skipped') "
             f"AND {_in_queue('q.query_id')} ORDER BY position LIMIT 1",
             "SELECT s.query_id FROM query_state s JOIN queries q ON q.query_id = s.query_id "
-            "WHERE s.annotator = :annotator AND s.status = 'skipped' AND q.status != 'done' "
+            f"WHERE s.annotator = :annotator AND s.status = 'skipped' AND {TO_DO} "
             f"AND s.query_id != :after AND {_in_queue('s.query_id')} "
             "ORDER BY s.last_event_id LIMIT 1",
             {"annotator": annotator, "after": after or "", "lower": start},

@@ -43,6 +43,7 @@ def _progress_summary(counts: Mapping[str, int], total: int) -> dict[str, int]:
 _STATE_COLUMNS = (
     *("query_id", "annotator", "slice", "status", "answerable", "needs_verdict", "mode"),
     *("first_relevant_rank", "judged_depth", "seconds", "last_event_id", "updated_at", "note"),
+    "holes",
 )
 _STATE_SQL = (
     f"INSERT OR REPLACE INTO query_state ({', '.join(_STATE_COLUMNS)}) "
@@ -58,7 +59,7 @@ def _state_row(query_id: str, annotator: str, slice_name: str, state: QueryState
     return (
         *(query_id, annotator, slice_name, state.status, int(state.answerable)),
         *(int(state.needs_verdict), state.mode, state.first_relevant_rank, state.judged_depth),
-        *(state.seconds, state.last_event_id, state.updated_at, state.note),
+        *(state.seconds, state.last_event_id, state.updated_at, state.note, state.holes),
     )
 
 
@@ -71,9 +72,14 @@ def _label_rows(query_id: str, annotator: str, state: QueryState) -> list[tuple]
 
 
 def _is_open(state: QueryState) -> int:
-    """``assignments.open`` for a state: the query is still to do for the annotator."""
-    return int(state.status not in ("done", "skipped"))
+    """``assignments.open`` for a state: the query is still to do for the annotator (not
+    done nor skipped, or done with holes left)."""
+    return int(state.status not in ("done", "skipped") or bool(state.holes))
 
+
+# SQL over ``queries q``: the query has work left — not done, or done with holes (docs a
+# pooled run ranks above its first relevant one, unjudged). Matches the queries_open index.
+TO_DO = "(q.status != 'done' OR q.holes > 0)"
 
 CATCH_UPS = 3  # passes over the queries acted on while a re-derivation ran (see _rederive)
 
@@ -84,6 +90,7 @@ REDERIVED = STAGED + "rederived_"  # ...and of a re-derivation's, dropped with t
 # keys, the slice and _FROM_EVENTS): all that a re-derivation changes in a stored state.
 _RECOMPUTED = (
     *("status", "answerable", "needs_verdict", "mode", "first_relevant_rank", "judged_depth"),
+    "holes",
 )
 # A re-derivation's rows, staged in TEMP tables of the connection (see Projections._rederive):
 # table -> columns. "states" rows with ``whole`` 0 differ from the stored state only in
@@ -95,7 +102,7 @@ _REDERIVED_COLUMNS = {
     "opens": ("query_id", "annotator", "open"),
     "golden_keys": ("query_id",),
     "golden": ("query_id", "doc_id", "grade", "seq", "source", "decision_id"),
-    "heads": ("query_id", "status", "answerable", "golden_mode"),
+    "heads": ("query_id", "status", "answerable", "golden_mode", "holes"),
 }
 
 
@@ -202,7 +209,8 @@ class Projections(States):
             self._store_state(query_id, annotator, slice_name, fresh[annotator])
         # The annotators not refreshed count as stored (none are left when everyone was).
         others = {} if everyone else self._states([query_id]).get(query_id, {})
-        label = golden.merge({**others, **fresh}, self._decisions([query_id]).get(query_id))
+        decision = self._decisions([query_id]).get(query_id)
+        label = golden.merge({**others, **fresh}, decision, context)
         before = self._golden([query_id])[query_id]
         if _counter(before) != _counter(label):
             self._count("", slice_name, _counter(before), -1)
@@ -277,7 +285,7 @@ class Projections(States):
                     old = stored.get(query_id, {}).get(annotator)
                     if state != old:
                         found.changed(query_id, annotator, slice_name, state, old)
-                label = golden.merge(fresh, decisions.get(query_id))
+                label = golden.merge(fresh, decisions.get(query_id), contexts[query_id])
                 if label != befores[query_id]:
                     found.relabelled(query_id, slice_name, label, befores[query_id])
         with self._scratch() as conn:
@@ -342,7 +350,7 @@ class Projections(States):
             f"INSERT INTO golden_judgments ({', '.join(_REDERIVED_COLUMNS['golden'])}) "
             f"{staged('golden')}",
             "UPDATE queries AS q SET status = t.status, answerable = t.answerable, "
-            f"golden_mode = t.golden_mode FROM temp.{REDERIVED}heads t "
+            f"golden_mode = t.golden_mode, holes = t.holes FROM temp.{REDERIVED}heads t "
             f"WHERE q.query_id = t.query_id AND {kept}",
         ):
             self.conn.execute(sql, params)
@@ -404,7 +412,8 @@ class Projections(States):
             for table in ("labels", "query_state", "progress", "golden_judgments"):
                 conn.execute(f"DELETE FROM {table}")
             conn.execute(
-                "UPDATE queries SET status = 'pending', answerable = 1, golden_mode = NULL"
+                "UPDATE queries SET status = 'pending', answerable = 1, golden_mode = NULL, "
+                "holes = 0"
             )
             conn.execute("UPDATE assignments SET open = 1")
             conn.executemany(

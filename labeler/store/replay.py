@@ -118,7 +118,7 @@ def _replayed(
                 (query_id, name, task.slice, state.status, int(state.answerable))
                 + (int(state.needs_verdict), state.mode, state.first_relevant_rank)
                 + (state.judged_depth, state.seconds, state.last_event_id, state.updated_at)
-                + (state.note,)
+                + (state.note, state.holes)
             )
             replay.count(name, task.slice, _progress_key(state.status, state.answerable), 1)
         decision = None
@@ -129,7 +129,7 @@ def _replayed(
             decision = Decision(
                 number, query_id, reviewer, json.loads(judgments), decided_answerable
             )
-        label = golden.merge(states, decision)
+        label = golden.merge(states, decision, context)
         status, answerable = label.status, label.answerable
         for field_name, value in (
             ("status", golden.EXPORTED_STATUS[status]),

@@ -422,3 +422,20 @@ def m15_assignments_by_query(db: sqlite_utils.Database) -> None:
     assigned to anyone, for every query a shared-queue annotator may open or lists: without
     this index each answer read all the assignments."""
     db.execute("CREATE INDEX assignments_query ON assignments(query_id)")
+
+
+@migrations()
+def m16_holes(db: sqlite_utils.Database) -> None:
+    """Version 16: a query's *holes* beside its status (see :func:`labeler.golden.holes_left`):
+    docs that a pooled run ranks above its first relevant one and nobody judged yet. A
+    first-hit query stays done (in the golden set) while a new run's holes are pending; the
+    queue offers the queries that are not done or have holes, through the partial index."""
+    db.executescript(
+        """
+        ALTER TABLE queries ADD COLUMN holes INTEGER NOT NULL DEFAULT 0;      -- projection
+        ALTER TABLE query_state ADD COLUMN holes INTEGER NOT NULL DEFAULT 0;  -- projection
+        DROP INDEX queries_open;
+        CREATE INDEX queries_open ON queries(position) WHERE status != 'done' OR holes > 0;
+        """
+    )
+    backfill(db.conn)  # for a project that came through version 9 before holes existed

@@ -67,7 +67,9 @@ class States(Corpus, Log):
     def query_state(self, query_id: str, annotator: str | None = None) -> dict:
         """Where a query stands, for one annotator or (None) for the golden set.
 
-        Keys: status (pending | in_progress | skipped | done), complete (bool), answerable,
+        Keys: status (pending | in_progress | skipped | done), holes (docs a pooled run ranks
+        above its first relevant one, still to judge on a done query), complete (done with
+        no holes left), answerable,
         needs_verdict (every candidate that matters judged non-relevant: the annotator must
         choose unanswerable or miss), first_relevant_rank (display position, None if none),
         judged_depth (judged candidates), mode, note.
@@ -90,12 +92,14 @@ class States(Corpus, Log):
                     first_relevant_rank=record["first_relevant_rank"],
                     judged_depth=record["judged_depth"],
                     note=record["notes"],
+                    holes=label.holes,
                 )
             else:
                 state = golden.derive_state(self._events(query_id, annotator), context)
         return {
             "query_id": query_id,
             "status": state.status,
+            "holes": state.holes,
             "complete": state.complete,
             "answerable": state.answerable,
             "needs_verdict": state.needs_verdict,
@@ -103,6 +107,7 @@ class States(Corpus, Log):
             "judged_depth": state.judged_depth,
             "mode": state.mode,
             "note": state.note,
+            "asserted": sorted(state.asserted),  # graded 0 by a verdict, not pressed
         }
 
     def decision(self, query_id: str) -> Decision | None:

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from labeler import golden
 from labeler.store.connection import _chunks, _marks
 from labeler.store.corpus import published
-from labeler.store.projections import Projections
+from labeler.store.projections import TO_DO, Projections
 
 
 class Team(Projections):
@@ -95,7 +95,7 @@ class Team(Projections):
             where, params = f"AND q.slice IN ({_marks(slices)})", list(slices)
         with self._reading():
             rows = self._rows(
-                "SELECT q.query_id, q.slice FROM queries q WHERE q.status != 'done' AND NOT "
+                f"SELECT q.query_id, q.slice FROM queries q WHERE {TO_DO} AND NOT "
                 "EXISTS (SELECT 1 FROM assignments a WHERE a.query_id = q.query_id) "
                 f"{where} ORDER BY q.position",
                 params,
@@ -103,7 +103,7 @@ class Team(Projections):
             labelled_by: dict[str, list[str]] = {}
             for query_id, annotator in self.conn.execute(
                 "SELECT s.query_id, s.annotator FROM query_state s JOIN queries q "
-                "ON q.query_id = s.query_id WHERE q.status != 'done' ORDER BY s.annotator"
+                f"ON q.query_id = s.query_id WHERE {TO_DO} ORDER BY s.annotator"
             ):
                 labelled_by.setdefault(query_id, []).append(annotator)
         return [{**row, "labelled_by": labelled_by.get(row["query_id"], [])} for row in rows]
