@@ -46,7 +46,7 @@ def goldset_json(*args: str | Path) -> dict:
 
 @pytest.fixture
 def worked_example(tmp_path: Path) -> tuple[Path, Path]:
-    """DESIGN.md's MRR example: first relevant doc at ranks 1, 3, none and 2."""
+    """docs/metrics.md's worked example: first relevant doc at ranks 1, 3, none and 2."""
     golden = golden_file(
         tmp_path / "golden.jsonl",
         {"query_id": "parse", "slice": "code", "judgments": {"p1": 1, "p2": 0}},

@@ -1,5 +1,5 @@
-"""Cranfield, bm25, labelled in first-hit mode straight from the qrels (DESIGN.md, "What
-first-hit labels can and cannot measure"): `goldset eval` gives pytrec_eval's MRR@10, hit@1
+"""Cranfield, bm25, labelled in first-hit mode straight from the qrels (docs/metrics.md, "What
+first-hit labels measure"): `goldset eval` gives pytrec_eval's MRR@10, hit@1
 and hit@10 on the *full* qrels, refuses to give recall@10 and nDCG@10 (issue 10 saw them come
 out at 0.896 and 0.792 where the full qrels give 0.439 and 0.511), and marks precision@10 as
 the lower bound that it is."""

@@ -30,7 +30,7 @@ def test_hours_saved_are_the_filled_holes_at_the_human_speed():
         hourly_rate=60,
         holes_filled=400 * 4,
     )
-    human = labelling_cost(400, 4, 20, 60)  # DESIGN.md's worked example: the same labels
+    human = labelling_cost(400, 4, 20, 60)  # the README's rule of thumb: the same labels
     assert (cost.saved.hours, cost.saved.dollars) == (human.hours, human.dollars)
     assert cost.as_dict()["net_dollars_saved"] == pytest.approx(human.dollars)
 

@@ -1,4 +1,4 @@
-"""Each metric on small hand-made rankings, edge cases included (DESIGN.md, Metric semantics)."""
+"""Each metric on small hand-made rankings, edge cases included (docs/metrics.md)."""
 
 import math
 

@@ -199,7 +199,8 @@ def test_random_queries_missing_from_run_score_like_an_empty_ranking(tmp_path, s
 
 
 def test_query_with_only_grade_zero_judgements_scores_zero_in_both(tmp_path):
-    """DESIGN: a judged query with nothing relevant scores 0 everywhere; pytrec_eval agrees."""
+    """A judged query with nothing relevant scores 0 everywhere (docs/metrics.md), as in
+    pytrec_eval."""
     collection = TrecCollection(
         qrels={"q1": {"d1": 0, "d2": 0}, "q2": {"d1": 1}},
         run={"q1": {"d1": 2.0, "d2": 1.0}, "q2": {"d1": 1.0}},

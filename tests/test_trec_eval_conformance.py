@@ -1,9 +1,10 @@
 """goldset reproduces trec_eval's own expected outputs, per query and in the mean, to 4 decimals.
 
-The inputs and ``out.test*`` files come from trec_eval's test folder (``../shared/reference/
-trec_eval``); each case below lists the trec_eval command line that produced the file and
-the goldset options that mean the same. Values are compared as trec_eval prints them
-(``%.4f``), so a failure lists query, metric, trec_eval's text and goldset's value.
+The inputs and ``out.test*`` files come from trec_eval's test folder (``reference/trec_eval``
+in the shared data folder beside the repository: see ``conftest.py``); each case below lists
+the trec_eval command line that produced the file and the goldset options that mean the same.
+Values are compared as trec_eval prints them (``%.4f``), so a failure lists query, metric,
+trec_eval's text and goldset's value.
 """
 
 from __future__ import annotations
@@ -146,7 +147,8 @@ def test_qrels_comment_lines_change_no_value(trec_eval_dir):
 
 
 def test_mrr_worked_example_through_readers(tmp_path):
-    """DESIGN's example: first relevant at ranks 1, 3, none within 10, 2 → MRR@10 0.458."""
+    """docs/metrics.md's worked example: first relevant at ranks 1, 3, none within 10, 2 →
+    MRR@10 0.458."""
     first_relevant_ranks = {"q1": 1, "q2": 3, "q3": 12, "q4": 2}
     golden_lines, run_lines = [], []
     for query_id, first_relevant in first_relevant_ranks.items():
