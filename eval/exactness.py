@@ -1,0 +1,92 @@
+"""Per-run exactness of MRR@k and hit@k on partial (first-hit) labels.
+
+A golden set labelled first-hit knows, for each query, the docs judged on the way down to a
+first relevant one. A run ranked against it scores every unjudged doc as non-relevant, so its
+figures on a query are **exact** only when nothing unjudged could have changed them:
+
+    exact@k(q) = 1  iff  every doc ranked above f_k(q) is judged,
+
+where ``f_k(q)`` is the rank of the run's first judged relevant doc within its top k, or
+``k + 1`` when there is none (then its whole top k must be judged: an unjudged doc there
+might be the hit the run is not credited with). Otherwise an unjudged doc above the first hit
+might be relevant, so the query's RR@k and hit@k are *lower bounds*: the true value can only
+be higher. ``exact@k`` is the share of queries with exact@k(q) = 1.
+
+Each report gives, per run and slice: that share, the figures over the exact queries (exact,
+though over a subset) and the figure over all queries (a lower bound unless every query is
+exact). judged@k cannot tell these apart: a run with a few unjudged docs *above* its hits is
+understated, one with the same share *below* them is exact.
+
+Pure numpy over a :class:`~eval.ranking.Ranking`: no pandas, no labeller.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from eval.metrics import PerQuery
+from eval.ranking import NOT_RANKED, Ranking
+
+EXACT_METRICS = ("mrr", "hit")  # the figures whose exactness exact@k tells
+
+
+def unjudged_above_first_hit(ranking: Ranking, k: int) -> np.ndarray:
+    """Per query: how many unjudged docs the run ranks above ``f_k(q)`` (see the module),
+    the docs whose judgement could still change its RR@k or hit@k."""
+    ranking.top(k)  # refuses a cutoff deeper than the rows held
+    first = ranking.first_relevant_within(k)
+    bound = np.where(first == NOT_RANKED, k + 1, first)
+    above = ranking.rank < bound[ranking.query_index]
+    return np.bincount(
+        ranking.query_index[above & ~ranking.judged], minlength=ranking.query_count
+    ).astype(np.int64)
+
+
+def exact_queries(ranking: Ranking, k: int) -> np.ndarray:
+    """Per query: True when the run's MRR@k and hit@k are exact (``exact@k(q) = 1``)."""
+    return unjudged_above_first_hit(ranking, k) == 0
+
+
+def exactness_summary(
+    exact: np.ndarray, per_query: PerQuery, k: int, rows: np.ndarray | None = None
+) -> dict:
+    """exact@k over the queries at ``rows`` (None: all) with the figures beside it:
+    ``queries``, ``exact`` (count), ``share`` (exact@k, None without queries) and, for each of
+    mrr@k and hit@k that ``per_query`` holds, ``{"exact": mean over the exact queries (None
+    when none is), "lower_bound": mean over all}``."""
+    rows = np.arange(len(exact)) if rows is None else rows
+    chosen = exact[rows]
+    summary: dict = {
+        "queries": len(rows),
+        "exact": int(chosen.sum()),
+        "share": float(chosen.mean()) if len(rows) else None,
+        "figures": {},
+    }
+    for name in EXACT_METRICS:
+        spec = f"{name}@{k}"
+        if spec not in per_query.metrics:
+            continue
+        values = per_query.values[rows, per_query.metrics.index(spec)]
+        summary["figures"][spec] = {
+            "exact": float(values[chosen].mean()) if chosen.any() else None,
+            "lower_bound": float(values.mean()) if len(rows) else None,
+        }
+    return summary
+
+
+def exactness_report(
+    ranking: Ranking, per_query: PerQuery, k: int, slices: Mapping[str, np.ndarray]
+) -> dict:
+    """exact@k of a run (see :func:`exactness_summary`) over all queries, and per slice
+    (``slices``: slice name -> rows of ``per_query``, whose rows are the ranking's queries):
+    ``{"k": k, "all": summary, "slices": {name: summary}}``."""
+    exact = exact_queries(ranking, k)
+    return {
+        "k": k,
+        "all": exactness_summary(exact, per_query, k),
+        "slices": {
+            name: exactness_summary(exact, per_query, k, rows) for name, rows in slices.items()
+        },
+    }
