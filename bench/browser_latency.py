@@ -17,7 +17,7 @@ time each keydown reached the browser (``event.timeStamp``) and of:
   is acknowledged with it and counted once.
 
 Prints median, 95th percentile and maximum of both, in milliseconds, and writes
-bench/out/browser_latency.json. Target (DESIGN.md → Performance): visible p95 under 50 ms.
+bench/out/browser_latency.json. Target (bench/README.md): visible p95 under 50 ms.
 """
 
 from __future__ import annotations

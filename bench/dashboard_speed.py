@@ -19,7 +19,7 @@ unanswerable, a few skipped). Then it times two things:
   update: only the labelled query is read and ranked again).
   The process's start-up (imports) and AppTest's own harness cost (an empty script, part of
   every AppTest figure) are shown apart, and so is the integrity check, which runs in the
-  background from the open on (writes wait for it). Targets (DESIGN.md, Performance): first
+  background from the open on (writes wait for it). Targets (bench/README.md): first
   render under a second; a new label shown without a full recompute.
 - the computation behind it (labeler.live): each part, cold; then, after one more
   judgement (median of ``UPDATES`` in a row), how long the dashboard's refresher takes to

@@ -70,7 +70,7 @@ REFERENCE = "pytrec_eval"  # trec_eval itself: goldset must agree with it
 TOLERANCE = 1e-6
 SIZES = (50, 200, 2_000, 20_000, 100_000)
 WARM_UP_QUERIES = 50
-LARGE = 100_000  # from this size on: 3 rounds, and DESIGN.md's large-file targets
+LARGE = 100_000  # from this size on: 3 rounds, and the large-file targets
 
 GRADE_SHARES = (0.45, 0.30, 0.15, 0.10)  # grades 0, 1, 2, 3
 RETRIEVED_SHARE = 0.8  # share of a query's judged docs that the run retrieved
@@ -482,7 +482,7 @@ def median_run(timings: list[dict]) -> dict:
 
 
 def target(queries: int, tool: str) -> float | None:
-    """The speed-up over `tool` that DESIGN.md (Performance) asks of goldset at this size."""
+    """The speed-up over `tool` that goldset aims at at this size (bench/README.md, targets)."""
     if queries >= LARGE:
         return {"pytrec_eval": 5.0, "ranx": 15.0}.get(tool)
     if queries <= 2_000 and tool == "pytrec_eval":

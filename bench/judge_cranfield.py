@@ -2,11 +2,12 @@
 
     python bench/judge_cranfield.py --db bench/out/cranfield-judge.db
 
-Pools bm25 and tfidf-title (../shared/datasets/cranfield/runs) at depth 10 over the Cranfield
-corpus, grade scale 0-4 as the qrels, full mode; a simulated annotator ("qrels") grades every
-pooled pair from the qrels (a pair the qrels do not list is 0). The queries get a slice by
-their length in words, ``short`` (at most the median, 17) or ``long``, so that calibration has
-slices to report. Then judge and calibrate with the commands this script prints.
+Pools bm25 and tfidf-title (``datasets/cranfield/runs`` in the shared data folder beside the
+repository) at depth 10 over the Cranfield corpus, grade scale 0-4 as the qrels, full mode; a
+simulated annotator ("qrels") grades every pooled pair from the qrels (a pair the qrels do not
+list is 0). The queries get a slice by their length in words, ``short`` (at most the median,
+17) or ``long``, so that calibration has slices to report. Then judge and calibrate with the
+commands this script prints.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Time the resampling statistics of eval/stats.py on seeded synthetic per-query metrics.
 
-DESIGN's target: 10,000 paired resamples over 10,000 queries in well under a second.
+The target (bench/README.md): 10,000 paired resamples over 10,000 queries in well under a second.
 Two kinds of per-query values are timed, because resampling cost depends on them:
 
 - first-hit labels: every metric follows from the first relevant rank, so per-query rows take
