@@ -22,6 +22,7 @@ from labeler.pooling import (
     read_corpus,
     read_pooled_run,
     read_queries,
+    run_settled,
 )
 from labeler.store.connection import CANDIDATES_NEXT, CANDIDATES_RETIRED, _chunks, _marks
 from labeler.store.imports import _POOL_COLUMNS, Imports
@@ -71,6 +72,56 @@ class Pool(Imports):
                     pooled, new_documents, fill_ins, new_queries, known_queries, batch, str(queries)
                 )
         return {"runs": [run.name for run in pooled], **counts}
+
+    def pool_preview(self, runs: Sequence[str | Path], depth: int) -> dict:
+        """What ``pool(None, None, runs, depth)`` would do, read without writing anything.
+
+        ``documents``: new candidates (docs of the runs' top ``depth`` not yet in their
+        query's pool), over ``queries`` queries. Of the project's done queries with a
+        relevant judged doc that the runs rank: ``new_work``, those where some run ranks an
+        unjudged doc above its first relevant one (holes to judge: the query stays in the
+        golden set meanwhile), and ``already_exact``, those where every run's MRR@depth and
+        hit@depth are exact already. Queries done by a verdict are in neither (the verdict
+        grades every candidate). ``run_queries_ignored``: queries of the runs that the
+        project does not hold. Refuses what :meth:`pool` refuses of the runs themselves.
+        """
+        pooled = [read_pooled_run(path, depth) for path in runs]
+        _check_run_names(pooled)
+        threshold = self.settings()["rel_threshold"]
+        answered = sorted({query_id for run in pooled for query_id in run.rankings})
+        with self._reading():
+            labels, positions = {}, {}
+            for chunk in _chunks(answered):
+                labels.update(self._golden(chunk))
+                positions.update(self._positions(chunk))
+        new_docs: dict[str, set[str]] = {}
+        new_work, already_exact = 0, 0
+        for query_id in labels:
+            rankings = [
+                [doc for doc, _ in run.rankings[query_id]]
+                for run in pooled
+                if query_id in run.rankings
+            ]
+            fresh = {doc for ranking in rankings for doc in ranking} - set(
+                positions.get(query_id, ())
+            )
+            if fresh:
+                new_docs[query_id] = fresh
+            label = labels[query_id]
+            if label.status != "done" or not any(g >= threshold for g in label.grades.values()):
+                continue
+            if all(run_settled(ranking, label.grades, threshold) for ranking in rankings):
+                already_exact += 1
+            else:
+                new_work += 1
+        return {
+            "runs": [run.name for run in pooled],
+            "documents": sum(len(docs) for docs in new_docs.values()),
+            "queries": len(new_docs),
+            "new_work": new_work,
+            "already_exact": already_exact,
+            "run_queries_ignored": len(answered) - len(labels),
+        }
 
     def _stage_pool(
         self,
