@@ -38,15 +38,18 @@ FINISHED_STATES = (
 )
 
 
-def browser_cookies(base_url: str, db: Path | str, name: str) -> dict[str, str]:
+def browser_cookies(
+    base_url: str, db: Path | str, name: str, held: dict[str, str] | None = None
+) -> dict[str, str]:
     """The cookies a browser holds once ``name`` signed in at ``base_url``: the session
-    cookie, and whatever the server set on the first page load (a proxy's sticky cookie).
+    cookie, and whatever the server set on the first page load (a proxy's sticky cookie),
+    beside those it ``held`` already.
 
     The ticket is made in the store (as the sign-in form does); the app's endpoint trades it.
     """
     with Store(db) as store:
         ticket = accounts.start_session(store, name).ticket
-    cookies = _set_cookies(urllib.request.Request(base_url + "/"), {})
+    cookies = _set_cookies(urllib.request.Request(base_url + "/"), dict(held or {}))
     claim = urllib.request.Request(
         base_url + CLAIM_PATH,
         data=ticket.encode(),
