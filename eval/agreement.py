@@ -256,7 +256,8 @@ def resampled_statistic(
 
     Each resample draws ``units`` units with replacement; its table is the sum of the drawn
     units' tables, computed as (how often each unit was drawn) @ (unit tables). Counting the
-    draws with one ``bincount`` per chunk measured 4× faster than a multinomial draw.
+    draws with one ``bincount`` per chunk is quicker than a multinomial draw (measured:
+    bench/README.md, "Figures behind design choices").
     """
     units = len(unit_tables)
     if units == 0 or n_resamples == 0:

@@ -1,9 +1,10 @@
 """pyarrow, imported on first use.
 
-Importing pyarrow and its compute functions costs about 0.1 s, a third of a small
-evaluation's start-up. A small file is read by the plain parser into numpy arrays and scored
-with numpy alone, so eval's modules name pyarrow through these stand-ins, which import it
-only when an attribute is first looked up (a large file, or a caller passing Arrow data).
+Importing pyarrow and its compute functions is a large share of a small evaluation's start-up
+(bench/README.md, "Figures behind design choices"). A small file is read by the plain parser into
+numpy arrays and scored with numpy alone, so eval's modules name pyarrow through these stand-ins,
+which import it only when an attribute is first looked up (a large file, or a caller passing Arrow
+data).
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ import numpy as np
 from eval.arrow import arrow_loaded, pa, pc
 from eval.groups import PADDING, group_begins, group_matrix, ranges
 
-if TYPE_CHECKING:  # pandas is not imported on the eval path: a small eval would pay 0.3 s
+if TYPE_CHECKING:  # pandas is not imported on the eval path: its import would dominate a small eval
     import pandas as pd
 
 Strings = "pa.ChunkedArray | pa.Array | np.ndarray"
@@ -44,7 +44,7 @@ BYTE_MASKS = np.array([(1 << (8 * n)) - 1 for n in range(9)], dtype=np.uint64)
 
 
 # pyarrow's own conversions (pa.array, pa.scalar, to_numpy) first ask its pandas layer whether
-# the value is a pandas object, and that imports pandas (0.3 s of a small eval's start-up).
+# the value is a pandas object, and that imports pandas (most of a small eval's start-up).
 # These two go through Arrow's buffers instead, so that eval never loads pandas; once pandas
 # is loaded (in the app) they use pyarrow's own, quicker for many strings.
 
@@ -463,8 +463,8 @@ def _rows_of_suspect_groups(begins: np.ndarray, values: Strings) -> np.ndarray:
     groups' rows stand together, each group beginning at one of ``begins``.
 
     Each group's fingerprints fill one row of a matrix, padded with the largest value, and
-    the matrix is sorted row by row: sorting many short rows is some 30 times quicker than
-    sorting one long array, and needs no group in the key.
+    the matrix is sorted row by row: sorting many short rows is much quicker than sorting
+    one long array (see :mod:`eval.groups`), and needs no group in the key.
     """
     count = len(values)
     lengths = np.diff(begins, append=count)
@@ -526,8 +526,8 @@ class PairIndex:
         self.hashes = fingerprints(values) if hashes is None else hashes
         keys = pair_keys(groups, values, self.hashes)
         # Stable: numpy's timsort merges the runs of a file grouped by query, whose keys
-        # (the group in the high bits) stand in ascending blocks, almost for free: 0.07 s for
-        # 4M judgements, where a quicksort takes 0.3 s and one sort per group 0.1-0.3 s.
+        # (the group in the high bits) stand in ascending blocks, almost for free: quicker
+        # than a quicksort or one sort per group (figures: bench/README.md).
         self.order = np.argsort(keys, kind="stable")
         self.sorted_keys = keys[self.order]
 
@@ -588,7 +588,7 @@ def _equal_strings(
 def sorted_codes(values: np.ndarray) -> tuple[list[str], np.ndarray]:
     """The distinct ``values`` (str), sorted, and each value's position among them: what
     ``np.unique(values, return_inverse=True)`` gives, without sorting every value (a dict of
-    the distinct ones: 4-5x quicker for 100,000 slice names, and numpy.ma never imported)."""
+    the distinct ones: quicker when few values are distinct, and numpy.ma never imported)."""
     first_seen: dict[str, int] = {}
     seen = np.fromiter(
         (first_seen.setdefault(value, len(first_seen)) for value in values.tolist()),

@@ -1,10 +1,10 @@
 """Rows grouped by query, as run files and qrels are written: where each group begins, and
 the groups laid out as the rows of one matrix.
 
-Sorting many short rows of a matrix (``np.sort(matrix, axis=1)``) is some 15-30 times
-quicker than sorting one long array: a run's 10M keys sort in 0.02 s by query, 0.6 s at
-once. So what only needs order within each query (finding a doc repeated within a run's query)
-sorts each query's keys as one row.
+Sorting many short rows of a matrix (``np.sort(matrix, axis=1)``) is an order of magnitude quicker
+than sorting one long array (bench/README.md, "Figures behind design choices"). So what only needs
+order within each query (finding a doc repeated within a run's query) sorts each query's keys as one
+row.
 """
 
 from __future__ import annotations

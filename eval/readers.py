@@ -54,10 +54,9 @@ __all__ = [
 QUERY_COLUMNS = ("query_id", "query", "slice", "status", "answerable", "mode")
 # Files of up to about this many lines are read by the plain parser (into numpy: pyarrow is
 # never imported), longer ones by Arrow's fast path or general parser; every parser gives the
-# same reading (eval/trec.py). Measured in fresh processes, import included, on runs of short
-# ids (29 bytes a line) and of long ones (99 bytes): plain is 50-65 ms quicker at 20,000 lines,
-# even at 50,000 (1.4 and 4.7 MiB), 80-160 ms slower at 100,000. The count of lines is
-# estimated from the file's size and its first line.
+# same reading (eval/trec.py). Below this size the plain parser wins, since it spares Arrow's
+# import; above it Arrow does (the crossover is measured in bench/README.md, "Figures behind
+# design choices"). The count of lines is estimated from the file's size and its first line.
 PLAIN_MAX_LINES = 50_000
 Parser = Literal["auto", "fast", "general", "plain"]
 
@@ -158,7 +157,7 @@ class Golden:
         The positions of the last few arrays of ids asked about are kept (by identity: the
         arrays themselves, held here, not equal ones), and those of
         :meth:`scored_query_ids` are known without looking them up: a report asks about
-        the same ids for each figure (0.02-0.05 s a lookup at 100,000 queries).
+        the same ids for each figure, and a lookup of 100,000 ids is not free.
         """
         kept = self.__dict__.setdefault("_kept_positions", {})
         if id(query_ids) not in kept or kept[id(query_ids)][0] is not query_ids:
@@ -260,8 +259,8 @@ def version_of(digests: tuple[int, int]) -> str:
 
 @cache
 def _sha256_module() -> ModuleType:
-    """SHA-256 by CPython's own module where it has one: hashlib loads OpenSSL first, 3 ms
-    of a small eval's start-up (the same digests either way)."""
+    """SHA-256 by CPython's own module where it has one: hashlib loads OpenSSL first, a
+    noticeable part of a small eval's start-up (the same digests either way)."""
     for name in ("_sha2", "_sha256"):  # Python 3.12+, 3.11
         try:
             return importlib.import_module(name)
@@ -361,7 +360,7 @@ def read_golden(path: str | Path, parser: Parser = "auto") -> Golden:
 
 
 def golden_from_records(records: Iterable[dict], source: str = "<records>") -> Golden:
-    """Build a :class:`Golden` from golden-set JSONL objects (README, Formats, "Golden set"),
+    """Build a :class:`Golden` from golden-set JSONL objects (docs/formats.md, "The golden set"),
     each checked by :func:`eval.validation.golden_record` (as the importer checks them).
 
     ``records`` may also yield ``(line_number, record)`` pairs, so that errors name the line.

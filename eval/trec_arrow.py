@@ -111,11 +111,12 @@ def read_fast(path: Path, layout: Layout, first_line: str) -> Rows | None:
     score makes it decline too, and the general parser reads (or refuses) the file. Rows map
     one to one to lines.
 
-    The ids are parsed as bytes and checked as UTF-8 afterwards, column by column, unless
-    the layout check found only ASCII (see :func:`_fast_rows`): Arrow's CSV reader checks
-    (and dictionary-encodes) strings value by value, which took 0.75 s of 1.25 s on a
-    10M-line run. A run's rows stand grouped by query, so the query index comes from
-    comparing neighbours (:func:`~eval.columns.factorize_runs`), not from hashing each id.
+    The ids are parsed as bytes and checked as UTF-8 afterwards, column by column, unless the layout
+    check found only ASCII (see :func:`_fast_rows`): Arrow's CSV reader checks (and
+    dictionary-encodes) strings value by value, which took most of a large run's parse
+    (bench/README.md, "Figures behind design choices"). A run's rows stand grouped by query, so the
+    query index comes from comparing neighbours (:func:`~eval.columns.factorize_runs`), not from
+    hashing each id.
     """
     delimiter = "\t" if "\t" in first_line else " "
     if layout.header or not _starts_clean(path, delimiter):
@@ -178,7 +179,8 @@ def _fast_rows(table: pa.Table, layout: Layout, below_del: bool) -> Rows | None:
 
     Every byte below DEL (``below_del``, known from the layout check) makes every id valid
     UTF-8, and each one a run of printable ASCII: then the ids are not checked again (their
-    cast to strings is a view; checking them took 0.2-0.3 CPU s of a 10M-line run).
+    cast to strings is a view; checking them again was a measurable share of a large run's
+    parse).
     """
     values = as_numpy(table[layout.value_name])
     # The minimum is NaN when any value is: a reduction, no mask of every row.
@@ -207,7 +209,7 @@ def _starts_clean(path: Path, delimiter: str) -> bool:
     """Whether the file's first ``START_BYTES`` hold no whitespace that the fast path declines
     (a byte but the delimiter and line ends, two side by side but CR LF, one opening the
     file). A messy file usually shows it in its first lines: then Arrow is spared a parse of
-    the whole file, thrown away (60 ms of a 0.3 s eval of 200,000 lines; seconds at 10M)."""
+    the whole file, thrown away."""
     with path.open("rb") as handle:
         start = handle.read(START_BYTES).replace(b"\r\n", b"\n")
     if start[:1].isspace() or start.translate(None, _NOT_WHITESPACE + delimiter.encode() + b"\r\n"):

@@ -18,7 +18,7 @@ values here, so that one input is accepted or refused alike everywhere:
   parses (4,300 digits), no lone surrogate (``"\\ud800"`` is not a character) and no key twice
   in one object (``{"grade": 0, "grade": 3}`` has no one reading: JSON parsers disagree on it).
 
-The golden-set record (README, Formats, "Golden set") is defined once, by :func:`golden_record`:
+The golden-set record (docs/formats.md, "The golden set") is defined once, by :func:`golden_record`:
 the eval reader and the importer both read golden JSONL through it.
 
 Every refusal is an :class:`InputError` naming the file, the line and the field.
@@ -294,8 +294,8 @@ def _too_deep() -> str:
 # --- the golden-set record -----------------------------------------------------------------------
 
 
-class GoldenRecord(NamedTuple):  # not a dataclass: built at every eval's start-up, 10x quicker
-    """A golden-set JSONL record, checked (README, Formats, "Golden set"). Absent keys are None
+class GoldenRecord(NamedTuple):  # not a dataclass: quicker to build at every eval's start-up
+    """A golden-set JSONL record, checked (docs/formats.md, "The golden set"). Absent keys are None
     where the reader decides the default (``mode``, ``labelled_at``)."""
 
     query_id: str

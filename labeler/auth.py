@@ -18,8 +18,8 @@ LOCAL_ANNOTATOR = "local"
 IMPORT_ANNOTATOR = "import"
 MACHINE_PREFIX = "machine:"
 
-# scrypt cost: 2**14 × 8 × 1 takes ~16 MB and ~50 ms per check: cheap for a login, slow for
-# a guesser. The parameters are stored with each hash, so they can be raised later.
+# scrypt cost 2**14 × 8 × 1 (16 MiB of memory a check; its time is in bench/README.md): cheap for a
+# login, slow for a guesser. The parameters are stored with each hash, so they can be raised later.
 SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**14, 8, 1
 SALT_BYTES, KEY_BYTES = 16, 32
 USER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")

@@ -52,8 +52,8 @@ def is_busy(error: BaseException) -> bool:
 
 
 # A file this large is checked in the background when the app opens it (quick_check reads the
-# whole file: 2.5-3 s idle at 100,000 queries x 20 candidates, ~1 GB); smaller ones (about
-# 0.1 s) are checked before the open returns, as every command does.
+# whole file: seconds for a large project); smaller ones are checked before the open returns,
+# as every command does.
 BACKGROUND_CHECK_BYTES = 32 << 20
 
 
@@ -326,10 +326,10 @@ class Connection:
     def _begin(self) -> None:
         """``BEGIN IMMEDIATE``, retried every few milliseconds until the busy timeout.
 
-        SQLite's busy handler sleeps longer and longer between tries, 100 ms each after the
-        first 200 ms: a writer waiting behind an import's short transactions kept waking up
-        after the pause between two of them had passed (measured: 2.0 s lock waits behind
-        transactions of at most 0.32 s). Its first tries come within milliseconds, so each
+        SQLite's busy handler sleeps longer and longer between tries, 100 ms each after the first
+        200 ms: a writer waiting behind an import's short transactions kept waking up after the
+        pause between two of them had passed, and waited several times as long as the longest
+        transaction (bench/lock_contention.py). Its first tries come within milliseconds, so each
         try here lets it wait only :data:`LOCK_POLL`, and tries again."""
         deadline = time.monotonic() + self._timeout
         self.conn.execute(f"PRAGMA busy_timeout = {int(LOCK_POLL * 1000)}")
@@ -347,7 +347,8 @@ class Connection:
     def _drop_tables(self, *names: str) -> None:
         """Drop each of the tables ``names`` (copies of ``candidates``) that exists: its rows
         first, :data:`DROP_ROWS` a transaction with a pause between for waiting writers,
-        then the empty table (measured: dropping 2.1 M rows at once held the lock 1.2 s)."""
+        then the empty table (dropping millions of rows at once held the lock for over a
+        second: bench/lock_contention.py)."""
         for name in names:
             deleted = self._value(
                 "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)

@@ -21,7 +21,8 @@ class Export(States):
     """The golden set as records, JSONL and TREC qrels."""
 
     def golden_records(self) -> list[dict]:
-        """The golden set: one dict per query, in queue order, as the README's golden-set JSONL.
+        """The golden set: one dict per query, in queue order (the golden-set JSONL, see
+        docs/formats.md).
 
         Every query is there: done, skipped and unanswerable ones, and pending ones (status
         ``pending``, with whatever was judged so far). Unjudged docs are absent, never 0. The

@@ -77,7 +77,7 @@ class Imports(Projections):
     """Importing tasks files and golden sets."""
 
     def import_tasks(self, path: str | Path, corpus: str | Path | None = None) -> dict:
-        """Import a tasks file (JSONL or CSV, see README, Formats; golden-set JSONL accepted too).
+        """Import a tasks file (JSONL or CSV, see docs/formats.md; golden-set JSONL accepted too).
 
         All-or-nothing: everything is validated first; any problem raises
         :class:`eval.readers.InputError` (a ValueError naming file, line and field) and leaves
@@ -92,8 +92,7 @@ class Imports(Projections):
         candidates and pool ranks, and for golden records the replayed events, labels,
         states, decisions and golden projection (see :meth:`_stage_replay`) — and the last
         short transaction publishes them by inserting the queries, their golden status
-        included (measured: 60,000 golden records, no transaction over 0.5 s at load 2.8;
-        before, one transaction copied 654,000 rows in 1.8 s). Readers see all of it or
+        included (measured in bench/lock_contention.py --golden). Readers see all of it or
         none; a crash leaves nothing visible, and the next import deletes what it left.
 
         With ``corpus`` (a BEIR ``corpus.jsonl``), its documents are added by the same
@@ -234,8 +233,8 @@ class Imports(Projections):
 
     def _stage_documents(self, rows: Sequence[tuple], batch: int) -> None:
         """Insert new documents and their full-text entries, in short transactions. The
-        full-text index is filled in bulk per chunk rather than by a trigger per row:
-        measured 3x faster on large imports."""
+        full-text index is filled in bulk per chunk rather than by a trigger per row, which
+        is quicker on large imports (bench/import_speed.py)."""
 
         def insert(conn: sqlite3.Connection, chunk: Sequence[tuple]) -> None:
             (last_rowid,) = conn.execute("SELECT coalesce(max(rowid), 0) FROM documents").fetchone()
@@ -287,7 +286,7 @@ class Imports(Projections):
         previous one), with a pause of :data:`STAGE_PAUSE` between them. The pause lets
         waiting writers in: SQLite's busy handler polls (every 100 ms once it has waited a
         while), it does not queue, so back-to-back transactions would starve an annotator's
-        press (measured: 5.7 s waits during a 10,000-query import without it, under 1 s)."""
+        press for seconds (measured in bench/lock_contention.py)."""
         start = 0
         while start < len(rows):
             began = time.perf_counter()
