@@ -177,7 +177,7 @@ def test_eval_same_seed_prints_the_same_report(worked_example):
     golden, run = worked_example
     seeded = ("eval", "--golden", golden, "--run", run, "--json", "--seed")
     assert goldset(*seeded, "5").stdout == goldset(*seeded, "5").stdout
-    assert goldset(*seeded, "5").stdout != goldset(*seeded, "6").stdout
+    assert goldset(*seeded, "5").stdout == goldset(*seeded, "6").stdout  # score CIs: no resampling
 
 
 def test_eval_table_reports_mrr_hit_at_1_and_misses_together(worked_example):

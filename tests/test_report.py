@@ -267,7 +267,8 @@ def test_recall_and_ndcg_are_over_full_mode_queries_only_with_their_count():
     report = build_report(golden, run, bootstrap=100)
     recall = report["metrics"]["recall@10"]
     assert (recall["mean"], recall["queries"]) == (0.5, 2)  # "x" is never retrieved
-    assert recall["ci95"] == [0.5, 0.5]
+    low, high = recall["ci95"]  # two queries at 0.5: the score CI is wide, not [0.5, 0.5]
+    assert 0 < low < 0.5 < high < 1
     assert report["metrics"]["ndcg@10"]["queries"] == 2
     assert "queries" not in report["metrics"]["mrr@10"]
     assert report["metrics"]["mrr@10"]["mean"] == pytest.approx((1 + 1 / 2 + 1 + 1 / 3) / 4)
@@ -343,10 +344,10 @@ def test_bootstrap_with_the_same_seed_gives_identical_reports():
     assert json.dumps(varied_report(seed=7)) == json.dumps(varied_report(seed=7))
 
 
-def test_bootstrap_with_another_seed_may_give_other_intervals():
+def test_score_intervals_do_not_depend_on_the_seed():
     seven, eight = varied_report(seed=7), varied_report(seed=8)
     assert means(seven) == means(eight)
-    assert seven["metrics"]["mrr@10"]["ci95"] != eight["metrics"]["mrr@10"]["ci95"]
+    assert seven["metrics"]["mrr@10"]["ci95"] == eight["metrics"]["mrr@10"]["ci95"]
 
 
 def test_bootstrap_zero_gives_no_intervals():
@@ -439,7 +440,8 @@ def test_gate_passes_an_identical_run_with_p_values_of_one():
     assert {rule["status"] for rule in gate["rules"]} == {"kept"}
     for spec, entry in result["metrics"].items():
         assert entry["delta"] == 0.0, spec
-        assert entry["ci95"] == [0.0, 0.0], spec
+        low, high = entry["ci95"]  # no query moved: a change this small could hide
+        assert low == -high < 0, spec
         assert entry["p_value"] == 1.0, spec
         assert entry["p_randomization"] == 1.0, spec
 

@@ -45,12 +45,30 @@ def test_bootstrap_ci_of_a_fair_coin_matches_the_normal_interval():
     assert high == pytest.approx(0.5 + 1.96 * 0.025, abs=0.006)
 
 
-def test_bootstrap_ci_of_identical_values_has_zero_width():
-    assert bootstrap_ci([0.1] * 10_000).tolist() == [0.1, 0.1]
+def test_the_bootstrap_ci_of_identical_values_has_zero_width():
+    assert bootstrap_ci([0.1] * 10_000, method="bca").tolist() == [0.1, 0.1]
+    assert bootstrap_ci([0.25], method="percentile").tolist() == [0.25, 0.25]
 
 
-def test_bootstrap_ci_of_one_query_is_its_value():
-    assert bootstrap_ci([0.25]).tolist() == [0.25, 0.25]
+def test_the_default_ci_of_all_misses_leaves_room_for_a_positive_mean():
+    # No hit in 50 queries does not prove that none would hit: Wilson's [0, t²/n / (1 + t²/n)].
+    low, high = bootstrap_ci(np.zeros(50))
+    k = student_t_quantile(0.975, 49) ** 2 / 50
+    assert (low, high) == (0.0, pytest.approx(k / (1 + k)))  # 0.075: 5 hits in 100 fit
+
+
+def test_the_default_ci_of_binary_values_is_wilsons_interval():
+    hits = np.r_[np.ones(5), np.zeros(45)]
+    t = student_t_quantile(0.975, 49)
+    share, k = 0.1, t**2 / 50
+    centre = (share + k / 2) / (1 + k)
+    half = math.sqrt(k * share * 0.9 + k**2 / 4) / (1 + k)
+    assert bootstrap_ci(hits) == pytest.approx([centre - half, centre + half], abs=1e-12)
+
+
+def test_the_default_ci_of_one_query_spans_most_of_the_range():
+    low, high = bootstrap_ci([0.25])
+    assert 0 <= low < 0.01 and 0.8 < high <= 1
 
 
 def test_bootstrap_ci_of_no_queries_is_nan():
@@ -65,14 +83,15 @@ def test_bootstrap_ci_gives_one_interval_per_metric_column():
     assert intervals.shape == (2, 2)
     low, high = intervals[0]
     assert low < values[:, 0].mean() < high
-    assert intervals[1].tolist() == [0.7, 0.7]
+    assert intervals[1][0] < 0.7 < intervals[1][1] and intervals[1][1] - intervals[1][0] < 0.02
 
 
 def test_bootstrap_ci_columns_share_the_resampled_queries():
     hit = (reciprocal_ranks(500, seed=2) > 0).astype(float)
     score = np.random.default_rng(2).random(500)
     for values in (hit, score):  # few distinct values, then all distinct
-        intervals = bootstrap_ci(np.column_stack([values, 1 - values]), n_resamples=500)
+        pair = np.column_stack([values, 1 - values])
+        intervals = bootstrap_ci(pair, n_resamples=500, method="bca")
         # miss = 1 − hit in every resample, so its CI mirrors hit's exactly
         assert intervals[1] == pytest.approx(1 - intervals[0][::-1], abs=1e-12)
 
@@ -81,7 +100,7 @@ def test_bootstrap_ci_of_many_queries_and_metrics_keeps_columns_in_step():
     # 70,000 queries × 10 metrics are multiplied in pieces; the pieces must add up
     values = np.random.default_rng(3).random((70_000, 10))
     values[:, 9] = 1 - values[:, 0]
-    intervals = bootstrap_ci(values, n_resamples=20)
+    intervals = bootstrap_ci(values, n_resamples=20, method="bca")
     assert intervals[9] == pytest.approx(1 - intervals[0][::-1], abs=1e-12)
     assert (intervals[:, 0] < values.mean(axis=0)).all()
     assert (values.mean(axis=0) < intervals[:, 1]).all()
@@ -89,9 +108,9 @@ def test_bootstrap_ci_of_many_queries_and_metrics_keeps_columns_in_step():
 
 def test_bootstrap_ci_same_seed_gives_same_numbers():
     values = reciprocal_ranks(1000, seed=4)
-    first = bootstrap_ci(values, n_resamples=300, seed=7)
-    assert bootstrap_ci(values, n_resamples=300, seed=7).tolist() == first.tolist()
-    assert bootstrap_ci(values, n_resamples=300, seed=8).tolist() != first.tolist()
+    first = bootstrap_ci(values, n_resamples=300, seed=7, method="bca")
+    assert bootstrap_ci(values, n_resamples=300, seed=7, method="bca").tolist() == first.tolist()
+    assert bootstrap_ci(values, n_resamples=300, seed=8, method="bca").tolist() != first.tolist()
 
 
 def test_bootstrap_ci_same_for_repeated_and_all_distinct_values():
@@ -100,8 +119,8 @@ def test_bootstrap_ci_same_for_repeated_and_all_distinct_values():
     repeated = reciprocal_ranks(2000, seed=5)
     distinct = repeated + np.random.default_rng(5).random(2000) * 1e-9
     assert len(np.unique(distinct)) == 2000
-    assert bootstrap_ci(distinct, n_resamples=4000) == pytest.approx(
-        bootstrap_ci(repeated, n_resamples=4000), abs=0.002
+    assert bootstrap_ci(distinct, n_resamples=4000, method="bca") == pytest.approx(
+        bootstrap_ci(repeated, n_resamples=4000, method="bca"), abs=0.002
     )
 
 
@@ -125,40 +144,61 @@ def test_bootstrap_ci_covers_the_true_mean_about_95_percent_of_the_time(simulate
     assert 0.91 <= covered / repetitions <= 0.98
 
 
-def miss_heavy(rng: np.random.Generator, count: int) -> np.ndarray:
-    """RR@10 of ``count`` queries of which 85% miss; the others are found at ranks 1..10 as
-    RANK_SHARES has them: a skewed, miss-heavy distribution (true mean below)."""
-    found = rng.random(count) >= 0.85
-    ranks = rng.choice(10, size=count, p=RANK_SHARES[:10] / RANK_SHARES[:10].sum())
+MISS_SHARE = 0.9  # of the queries: five hits expected in 50, none at all one time in 194
+HIT_SHARES = RANK_SHARES[:10] / RANK_SHARES[:10].sum()  # where the others find their doc
+MISS_HEAVY_MRR = (1 - MISS_SHARE) * float(HIT_SHARES @ RR_VALUES[:10])
+
+
+def miss_heavy(rng: np.random.Generator, count: int, repetitions: int) -> np.ndarray:
+    """RR@10 of ``count`` queries of which 90% miss, the others found at ranks 1..10 as
+    RANK_SHARES has them: a skewed, miss-heavy sample per column (true mean MISS_HEAVY_MRR)."""
+    found = rng.random((count, repetitions)) >= MISS_SHARE
+    ranks = rng.choice(10, size=(count, repetitions), p=HIT_SHARES)
     return np.where(found, RR_VALUES[ranks], 0.0)
 
 
-MISS_HEAVY_MEAN = 0.15 * float(RANK_SHARES[:10] @ RR_VALUES[:10] / RANK_SHARES[:10].sum())
-
-
-def coverage(count: int, method: str, repetitions: int = 400) -> float:
-    """How often the 95% CI over ``count`` miss-heavy queries holds the true mean (seeded)."""
-    rng = np.random.default_rng(11)
-    covered = 0
-    for seed in range(repetitions):
-        low, high = bootstrap_ci(miss_heavy(rng, count), n_resamples=1000, seed=seed, method=method)
-        covered += low <= MISS_HEAVY_MEAN <= high
-    return covered / repetitions
+def coverage(count: int, method: str, repetitions: int) -> float:
+    """How often the 95% CI over ``count`` miss-heavy queries holds the true mean (seeded);
+    a bootstrap resamples each sample with its own seed."""
+    samples = miss_heavy(np.random.default_rng(11), count, repetitions)
+    if method == "score":
+        intervals = bootstrap_ci(samples)  # a column per sample: the interval is per column
+    else:
+        intervals = np.array(
+            [
+                bootstrap_ci(sample, seed=seed, method=method)
+                for seed, sample in enumerate(samples.T)
+            ]
+        )
+    return float(np.mean((intervals[:, 0] <= MISS_HEAVY_MRR) & (intervals[:, 1] >= MISS_HEAVY_MRR)))
 
 
 @pytest.mark.parametrize("count", [50, 200])
 def test_default_ci_covers_a_miss_heavy_mean_at_least_93_percent_of_the_time(count):
-    assert coverage(count, "bca") >= 0.93
+    assert coverage(count, "score", repetitions=2000) >= 0.93
 
 
-def test_the_percentile_ci_falls_short_on_fifty_miss_heavy_queries():
-    # What BCa (the default) corrects: the percentile interval ignores the skew.
-    assert coverage(50, "percentile") < 0.93
+@pytest.mark.parametrize("method", ["percentile", "bca"])
+def test_bootstrap_cis_fall_short_on_fifty_miss_heavy_queries(method):
+    # What the score interval (the default) corrects: a resample can only reshuffle five hits.
+    assert coverage(50, method, repetitions=400) < 0.93
+
+
+def test_default_paired_ci_covers_a_miss_heavy_delta_at_least_93_percent_of_the_time():
+    # The candidate keeps half the baseline's ranks and draws the others afresh, missing 95%:
+    # few queries move, most of them down.
+    rng = np.random.default_rng(12)
+    baseline = miss_heavy(rng, 50, 2000)
+    fresh = np.where(rng.random(baseline.shape) < 0.5, miss_heavy(rng, 50, 2000), 0.0)
+    candidate = np.where(rng.random(baseline.shape) < 0.5, baseline, fresh)
+    true_delta = 0.5 * (0.5 * MISS_HEAVY_MRR - MISS_HEAVY_MRR)
+    intervals = paired_bootstrap(baseline, candidate).ci
+    assert np.mean((intervals[:, 0] <= true_delta) & (true_delta <= intervals[:, 1])) >= 0.93
 
 
 def test_bca_moves_the_interval_toward_the_long_tail():
     values = np.r_[np.zeros(45), [1.0, 1.0, 0.5, 0.25, 1.0]]  # skewed right
-    bca = bootstrap_ci(values, n_resamples=4000, seed=1)
+    bca = bootstrap_ci(values, n_resamples=4000, seed=1, method="bca")
     percentile = bootstrap_ci(values, n_resamples=4000, seed=1, method="percentile")
     assert bca[0] > percentile[0] and bca[1] > percentile[1]
 
@@ -190,13 +230,15 @@ def test_paired_bootstrap_of_identical_runs_finds_no_difference():
     values = reciprocal_ranks(500, seed=6)
     result = paired_bootstrap(values, values)
     assert result.delta == 0.0
-    assert result.ci.tolist() == [0.0, 0.0]
+    low, high = result.ci  # no query moved in 500: a change on a few in 1,000 could hide
+    assert low == -high and 0 < high < 0.01
     assert result.p_value == 1.0
+    assert paired_bootstrap(values, values, method="bca").ci.tolist() == [0.0, 0.0]
 
 
 def test_paired_bootstrap_p_value_is_never_zero():
     baseline = reciprocal_ranks(500, seed=7)
-    result = paired_bootstrap(baseline, baseline + 0.1, n_resamples=999)
+    result = paired_bootstrap(baseline, baseline + 0.1, n_resamples=999, method="bca")
     assert result.ci == pytest.approx([0.1, 0.1])
     assert result.p_value == 2 / 1000
 
@@ -243,7 +285,7 @@ def test_paired_bootstrap_p_value_agrees_with_the_ci(fixed_share):
 def test_paired_bootstrap_is_per_metric_column():
     baseline = np.column_stack([reciprocal_ranks(300, seed=10), np.zeros(300)])
     candidate = np.column_stack([baseline[:, 0], np.ones(300)])
-    result = paired_bootstrap(baseline, candidate, n_resamples=500)
+    result = paired_bootstrap(baseline, candidate, n_resamples=500, method="bca")
     assert result.delta.tolist() == [0.0, 1.0]
     assert result.ci.tolist() == [[0.0, 0.0], [1.0, 1.0]]
     assert result.p_value.tolist() == [1.0, 2 / 501]
