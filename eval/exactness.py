@@ -30,6 +30,7 @@ from eval.metrics import PerQuery
 from eval.ranking import NOT_RANKED, Ranking
 
 EXACT_METRICS = ("mrr", "hit")  # the figures whose exactness exact@k tells
+EXACT_CUTOFF = 10  # the k of exact@k in reports
 
 
 def unjudged_above_first_hit(ranking: Ranking, k: int) -> np.ndarray:
@@ -78,10 +79,16 @@ def exactness_summary(
 
 def exactness_report(
     ranking: Ranking, per_query: PerQuery, k: int, slices: Mapping[str, np.ndarray]
-) -> dict:
+) -> dict | None:
     """exact@k of a run (see :func:`exactness_summary`) over all queries, and per slice
     (``slices``: slice name -> rows of ``per_query``, whose rows are the ranking's queries):
-    ``{"k": k, "all": summary, "slices": {name: summary}}``."""
+    ``{"k": k, "all": summary, "slices": {name: summary}}``; None when no query was
+    labelled first-hit (labels of another kind say nothing of what was left unjudged on
+    purpose), or when ``per_query`` holds neither mrr@k nor hit@k."""
+    if not ranking.first_hit.any():
+        return None
+    if not any(f"{name}@{k}" in per_query.metrics for name in EXACT_METRICS):
+        return None
     exact = exact_queries(ranking, k)
     return {
         "k": k,
@@ -90,3 +97,29 @@ def exactness_report(
             name: exactness_summary(exact, per_query, k, rows) for name, rows in slices.items()
         },
     }
+
+
+def inexact_lines(run: str, exactness: Mapping | None) -> list[str]:
+    """What a reader of ``run``'s figures must know when some are not exact: one line for
+    the whole set and one per slice whose exact@k is below 1 (none when all are exact)."""
+    if exactness is None:
+        return []
+    groups = [("", exactness["all"]), *((f" on {n}", s) for n, s in exactness["slices"].items())]
+    lines = []
+    for where, summary in groups:
+        if summary["share"] is None or summary["share"] == 1.0:
+            continue
+        k = exactness["k"]
+        mrr = summary["figures"].get(f"mrr@{k}")
+        figure = (
+            f"; MRR@{k} ≥ {mrr['lower_bound']:.3f} over all"
+            + ("" if mrr["exact"] is None else f", {mrr['exact']:.3f} over the exact ones")
+            if mrr
+            else ""
+        )
+        lines.append(
+            f"{run}{where}: exact@{k} {summary['share']:.1%} ({summary['exact']} of "
+            f"{summary['queries']} queries have every doc above their first hit judged)"
+            f"{figure}: label its holes for exact figures"
+        )
+    return lines

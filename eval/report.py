@@ -15,6 +15,7 @@ import numpy as np
 
 from eval.changes import changed_queries, rank_or_none
 from eval.columns import as_strings, lookup, sorted_codes
+from eval.exactness import EXACT_CUTOFF, exactness_report, inexact_lines
 from eval.metrics import (
     DEFAULT_METRICS,
     LOWER_BOUND_FROM_FIRST_HIT,
@@ -24,6 +25,7 @@ from eval.metrics import (
     per_query_values,
     rank_run,
 )
+from eval.orders import two_orders
 from eval.ranking import comparable_scores, concurrently, same_ids, worth_threads
 from eval.readers import Golden, Run
 
@@ -342,6 +344,14 @@ def build_report(
         "worst": worst_queries(golden, ranking, per_query, worst),
         "abstention": abstention(golden, run, ranking, abstain_below, single_precision),
         "notes": _notes(ranking, gain, relevant_only),
+        # MRR@10 and hit@10 exact where every doc above the first hit is judged; the figures
+        # in both orders of a run whose tied scores make them differ
+        "exactness": exactness_report(
+            ranking, per_query, EXACT_CUTOFF, slice_rows(golden, per_query.query_ids)
+        ),
+        "orders": two_orders(
+            golden, run, ranking, per_query, abstain_below=abstain_below, **options
+        ),
         "per_query": per_query.frame() if frame else per_query,
     }
     if relevant_only:
@@ -414,6 +424,12 @@ def compare_runs(
         new_misses=_new_misses_by_slice(changed["new_misses"], sliced=bool(slices)),
         **(thresholds or {}),
     )
+    gate = verdict.as_json()
+    exactness = {
+        role: exactness_report(ranking, scored[role][1], EXACT_CUTOFF, slices)
+        for role, ranking in rankings.items()
+    }  # a gate read on figures that are lower bounds says so
+    inexact = [line for role in runs for line in inexact_lines(runs[role].name, exactness[role])]
     return {
         "baseline": baseline.name,
         "candidate": candidate.name,
@@ -425,7 +441,8 @@ def compare_runs(
         "metrics": paired_summary(before, after, bootstrap, seed, first_hit),
         "slices": compared_slices,
         "changed_queries": changed,
-        "gate": verdict.as_json(),
+        "gate": {**gate, "warnings": [*gate["warnings"], *inexact]},
+        "exactness": exactness,
         "notes": _notes(rankings["baseline"], gain, False),
     }
 

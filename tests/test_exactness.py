@@ -10,8 +10,13 @@ from eval.metrics import per_query_values, rank_run
 METRICS = ("mrr@3", "hit@3")
 
 
+def first_hit(*queries: dict):
+    """A golden set labelled first-hit (done and answerable)."""
+    return golden(*({"mode": "first_hit", **query} for query in queries))
+
+
 def test_exact_when_everything_above_the_first_hit_is_judged():
-    gold = golden(
+    gold = first_hit(
         {"query_id": "a", "judgments": {"x": 0, "y": 1}},  # x judged, then the hit y
         {"query_id": "b", "judgments": {"y": 1}},  # x unjudged above the hit: a lower bound
         {"query_id": "c", "judgments": {"x": 0, "y": 0, "z": 0}},  # whole top 3 judged, no hit
@@ -25,7 +30,7 @@ def test_exact_when_everything_above_the_first_hit_is_judged():
 
 
 def test_the_report_gives_the_share_the_figures_over_exact_queries_and_the_lower_bound():
-    gold = golden(
+    gold = first_hit(
         {"query_id": "a", "slice": "s1", "judgments": {"x": 0, "y": 1}},  # RR 1/2, exact
         {"query_id": "b", "slice": "s1", "judgments": {"y": 1}},  # RR 1/2, not exact
         {"query_id": "e", "slice": "s2", "judgments": {"x": 1}},  # RR 1, exact
@@ -44,7 +49,7 @@ def test_the_report_gives_the_share_the_figures_over_exact_queries_and_the_lower
 
 
 def test_no_exact_query_gives_no_exact_figure():
-    gold = golden({"query_id": "b", "judgments": {"y": 1}})
+    gold = first_hit({"query_id": "b", "judgments": {"y": 1}})
     ranking = rank_run(gold, run({"b": ranked("x", "y")}), METRICS)
     report = exactness_report(ranking, per_query_values(ranking, METRICS), 3, {})
     assert report["all"]["share"] == 0.0
@@ -77,6 +82,31 @@ def test_exact_at_k_equals_a_brute_force_reference_on_random_runs():
         by_score = sorted(scored, key=lambda item: (item[1], item[0].encode()), reverse=True)
         order = [doc for doc, _ in by_score]
         reference.append(brute_force_exact(order, grades, 5))
-    ranking = rank_run(golden(*records), run(rows), ("mrr@5", "hit@5"))
+    ranking = rank_run(first_hit(*records), run(rows), ("mrr@5", "hit@5"))
     assert exact_queries(ranking, 5).tolist() == reference
     assert 0 < sum(reference) < len(reference)  # both kinds occur
+
+
+def test_labels_of_another_kind_get_no_exactness():
+    gold = golden({"query_id": "b", "judgments": {"y": 1}})  # a qrels line: relevant only
+    ranking = rank_run(gold, run({"b": ranked("x", "y")}), METRICS)
+    assert exactness_report(ranking, per_query_values(ranking, METRICS), 3, {}) is None
+
+
+def test_a_comparison_warns_where_a_runs_figures_are_lower_bounds():
+    from eval.report import compare_runs
+
+    gold = first_hit(
+        {"query_id": "a", "judgments": {"x": 0, "y": 1}},
+        {"query_id": "b", "judgments": {"x": 1}},
+    )
+    baseline = run({q: ranked("x", "y", "z") for q in "ab"})
+    candidate = run({q: ranked("z", "y", "x") for q in "ab"})  # z unjudged above every hit
+    result = compare_runs(gold, baseline, candidate, ["mrr@10", "hit@10"], bootstrap=0)
+    assert result["exactness"]["baseline"]["all"]["share"] == 1.0
+    assert result["exactness"]["candidate"]["all"]["share"] == 0.0
+    warnings = [w for w in result["gate"]["warnings"] if "exact@10" in w]
+    assert warnings == [
+        "test: exact@10 0.0% (0 of 2 queries have every doc above their first hit judged); "
+        "MRR@10 ≥ 0.417 over all: label its holes for exact figures"
+    ]
