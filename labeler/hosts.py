@@ -15,6 +15,12 @@ Loopback means ``localhost``, 127.0.0.0/8 and ``::1``, with or without a port: n
 
 Streamlit's Prometheus metrics (``/_stcore/metrics``: sessions, cache sizes) are closed, from
 every host: goldset reads none of them, and on a shared machine loopback is not one person.
+
+No page but the app's own may frame it (every answer says so: ``X-Frame-Options`` and CSP
+``frame-ancestors``). A page on any other origin could otherwise frame the app at its loopback
+address, which passes both checks above (the frame names ``127.0.0.1``, its websocket comes
+from the app's own origin), and lay its own page over it (clickjacking): as the local admin,
+in a project without users.
 """
 
 from __future__ import annotations
@@ -37,6 +43,11 @@ CLOSED_PATH = "/_stcore/metrics"  # under any base URL path
 DNS_LABEL = r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?"
 DNS_NAME = re.compile(rf"(?=.{{1,253}}$){DNS_LABEL}(\.{DNS_LABEL})*")
 WEBSOCKET_CLOSE_POLICY = 1008  # "policy violation": the server answers the upgrade with 403
+# Framed by its own pages only (Streamlit's component frames); both headers, for older browsers.
+NO_FOREIGN_FRAMES = [
+    (b"x-frame-options", b"SAMEORIGIN"),
+    (b"content-security-policy", b"frame-ancestors 'self'"),
+]
 
 
 def host_name(name: str) -> str:
@@ -134,7 +145,9 @@ class HostGuard:
             await self.app(scope, receive, send)
             return
         refusal = self.refusal(scope)
-        if refusal is None:
+        if refusal is None and scope["type"] == "http":
+            await self.app(scope, receive, _never_framed(send))
+        elif refusal is None:
             await self.app(scope, receive, send)
         elif scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": WEBSOCKET_CLOSE_POLICY})
@@ -152,6 +165,17 @@ class HostGuard:
         if scope.get("path", "").rstrip("/").endswith(CLOSED_PATH):
             return 404, "not found"
         return None
+
+
+def _never_framed(send: Send) -> Send:
+    """``send`` with the headers that forbid other origins' pages to frame the answer."""
+
+    async def send_never_framed(message: dict) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", []), *NO_FOREIGN_FRAMES]}
+        await send(message)
+
+    return send_never_framed
 
 
 async def _send_text(send: Send, status: int, text: str) -> None:
