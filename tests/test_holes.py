@@ -212,3 +212,20 @@ def test_pooling_the_same_run_again_with_ties_ordered_otherwise_demotes_nothing(
         assert golden_set(store) == before
         assert all(store.query_state(q)["status"] == "done" for q in key)
         assert all(store.query_state(q)["holes"] == 1 for q in key)  # c, above the hit b
+
+
+def test_goldset_eval_prints_exact_at_10_per_slice_and_the_lower_bound(labelled):
+    from click.testing import CliRunner
+
+    from labeler.cli import cli
+
+    store, second = labelled
+    store.pool(None, None, [second], 10)
+    result = CliRunner().invoke(cli, ["eval", "--db", str(store.path), "--run", second])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    start = next(n for n, line in enumerate(lines) if line.startswith("exact@10: queries"))
+    table = {line.split()[0]: line.split()[1:] for line in lines[start + 2 : start + 6]}
+    assert table["api"][:4] == ["100.0%", "6", "of", "6"]  # ranked as the first run
+    # 17 answerable: the api ones, and the 3 misses (their verdict grades every candidate)
+    assert table["all"][:4] == ["52.9%", "9", "of", "17"] and "≥" in table["all"]

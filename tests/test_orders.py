@@ -40,3 +40,26 @@ def test_ties_that_change_nothing_are_not_reported():
     gold = golden({"query_id": "q1", "judgments": {"a": 1}}, GOLDEN[1])  # the hit is above
     report = build_report(gold, tied_run(), METRICS, bootstrap=0)
     assert report["orders"] is None
+
+
+def test_goldset_eval_prints_both_orders_figures(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from labeler.cli import cli
+
+    golden_file = tmp_path / "golden.jsonl"
+    golden_file.write_text(
+        "".join(
+            json.dumps({"query": "q", "status": "done", "answerable": True, **record}) + "\n"
+            for record in GOLDEN
+        )
+    )
+    run_file = tmp_path / "bm25.trec"
+    run_file.write_text("q1 Q0 a 1 2.0 bm25\nq1 Q0 b 2 1.0 bm25\nq1 Q0 c 3 1.0 bm25\n")
+    result = CliRunner().invoke(cli, ["eval", "--golden", str(golden_file), "--run", str(run_file)])
+    assert result.exit_code == 0, result.output
+    assert "ties: 1 queries hold tied scores" in result.output
+    assert "mrr@10 0.1667, hit@10 0.5000 by score, ties by doc id (trec_eval)" in result.output
+    assert "mrr@10 0.2500, hit@10 0.5000 in the file's own order (--keep-order)" in result.output

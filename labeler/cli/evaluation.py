@@ -23,6 +23,7 @@ from labeler.cli.common import (
     open_store,
     seed_option,
 )
+from labeler.cli.exactness import exactness_text, orders_text
 from labeler.cli.text import fixed, percent, signed, text_table
 
 if TYPE_CHECKING:
@@ -390,6 +391,7 @@ def _eval_text(result: dict) -> str:
         ]
     if "judged@10" in result:
         lines += ["", _judged_text("judged@10", result["judged@10"])]
+    lines += exactness_text(result.get("exactness")) + orders_text(result.get("orders"))
     lines += ["", *result["notes"]] if result["notes"] else []
     return "\n".join(lines)
 
