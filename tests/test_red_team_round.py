@@ -3,14 +3,22 @@
 - No page of another origin may frame the app: every answer the app gives says so (a framed
   app at its loopback address passes the Host and Origin checks; see
   tests/e2e/test_e2e_red_team.py for Chromium refusing the frame).
+- Every refusal of the CLI is one line and exit 2, never a traceback: a prompt template that is
+  not UTF-8, a user name the rules refuse, an output in a folder that does not exist, a
+  bootstrap count that would need terabytes.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from click.testing import CliRunner, Result
 from test_hosts import Recorder, call, status
 
 from labeler import hosts
+from labeler.cli import cli
+from labeler.store import DEMO_TASKS, Store
 
 
 def header(messages: list[dict], name: bytes) -> list[bytes]:
@@ -24,3 +32,56 @@ def test_every_answer_forbids_other_origins_to_frame_it(path):
     assert status(sent) == 200
     assert header(sent, b"x-frame-options") == [b"SAMEORIGIN"]
     assert header(sent, b"content-security-policy") == [b"frame-ancestors 'self'"]
+
+
+# --- the CLI's refusals ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def demo_db(tmp_path) -> Path:
+    path = tmp_path / "demo.db"
+    with Store(path) as store:
+        store.import_tasks(DEMO_TASKS)
+    return path
+
+
+def refused(*args: str) -> str:
+    """The one line ``goldset ARGS`` refuses with (exit 2, no traceback)."""
+    result: Result = CliRunner().invoke(cli, list(args))
+    assert result.exit_code == 2, (result.output, result.exception)
+    lines = result.output.strip().splitlines()
+    assert lines[-1].startswith("Error: ") and "Traceback" not in result.output
+    return lines[-1]
+
+
+def test_a_prompt_template_that_is_not_utf8_is_refused_naming_it(demo_db, tmp_path):
+    template = tmp_path / "prompt.md"
+    template.write_bytes(b"Grade \xff on $scale.")
+    line = refused(
+        "judge", "--db", str(demo_db), "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
+        "--prompt", str(template),
+    )  # fmt: skip
+    assert str(template) in line and "UTF-8" in line
+
+
+def test_a_user_name_the_rules_refuse_is_bad_input(demo_db):
+    line = refused("user", "add", "ana\u2028", "--password", "long enough", "--db", str(demo_db))
+    assert "invalid user name" in line
+    with Store(demo_db) as store:
+        assert store.annotators() == []
+
+
+def test_an_output_in_a_folder_that_does_not_exist_is_refused(demo_db, tmp_path):
+    missing = tmp_path / "no such folder"
+    assert str(missing) in refused("export", "--db", str(demo_db), "--out", str(missing / "g"))
+    run = tmp_path / "run.trec"
+    run.write_text("q01 Q0 d1 1 1.0 r\n")
+    per_query = str(missing / "per-query.jsonl")
+    line = refused("eval", "--db", str(demo_db), "--run", str(run), "--per-query", per_query)
+    assert per_query in line
+
+
+@pytest.mark.parametrize("command", [["agreement"], ["calibrate", "--judge", "m"]])
+def test_a_bootstrap_count_beyond_memory_is_refused_before_any_work(demo_db, command):
+    line = refused(*command, "--db", str(demo_db), "--bootstrap", "99999999999")
+    assert "--bootstrap" in line

@@ -24,12 +24,19 @@ if TYPE_CHECKING:
 def fail_on_bad_input(function: Callable) -> Callable:
     """Print a refusal as a one-line message, not a traceback: an input error (file, line,
     field) exits with status 2 (not 1, which `compare --gate` uses for a failed gate), any
-    other ValueError (an unknown user, say) with status 1."""
+    other ValueError (an unknown user, say) with status 1. A file the system refuses to open
+    (an output in a folder that does not exist, a file without permission) is bad input too."""
 
     @functools.wraps(function)
     def wrapper(*args, **kwargs):
         try:
             return function(*args, **kwargs)
+        except OSError as error:
+            if error.filename is None:  # no file named: not the input, a failure of its own
+                raise
+            failure = click.ClickException(f"{error.filename}: {error.strerror}")
+            failure.exit_code = 2
+            raise failure from None
         except ValueError as error:
             # Imported on failure only: user/assign commands need not load eval (and pandas).
             from eval.readers import InputError
@@ -60,11 +67,17 @@ def labels_options(command: Callable) -> Callable:
     )(command)
 
 
-def count_option(flag: str, minimum: int, default: int, text: str | None = None) -> Callable:
-    """An integer option of at least ``minimum``, its default shown in ``--help``."""
-    return click.option(
-        flag, type=click.IntRange(min=minimum), default=default, show_default=True, help=text
-    )
+# More bootstrap resamples than this add nothing to a CI but memory (a huge count ran out of it).
+MAX_RESAMPLES = 1_000_000
+
+
+def count_option(
+    flag: str, minimum: int, default: int, text: str | None = None, maximum: int | None = None
+) -> Callable:
+    """An integer option of at least ``minimum`` (and at most ``maximum``, when given), its
+    default shown in ``--help``."""
+    kind = click.IntRange(min=minimum, max=maximum)
+    return click.option(flag, type=kind, default=default, show_default=True, help=text)
 
 
 def db_option(command: Callable) -> Callable:

@@ -11,6 +11,7 @@ import click
 
 from labeler.cli.common import (
     LABELS,
+    MAX_RESAMPLES,
     count_option,
     dollars_option,
     fail_on_bad_input,
@@ -127,7 +128,7 @@ def judge(
             )
         except ValueError as error:
             raise _bad_input(str(error)) from None
-        prompt = judges.Prompt.from_template(prompt_path, store.settings()["max_grade"])
+        prompt = _prompt(prompt_path, store.settings()["max_grade"])
         rows = store.machine_pairs(
             identity,
             run=run_name,
@@ -143,6 +144,20 @@ def judge(
         click.echo(_judging_text(summary))
     if summary.stopped:
         sys.exit(1)
+
+
+def _prompt(path: str | None, max_grade: int):
+    """The prompt template at ``path`` (None: the shipped one), filled; a file that is not
+    UTF-8 text or has a bad placeholder is bad input: one line naming it, exit 2."""
+    from labeler import judges
+
+    try:
+        return judges.Prompt.from_template(path, max_grade)
+    except UnicodeDecodeError as error:
+        where = f"byte {error.start + 1}: {error.reason}"
+        raise _bad_input(f"{path}: the prompt template is not valid UTF-8 ({where})") from None
+    except ValueError as error:
+        raise _bad_input(str(error)) from None
 
 
 def _bad_input(message: str) -> click.ClickException:
@@ -253,7 +268,7 @@ def judge_key_env(db, name, remove):
 @dollars_option("--price-in", "Dollars per million prompt tokens (0: a local server).")
 @dollars_option("--price-out", "Dollars per million completion tokens.")
 @dollars_option("--rate", "Annotators' hourly rate, in dollars: prices the human hours saved.")
-@count_option("--bootstrap", 0, 1000)
+@count_option("--bootstrap", 0, 1000, maximum=MAX_RESAMPLES)
 @seed_option()
 @json_option
 @fail_on_bad_input

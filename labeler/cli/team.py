@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import click
 
 # Constants of a module of the standard library only: cheap to import for every command.
 from labeler.auth import MIN_PASSWORD_LENGTH, ROLES
 from labeler.cli.common import (
+    MAX_RESAMPLES,
     count_option,
     db_option,
     fail_on_bad_input,
@@ -46,13 +48,18 @@ def _password_hash(password: str | None) -> str:
             hide_input=True,
             confirmation_prompt=True,
         )
+    return hash_password(_as_valid(validate_password, password))
+
+
+def _as_valid(check: Callable[[str], str], value: str) -> str:
+    """``value`` if ``check`` accepts it; what ``check`` refuses is bad input (a name or
+    password the rules refuse): one line, exit 2."""
     try:
-        validate_password(password)
+        return check(value)
     except ValueError as error:
         failure = click.ClickException(str(error))
         failure.exit_code = 2
         raise failure from None
-    return hash_password(password)
 
 
 @user.command("add")
@@ -85,7 +92,7 @@ def user_add(name, role, db, password, no_password):
     """
     from labeler.auth import validate_user_name
 
-    validate_user_name(name)
+    _as_valid(validate_user_name, name)
     password_hash = None if no_password else _password_hash(password)
     with open_store(db, write=True) as store:
         store.add_annotator(name, role=role, password_hash=password_hash)
@@ -227,7 +234,13 @@ def assign(annotators, slices, overlap, judges, seed, db):
 @click.command("agreement")
 @db_option
 @json_option
-@count_option("--bootstrap", 0, 1000, "Bootstrap resamples (of queries) for the 95% CIs.")
+@count_option(
+    "--bootstrap",
+    0,
+    1000,
+    "Bootstrap resamples (of queries) for the 95% CIs.",
+    maximum=MAX_RESAMPLES,
+)
 @seed_option("Resampling seed.")
 def agreement_command(db, as_json, bootstrap, seed):
     """Agreement between annotators on the doubly judged queries.
