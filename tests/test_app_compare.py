@@ -139,7 +139,9 @@ def test_changed_queries_show_new_misses_first_each_opening_the_label_page(proje
     db, files = project
     real = live.compare_pair
     monkeypatch.setattr(
-        live, "compare_pair", lambda *args: {**real(*args), "changed_queries": CHANGED}
+        live,
+        "compare_pair",
+        lambda *args, **options: {**real(*args, **options), "changed_queries": CHANGED},
     )
     changed = table_with(upload(files), "change")
     assert changed["query_id"].tolist() == ["q04", "q01", "q02"]
@@ -155,7 +157,9 @@ def test_a_comparison_without_changed_queries_says_so(project, monkeypatch):
     monkeypatch.setattr(
         live,
         "compare_pair",
-        lambda *args: {k: v for k, v in real(*args).items() if k != "changed_queries"},
+        lambda *args, **options: {
+            k: v for k, v in real(*args, **options).items() if k != "changed_queries"
+        },
     )
     at = upload(files)
     assert any("does not list the queries that changed" in c.value for c in at.caption)

@@ -15,17 +15,25 @@ from labeler.live.formats import _FIGURE_COLUMNS, JUDGED
 from labeler.live.project import CUTOFF
 from labeler.store import Store
 
-__all__ = ["compare_pair", "evaluate_runs", "label_the_holes"]
+__all__ = ["compare_pair", "evaluate_runs", "holes_preview", "label_the_holes"]
 
 
 def evaluate_runs(
-    golden: Golden, runs: Sequence[Run], bootstrap: int = BOOTSTRAP, seed: int = SEED
+    golden: Golden,
+    runs: Sequence[Run],
+    bootstrap: int = BOOTSTRAP,
+    seed: int = SEED,
+    keep_order: bool = False,
 ) -> tuple[pd.DataFrame, dict[str, dict]]:
     """Each run against the golden set: one table (a :func:`report_table` per run, with a
-    ``run`` column) and the reports by run name."""
+    ``run`` column) and the reports by run name. ``keep_order``: rank each run in its own
+    order (its file's lines, the project's stored lists) instead of by score (as
+    ``goldset eval --keep-order``)."""
     reports = {}
     for run in runs:
-        report = build_report(golden, run, DEFAULT_METRICS, bootstrap=bootstrap, seed=seed)
+        report = build_report(
+            golden, run, DEFAULT_METRICS, bootstrap=bootstrap, seed=seed, keep_order=keep_order
+        )
         report.pop("per_query")
         reports[run.name] = report
     tables = [report_table(report).assign(run=name) for name, report in reports.items()]
@@ -34,17 +42,41 @@ def evaluate_runs(
 
 
 def compare_pair(
-    golden: Golden, baseline: Run, candidate: Run, bootstrap: int = BOOTSTRAP, seed: int = SEED
+    golden: Golden,
+    baseline: Run,
+    candidate: Run,
+    bootstrap: int = BOOTSTRAP,
+    seed: int = SEED,
+    keep_order: bool = False,
 ) -> dict:
-    """The paired comparison of two runs, as ``goldset compare --json`` prints it."""
+    """The paired comparison of two runs, as ``goldset compare --json`` prints it
+    (``keep_order`` as in :func:`evaluate_runs`)."""
     return compare_runs(
-        golden, baseline, candidate, DEFAULT_METRICS, bootstrap=bootstrap, seed=seed
+        golden,
+        baseline,
+        candidate,
+        DEFAULT_METRICS,
+        bootstrap=bootstrap,
+        seed=seed,
+        keep_order=keep_order,
     )
+
+
+def holes_preview(store: Store, file_name: str, data: bytes, depth: int = CUTOFF) -> dict:
+    """What :func:`label_the_holes` would do, nothing written: the documents it adds, over
+    how many queries, the done queries it gives holes to judge and those already exact for
+    the run (see :meth:`Store.pool_preview`)."""
+    with saved_uploads((file_name, data)) as saved:
+        return store.pool_preview(saved, depth)
 
 
 def label_the_holes(store: Store, file_name: str, data: bytes, depth: int = CUTOFF) -> dict:
     """Add an uploaded run's unjudged top ``depth`` docs as work for the annotators, through
-    the store's pooling (judged docs are reused; only docs not yet in the pool are queued).
-    An admin's action. Returns the pooling counts."""
+    the store's pooling (judged docs are reused; only docs not yet in the pool are queued;
+    a done query keeps its place in the golden set while its holes wait). An admin's action.
+    Returns the pooling counts, with ``new_work`` and ``already_exact`` of
+    :func:`holes_preview` read just before."""
     with saved_uploads((file_name, data)) as saved:
-        return store.pool(None, None, saved, depth)
+        preview = store.pool_preview(saved, depth)
+        counts = store.pool(None, None, saved, depth)
+    return {**counts, "new_work": preview["new_work"], "already_exact": preview["already_exact"]}

@@ -13,6 +13,7 @@ from eval.metrics import PerQuery
 from eval.ranking import NOT_RANKED, Ranking, rank
 from eval.readers import Golden, Run
 from eval.report import slice_rows, slice_summaries, summarise
+from eval.stats import p_value_text
 from labeler.live.formats import (
     _FIGURE_COLUMNS,
     ALL,
@@ -32,12 +33,15 @@ __all__ = [
     "BOOTSTRAP",
     "changed_queries",
     "CHANGES",
+    "exactness_by_run",
+    "exactness_by_slice",
     "first_relevant",
     "first_relevant_of",
     "first_relevant_ranks",
     "HEADLINE",
     "LABEL_LINK",
     "label_link",
+    "orders_lines",
     "paired_table",
     "paired_wide",
     "report_table",
@@ -206,7 +210,7 @@ def paired_wide(comparison: Mapping, baseline: str, candidate: str) -> pd.DataFr
                 baseline: bound + value_text(row.baseline, row.metric),
                 candidate: bound + value_text(row.candidate, row.metric),
                 "Change [95% CI]": delta,
-                "p-value": "–" if not finite(row.p_value) else f"{row.p_value:.4f}",
+                "p-value": p_value_text(row.p_value, row.p_floor) if finite(row.p_value) else "–",
                 "Queries": row.queries,
             }
         )
@@ -249,7 +253,8 @@ def changed_queries(comparison: Mapping, golden: Golden) -> pd.DataFrame:
 
 def paired_table(comparison: Mapping) -> pd.DataFrame:
     """A comparison's deltas as rows: slice (``all`` first), metric, baseline, candidate,
-    delta, ci_low, ci_high (paired bootstrap 95% CI of the delta), p_value, queries."""
+    delta, ci_low, ci_high (95% CI of the delta), p_value and p_floor (the smallest p-value
+    its resamples can show; None when not resampled), queries."""
     groups = [(ALL, None, comparison["metrics"])]
     groups += [(n, e["queries"], e["metrics"]) for n, e in comparison["slices"].items()]
     rows = [
@@ -262,6 +267,7 @@ def paired_table(comparison: Mapping) -> pd.DataFrame:
             "ci_low": (entry["ci95"] or [None, None])[0],
             "ci_high": (entry["ci95"] or [None, None])[1],
             "p_value": entry["p_value"],
+            "p_floor": entry.get("p_value_floor"),  # a p-value there prints as "< floor"
             "reason": entry.get("reason"),  # why a figure is not measured (first-hit labels)
             "bound": entry.get("bound"),  # "lower": precision@k of first-hit labels
             "queries": queries
@@ -288,3 +294,65 @@ def first_relevant_of(ranking: Ranking) -> pd.Series:
     first = ranking.first_relevant_within(CUTOFF)
     ranks = np.where(first == NOT_RANKED, np.nan, first.astype(np.float64))
     return pd.Series(ranks, index=pd.Index(ranking.query_ids, name="query_id"))
+
+
+def _exactness_row(summary: Mapping, k: int) -> dict:
+    """One summary of eval's exactness (see :mod:`eval.exactness`) as cells: the exact share
+    with its counts, then MRR@k and hit@k over the exact queries and over all (a lower bound,
+    marked ≥, where some are not exact)."""
+    bound = "≥ " if summary["share"] != 1.0 else ""
+    row = {
+        f"Exact@{k}": f"{value_text(summary['share'], JUDGED)} ({summary['exact']} of "
+        f"{summary['queries']})"
+    }
+    for spec, entry in summary["figures"].items():
+        row[f"{metric_label(spec)} over exact"] = value_text(entry["exact"], spec)
+        row[f"{metric_label(spec)} over all"] = bound + value_text(entry["lower_bound"], spec)
+    return row
+
+
+def exactness_by_slice(report: Mapping) -> pd.DataFrame:
+    """A report's exact@10 per slice (``all`` first): a row per slice, empty when the labels
+    are not first-hit (see :func:`_exactness_row` for the columns)."""
+    exactness = report.get("exactness")
+    if not exactness:
+        return pd.DataFrame()
+    groups = {ALL: exactness["all"], **exactness["slices"]}
+    return pd.DataFrame(
+        [{"Slice": name, **_exactness_row(s, exactness["k"])} for name, s in groups.items()]
+    )
+
+
+def exactness_by_run(reports: Mapping[str, Mapping], slice_name: str = ALL) -> pd.DataFrame:
+    """Each run's exact@10 on the whole set or one slice: a row per run with exactness
+    (runs on labels that are not first-hit have none), empty when none has."""
+    rows = []
+    for run, report in reports.items():
+        exactness = report.get("exactness")
+        if not exactness:
+            continue
+        summary = exactness["all"] if slice_name == ALL else exactness["slices"].get(slice_name)
+        if summary is not None:
+            rows.append({"Run": run, **_exactness_row(summary, exactness["k"])})
+    return pd.DataFrame(rows)
+
+
+def orders_lines(reports: Mapping[str, Mapping]) -> list[str]:
+    """A sentence per run whose tied scores make its two orders' figures differ (see
+    :mod:`eval.orders`): both MRR@10 and hit@10, by score and in the run's own order."""
+    lines = []
+    for run, report in reports.items():
+        orders = report.get("orders")
+        if not orders:
+            continue
+
+        def figures(means: Mapping[str, float]) -> str:
+            return ", ".join(f"{metric_label(m)} {value_text(v, m)}" for m, v in means.items())
+
+        lines.append(
+            f"{run}: {orders['tied_queries']:,} queries hold tied scores whose order changes "
+            f"the figures — by score with ties by doc id (trec_eval): "
+            f"{figures(orders['score_order'])}; in the run's own order (keep order): "
+            f"{figures(orders['own_order'])}."
+        )
+    return lines

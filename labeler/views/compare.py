@@ -85,16 +85,18 @@ def chosen_runs(store: Store, state: live.ProjectState) -> tuple[list[Run], dict
 
 @st.cache_data(**context.CACHE)
 def evaluation(
-    state: live.ProjectState, _runs: list[Run], keys: tuple
+    state: live.ProjectState, _runs: list[Run], keys: tuple, keep_order: bool = False
 ) -> tuple[pd.DataFrame, dict]:
     """Every run against the golden set at ``state`` (``keys`` identify the runs)."""
-    return live.evaluate_runs(context.golden_at(state), _runs)
+    return live.evaluate_runs(context.golden_at(state), _runs, keep_order=keep_order)
 
 
 @st.cache_data(**context.CACHE)
-def comparison(state: live.ProjectState, _pair: tuple[Run, Run], keys: tuple) -> dict:
+def comparison(
+    state: live.ProjectState, _pair: tuple[Run, Run], keys: tuple, keep_order: bool = False
+) -> dict:
     """The paired comparison of two runs at ``state`` (``keys`` identify them)."""
-    return live.compare_pair(context.golden_at(state), *_pair)
+    return live.compare_pair(context.golden_at(state), *_pair, keep_order=keep_order)
 
 
 def run_key(run: Run, uploads: dict[str, tuple]) -> tuple:
@@ -103,11 +105,15 @@ def run_key(run: Run, uploads: dict[str, tuple]) -> tuple:
     return (run.name, live.run_sha256(upload[1]) if upload else None)
 
 
-def evaluate_section(state: live.ProjectState, runs: list[Run], uploads: dict) -> tuple[dict, str]:
-    """Each run's figures on the whole set or a chosen slice, with judged@10 beside them.
+def evaluate_section(
+    state: live.ProjectState, runs: list[Run], uploads: dict, keep_order: bool = False
+) -> tuple[dict, str]:
+    """Each run's figures on the whole set or a chosen slice, with judged@10 beside them,
+    exact@10 below (first-hit labels), and both orders' figures of a run with ties.
     Returns the reports by run name and the chosen slice."""
     st.subheader("Evaluation on the current golden set")
-    _, reports = evaluation(state, runs, tuple(run_key(run, uploads) for run in runs))
+    keys = tuple(run_key(run, uploads) for run in runs)
+    _, reports = evaluation(state, runs, keys, keep_order)
     slices = list(dict.fromkeys(name for report in reports.values() for name in report["slices"]))
     shown = st.selectbox("Slice", [live.ALL, *slices], key="compare_slice")
     table = live.runs_table(reports, shown)
@@ -117,11 +123,25 @@ def evaluate_section(state: live.ProjectState, runs: list[Run], uploads: dict) -
         "10 that is judged. Unjudged documents count as not relevant, so a low judged@10 "
         "understates the run: label its holes."
     )
+    exact = live.exactness_by_run(reports, shown)
+    if not exact.empty:
+        st.dataframe(exact, hide_index=True, height=context.rows_height(exact))
+        st.caption(
+            "Exact@10: the queries where every document a run ranks above its first relevant "
+            "one is judged, so its MRR@10 and hit@10 there are exact; over all queries they "
+            "are lower bounds (≥) until its holes are labelled."
+        )
+    for line in live.orders_lines(reports):
+        st.text(line)  # run names are data: plain text
     return reports, shown
 
 
 def paired_section(
-    state: live.ProjectState, runs: list[Run], uploads: dict, slice_name: str = live.ALL
+    state: live.ProjectState,
+    runs: list[Run],
+    uploads: dict,
+    slice_name: str = live.ALL,
+    keep_order: bool = False,
 ) -> None:
     """Two runs on the same queries: deltas with paired CIs (on the slice chosen above), the
     gate, and the queries that changed."""
@@ -134,7 +154,7 @@ def paired_section(
         st.info("Choose two different runs.")
         return
     pair = tuple(runs[names.index(name)] for name in (baseline, candidate))
-    result = comparison(state, pair, tuple(run_key(run, uploads) for run in pair))
+    result = comparison(state, pair, tuple(run_key(run, uploads) for run in pair), keep_order)
     verdict = result["gate"]
     if verdict["verdict"] == "pass":
         st.success("Release gate: passed.", icon=":material/check_circle:")
@@ -241,6 +261,17 @@ def label_the_holes(store: Store, user: dict, uploads: dict[str, tuple], reports
     judged = reports[name]["metrics"][live.JUDGED]["mean"]
     if judged is not None:
         st.caption(f"judged@10 of this run: {judged:.1%} of its top 10 is judged.")
+    try:
+        preview = live.holes_preview(store, *uploads[name], int(depth))
+    except ValueError as error:
+        context.show_error("This run cannot be pooled:", error)
+        return
+    st.caption(
+        f"Labelling the holes adds {preview['documents']:,} documents over "
+        f"{preview['queries']:,} queries; {preview['new_work']:,} done queries get holes to "
+        f"judge (they stay in the golden set meanwhile); {preview['already_exact']:,} are "
+        "already exact for this run."
+    )
     if st.button("Label the holes", icon=":material/playlist_add:"):
         try:
             accounts.authorize(store, user["name"], "admin")
@@ -250,7 +281,9 @@ def label_the_holes(store: Store, user: dict, uploads: dict[str, tuple], reports
             return
         st.success(
             f"Added {counts['candidates_added']:,} documents over {counts['queries_touched']:,} "
-            "queries: the annotators get them next. Judged documents are reused."
+            f"queries: {counts['new_work']:,} done queries were given holes to judge (they stay "
+            f"in the golden set), {counts['already_exact']:,} were already exact. The "
+            "annotators get them next; judged documents are reused."
         )
 
 
@@ -342,10 +375,15 @@ def main() -> None:
     store = context.store()
     state = live.ProjectState.of(store)
     runs, uploads = chosen_runs(store, state)
+    keep_order = st.checkbox(
+        "Keep each run's own order (its file's lines, the project's stored lists) instead of "
+        "ranking by score with ties by doc id, as goldset eval --keep-order",
+        key="keep_order",
+    )
     if runs:
-        reports, slice_name = evaluate_section(state, runs, uploads)
+        reports, slice_name = evaluate_section(state, runs, uploads, keep_order)
         if len(runs) >= 2:
-            paired_section(state, runs, uploads, slice_name)
+            paired_section(state, runs, uploads, slice_name, keep_order)
         if accounts.has_role(user["role"], "admin"):
             label_the_holes(store, user, uploads, reports)
             record_section(store, user, state, runs, uploads)
