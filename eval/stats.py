@@ -351,6 +351,19 @@ def queries_needed(values: ArrayLike, half_width: float = 0.05, confidence: floa
     return max(1, math.ceil((z * spread / half_width) ** 2))
 
 
+def p_value_text(p_value: float, floor: float | None = None) -> str:
+    """A p-value to four decimals; at the ``floor`` of its resamples (or below), ``< floor``:
+    the resamples cannot show a smaller one, so the true p-value is only known to be below
+    it. No floor (None or NaN: a test that is not resampled) prints the figure.
+
+    >>> p_value_text(0.01234), p_value_text(2 / 1000, floor=2 / 1000), p_value_text(0.5, 0.002)
+    ('0.0123', '< 0.002', '0.5000')
+    """
+    if floor is not None and not math.isnan(floor) and p_value <= floor * (1 + TIE_TOLERANCE):
+        return f"< {floor:.4g}"
+    return f"{p_value:.4f}"
+
+
 def t_interval(values: ArrayLike, confidence: float = 0.95) -> np.ndarray:
     """Student's t CI of the mean of 1-D ``values``: mean ± t(n − 1) · s / √n, as [low, high].
 

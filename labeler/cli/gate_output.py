@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from eval.stats import p_value_text
 from labeler.cli.text import fixed
 
 VERDICT_TITLES = {"pass": "✅ pass", "fail": "❌ fail", "inconclusive": "⚠️ inconclusive"}
@@ -27,13 +28,9 @@ MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~:@$])")
 
 
 def p_text(p_value: float | None, floor: float | None) -> str:
-    """A p-value to four decimals; at the floor of its resamples, ``< floor``: the resamples
-    cannot show a smaller one, so the true p-value is only known to be below it."""
-    if p_value is None:
-        return ""
-    if floor is not None and p_value <= floor * (1 + 1e-9):
-        return f"< {floor:.4g}"
-    return fixed(p_value)
+    """A p-value as :func:`eval.stats.p_value_text` writes it (``< floor`` at the floor of
+    its resamples); none is an empty cell."""
+    return "" if p_value is None else p_value_text(p_value, floor)
 
 
 def junit(result: dict, undecided_fails: bool = False) -> str:
