@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import pytest
 from test_app_compare import click, project, trec, upload  # noqa: F401 (project: a fixture)
-from test_live import table_with
+from test_live import open_page, table_with
 
 from labeler.store import Store
 
 FOUND = ("q01", "q02", "q04")  # the demo's queries done at a relevant candidate
 ANSWERABLE = 4  # done and answerable: those and q03, a miss
+DASHBOARD = "../labeler/views/dashboard.py"
 
 
 @pytest.fixture
@@ -71,3 +72,19 @@ def test_keep_order_reads_a_run_with_ties_in_its_own_order(demo):
     at.checkbox(key="keep_order").check().run()
     table = table_with(at, "Metric").set_index("Metric")
     assert table.loc["MRR@10", "tied"].startswith(f"{1 / 3 / ANSWERABLE:.3f}")
+
+
+def test_the_dashboard_shows_exact_at_10_per_slice_of_the_run_it_shows(demo, tmp_path):
+    db, _ = demo
+    run_file = tmp_path / "worse.trec"
+    run_file.write_bytes(reversed_lists(db)["worse"])
+    with Store(db) as store:
+        store.pool(None, None, [run_file], 10)
+    at = open_page(DASHBOARD)
+    assert not at.exception, at.exception
+    exact = table_with(at, "Exact@10").set_index("Slice")
+    assert exact.loc["all", "Exact@10"] == "100.0% (4 of 4)"  # the lists labelled first-hit
+    at.sidebar.selectbox[0].select("worse").run()
+    exact = table_with(at, "Exact@10").set_index("Slice")
+    assert exact.loc["all", "Exact@10"] == "25.0% (1 of 4)"
+    assert exact.loc["all", "MRR@10 over all"].startswith("≥ ")
