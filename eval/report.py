@@ -43,7 +43,8 @@ def summarise(
     seed: int = 0,
     first_hit: pd.Series | np.ndarray | None = None,
 ) -> dict[str, dict[str, object]]:
-    """Mean of each metric column with its BCa bootstrap 95% CI (None if bootstrap is 0).
+    """Mean of each metric column with its 95% score CI (None if bootstrap is 0; see
+    :func:`eval.stats.bootstrap_ci`).
 
     A NaN value is a figure not measured on that query (recall and nDCG on first-hit labels):
     the column's mean and CI are over the other queries, and the entry says how many
@@ -377,7 +378,7 @@ def compare_runs(
     """Paired comparison of two runs on the same golden queries: what ``goldset compare`` prints.
 
     Per metric and per slice: both means, the difference (candidate − baseline), its paired
-    bootstrap 95% CI and p-value, and a seeded paired randomization p-value; a figure not
+    95% score CI and p-value, and a seeded paired randomization p-value; a figure not
     measured (recall, nDCG on first-hit labels) has no delta. ``changed_queries`` lists the
     queries behind the means (:func:`changed_queries`). ``gate`` holds the release gate's
     verdict (pass, fail or inconclusive) judged on the per-query RR@10 and miss@10 with the same
@@ -454,9 +455,9 @@ def paired_summary(
     seed: int = 0,
     first_hit: pd.Series | np.ndarray | None = None,
 ) -> dict[str, dict[str, object]]:
-    """Per metric: both means, the delta, its paired bootstrap CI and p-value, and a
-    paired randomization p-value (both seeded), each with its floor: the smallest p-value
-    the resamples can show (a p-value at its floor says only that the true one is below).
+    """Per metric: both means, the delta, its paired score CI and p-value (not resampled:
+    its floor is None), and a seeded paired randomization p-value with its floor, the
+    smallest p-value its resamples can show (one there says only that the true one is below).
 
     As in :func:`summarise`, a metric not measured on some queries (NaN) is compared over
     the others, and with none left has no figures at all (``"reason"`` says why);
