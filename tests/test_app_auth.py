@@ -129,7 +129,7 @@ def test_cli_user_add_refuses_a_duplicate_and_a_bad_name(tmp_path):
     )
     assert duplicate.exit_code == 1 and "already exists" in duplicate.output
     bad = CliRunner().invoke(cli, ["user", "add", "a b", "--db", db, "--password", "y-password"])
-    assert bad.exit_code == 1 and "invalid user name" in bad.output
+    assert bad.exit_code == 2 and "invalid user name" in bad.output
 
 
 # --- the session cookie's endpoint ----------------------------------------------------------------
