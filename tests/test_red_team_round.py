@@ -6,6 +6,9 @@
 - Every refusal of the CLI is one line and exit 2, never a traceback: a prompt template that is
   not UTF-8, a user name the rules refuse, an output in a folder that does not exist, a
   bootstrap count that would need terabytes.
+- The admin page's TREC qrels of a project holding ids that TREC cannot hold (made by an
+  older goldset) says which ids, on the page: built when the download started, the refusal
+  reached the browser only as Streamlit's "Failed to generate file for download".
 """
 
 from __future__ import annotations
@@ -14,10 +17,14 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from streamlit.testing.v1 import AppTest
 from test_hosts import Recorder, call, status
 
-from labeler import hosts
+from eval import validation
+from labeler import hosts, importing
+from labeler.auth import hash_password
 from labeler.cli import cli
+from labeler.launch import DB_ENV
 from labeler.store import DEMO_TASKS, Store
 
 
@@ -85,3 +92,52 @@ def test_an_output_in_a_folder_that_does_not_exist_is_refused(demo_db, tmp_path)
 def test_a_bootstrap_count_beyond_memory_is_refused_before_any_work(demo_db, command):
     line = refused(*command, "--db", str(demo_db), "--bootstrap", "99999999999")
     assert "--bootstrap" in line
+
+
+# --- the admin page's qrels of a project holding ids that TREC cannot hold -----------------------
+
+ADMIN_PAGE = "../labeler/views/admin.py"
+SPACED = {"query_id": "legacy one", "query": "q", "status": "done", "judgments": {"d 1": 1}}
+PLAIN = {"query_id": "plain", "query": "q", "status": "done", "judgments": {"d2": 1}}
+
+
+def admin_project(path: Path, records: list[dict], monkeypatch) -> Path:
+    """A project with admin ``root`` and ``records``, made under the id rule of before (no
+    control character only), as an older goldset made it; the app opens it."""
+    with monkeypatch.context() as old_rules:
+        old_rules.setattr(validation, "id_character", validation.control_character)
+        old_rules.setattr(importing, "id_character", validation.control_character)
+        with Store(path) as store:
+            store.import_records(records, "legacy.jsonl")
+            store.add_annotator("root", role="admin", password_hash=hash_password("root-secret"))
+    monkeypatch.setenv(DB_ENV, str(path))
+    return path
+
+
+def admin_clicks_qrels() -> AppTest:
+    """The admin page, signed in as ``root``, once "TREC qrels" is clicked."""
+    at = AppTest.from_file(ADMIN_PAGE, default_timeout=60)
+    at.session_state["annotator"] = "root"
+    at.run()
+    next(button for button in at.button if button.label == "TREC qrels").click().run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_the_admin_is_told_which_ids_keep_the_qrels_from_being_exported(tmp_path, monkeypatch):
+    admin_project(tmp_path / "legacy.db", [SPACED, PLAIN], monkeypatch)
+    at = admin_clicks_qrels()
+    assert [error.value for error in at.error] == [
+        "The golden set cannot be exported as TREC qrels."
+    ]
+    [detail] = [text.value for text in at.text if "TREC qrels" in text.value]
+    assert "'legacy one'" in detail and "'d 1'" in detail and "jsonl" in detail
+    assert not [button for button in at.get("download_button") if "qrels" in button.proto.label]
+
+
+def test_the_admin_downloads_the_qrels_of_a_project_whose_ids_fit(tmp_path, monkeypatch):
+    admin_project(tmp_path / "plain.db", [PLAIN], monkeypatch)
+    at = admin_clicks_qrels()
+    assert not at.error
+    labels = [button.proto.label for button in at.get("download_button")]
+    assert "Download golden.qrels" in labels
