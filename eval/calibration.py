@@ -201,7 +201,9 @@ def metric_impact(
 
 
 def _paired(human: pd.DataFrame, machine: pd.DataFrame, n_resamples: int, seed: int) -> dict:
-    result = paired_bootstrap(human, machine, n_resamples=max(n_resamples, 1), seed=seed)
+    # BCa, on which the ±max_mrr_delta limit was set (the reports' score CI would call a judge
+    # that agrees everywhere on a 20-query slice unusable: ±0.18 for all 20 deltas at 0).
+    result = paired_bootstrap(human, machine, max(n_resamples, 1), seed, method="bca")
     return {
         spec: {
             "human": _number(human[spec].mean()),
