@@ -3,6 +3,9 @@
 - No page of another origin may frame the app: every answer the app gives says so (a framed
   app at its loopback address passes the Host and Origin checks; see
   tests/e2e/test_e2e_red_team.py for Chromium refusing the frame).
+- The session-cookie endpoint reads no more of a body than a ticket's length: anyone who
+  reaches the server may post to it (only browsers are bound by ``Origin``), and a body read
+  whole held a gigabyte in memory for a gigabyte sent.
 - Every refusal of the CLI is one line and exit 2, never a traceback: a prompt template that is
   not UTF-8, a user name the rules refuse, an output in a folder that does not exist, a
   bootstrap count that would need terabytes.
@@ -13,15 +16,18 @@
 
 from __future__ import annotations
 
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from starlette.applications import Starlette
 from streamlit.testing.v1 import AppTest
 from test_hosts import Recorder, call, status
 
 from eval import validation
-from labeler import hosts, importing
+from labeler import hosts, importing, session_cookie
 from labeler.auth import hash_password
 from labeler.cli import cli
 from labeler.launch import DB_ENV
@@ -39,6 +45,42 @@ def test_every_answer_forbids_other_origins_to_frame_it(path):
     assert status(sent) == 200
     assert header(sent, b"x-frame-options") == [b"SAMEORIGIN"]
     assert header(sent, b"content-security-policy") == [b"frame-ancestors 'self'"]
+
+
+# --- the session-cookie endpoint ------------------------------------------------------------------
+
+MIB = 1 << 20
+
+
+def test_the_cookie_endpoint_reads_no_more_of_a_body_than_a_ticket():
+    endpoint = Starlette(routes=session_cookie.routes())
+    host = "127.0.0.1:8501"
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "scheme": "http",
+        "path": session_cookie.CLAIM_PATH,
+        "raw_path": session_cookie.CLAIM_PATH.encode(),
+        "root_path": "",
+        "query_string": b"",
+        "headers": [(b"host", host.encode()), (b"origin", f"http://{host}".encode())],
+    }
+    chunks = 64  # a 64 MiB body, a MiB a message
+    received: list[int] = []
+    sent: list[dict] = []
+
+    async def receive() -> dict:
+        received.append(1)
+        more = len(received) < chunks
+        return {"type": "http.request", "body": b"A" * MIB, "more_body": more}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    with ThreadPoolExecutor(1) as thread:  # a loop of its own, as test_hosts.call runs one
+        thread.submit(asyncio.run, endpoint(scope, receive, send)).result()
+    assert status(sent) == 403  # no ticket is a megabyte long
+    assert len(received) == 1  # the first megabyte told; the other 63 were never read
 
 
 # --- the CLI's refusals ---------------------------------------------------------------------------
