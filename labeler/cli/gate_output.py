@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 
-from eval.stats import p_value_text
 from labeler.cli.text import fixed
 
 VERDICT_TITLES = {"pass": "✅ pass", "fail": "❌ fail", "inconclusive": "⚠️ inconclusive"}
@@ -30,6 +29,8 @@ MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~:@$])")
 def p_text(p_value: float | None, floor: float | None) -> str:
     """A p-value as :func:`eval.stats.p_value_text` writes it (``< floor`` at the floor of
     its resamples); none is an empty cell."""
+    from eval.stats import p_value_text  # here: `goldset --help` loads nothing of eval
+
     return "" if p_value is None else p_value_text(p_value, floor)
 
 
