@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 
-from labeler import accounts, team
+from labeler import accounts, keys, team
 from labeler.store import StaleTarget, Store, is_busy, is_write_failure
 
 # Active time per judgement is the time since the previous action, capped: reading a candidate
@@ -21,22 +21,10 @@ from labeler.store import StaleTarget, Store, is_busy, is_write_failure
 # a long but real read counted up to the cap.
 IDLE_CAP_SECONDS = 120.0
 
-NAVIGATION_KEYS = "umszxnpjkh/"
-KEY_HELP = {
-    "u": "unanswerable (at any candidate)",
-    "m": "miss (at any candidate)",
-    "s": "skip",
-    "z": "undo the last action, on any query",
-    "x": "undo the last action on this query",
-    "n": "next query",
-    "p": "previously viewed query",
-    "j": "move down (a card, a search result)",
-    "k": "move up",
-    "h": "then 1-9: reopen a query from the history",
-}
 HISTORY_SIZE = 10
 SEARCH_RESULTS = 8
 GRADE_NAMES = ("not relevant", "relevant", "highly relevant", "perfect")
+IMPLIED_NAME = "by verdict"  # a 0 that U or M gave a candidate nobody graded
 
 
 class StillBusy(Exception):
@@ -56,11 +44,15 @@ def press_name(key: str, target: dict | None = None) -> str:
     target = target or {}
     if key.isdigit():
         action = f"grade {key}" + (f" on card {target['doc']}" if target.get("doc") else "")
-    elif key in KEY_HELP:
-        action = KEY_HELP[key].split(" (")[0]
     else:
-        action = {"enter": "attach", "escape": "close the search", "/": "search"}.get(key, key)
+        action = keys.KEY_ACTIONS[key][1].split(" (")[0] if key in keys.KEY_ACTIONS else key
     return action + (f" (query {target['query']})" if target.get("query") else "")
+
+
+def first_card(candidates: list[dict], threshold: int) -> dict | None:
+    """The card a finished query opens on: its first relevant candidate, else its first."""
+    relevant = (c for c in candidates if c["grade"] is not None and c["grade"] >= threshold)
+    return next(relevant, candidates[0] if candidates else None)
 
 
 def grade_name(grade: int) -> str:
@@ -93,6 +85,7 @@ class QueryView:
     candidates: list[dict]
     current: dict | None
     attached: list[dict]
+    asserted: frozenset[str] = frozenset()  # candidates graded 0 by U/M, not pressed
 
     @property
     def verdict_due(self) -> bool:
@@ -174,12 +167,12 @@ class LabelSession:
     @property
     def grade_keys(self) -> str:
         """The digit keys that judge: ``0``..max_grade (``01`` in a binary project)."""
-        return "".join(str(grade) for grade in range(self.protocol["max_grade"] + 1))
+        return keys.grade_keys(self.protocol["max_grade"])
 
     @property
-    def accepted_keys(self) -> str:
-        """Every key the page acts on (Enter and Escape too, see :mod:`labeler.keys`)."""
-        return self.grade_keys + NAVIGATION_KEYS
+    def accepted_keys(self) -> list[str]:
+        """Every key the page sends (see :func:`labeler.keys.accepted_keys`)."""
+        return keys.accepted_keys(self.protocol["max_grade"])
 
     def view(self) -> QueryView | None:
         """The current query as the page shows it, or None when no query is left.
@@ -211,6 +204,8 @@ class LabelSession:
         current = next((c for c in candidates if c["doc_id"] == cursor), None)
         if current is None and not state["complete"]:
             current = self.store.next_candidate(query_id, annotator, mode)
+        if current is None and state["complete"]:  # reopened: a grade key changes a card
+            current = first_card(candidates, protocol["rel_threshold"])
         return QueryView(
             query=self.store.query(query_id),
             state=state,
@@ -218,6 +213,7 @@ class LabelSession:
             candidates=candidates,
             current=current,
             attached=attached,
+            asserted=frozenset(state["asserted"]),
         )
 
     def next_view(self) -> QueryView | None:
@@ -327,12 +323,14 @@ class LabelSession:
             self.message = "Not saved: the database is busy (a long import?). Click again."
 
     def press(self, key: str, seconds: float | None = None, target: dict | None = None) -> None:
-        """Apply one key: a grade digit, or a letter of ``KEY_HELP``, ``/`` (search), ``enter``
-        (attach the selected search result) or ``escape`` (close the search).
+        """Apply one key of the key table (:data:`labeler.keys.KEY_ACTIONS`) or a grade digit.
 
-        ``seconds`` is the active time to record (default: measured since the previous
-        action); ``target`` as in :meth:`press_typed`. A key that does not apply here leaves
-        the data unchanged and says why in :attr:`message`.
+        A grade aimed at the search (``target["attach"]``: the page showed the results)
+        attaches the selected result with that grade; otherwise it grades a card. After H,
+        any key is taken as the history entry (a wrong one is said, and H is no longer
+        waiting). ``seconds`` is the active time to record (default: measured since the
+        previous action); ``target`` as in :meth:`press_typed`. A key that does not apply
+        here leaves the data unchanged and says why in :attr:`message`.
         """
         seconds = self.active_time.lap() if seconds is None else seconds
         key = key.lower()
@@ -342,40 +340,45 @@ class LabelSession:
             if key != "escape":  # Escape after H changes its mind
                 self._reopen(key)
             return
+        if key in self.grade_keys:
+            if target.get("attach"):
+                self._guarded(partial(self._attach_selected, int(key)))
+            else:
+                self._guarded(partial(self._judge, int(key), seconds, target))
+            return
+        action = keys.KEY_ACTIONS.get(key, (None,))[0]
         actions = {
-            **{
-                grade: partial(self._judge, int(grade), seconds, target)
-                for grade in self.grade_keys
-            },
-            "u": partial(self._verdict, "unanswerable", seconds),
-            "m": partial(self._verdict, "miss", seconds),
-            "s": partial(self._skip, seconds),
-            "z": self._undo,
-            "x": partial(self._undo, scoped=True),
-            "n": partial(self._navigate, "n"),
-            "p": partial(self._navigate, "p"),
-            "j": partial(self._move, 1),
-            "k": partial(self._move, -1),
-            "h": self._arm_history,
-            "/": self.open_search,
-            "enter": self._attach_selected,
+            "unanswerable": partial(self._verdict, "unanswerable", seconds),
+            "miss": partial(self._verdict, "miss", seconds),
+            "skip": partial(self._skip, seconds),
+            "undo": self._undo,
+            "undo_here": partial(self._undo, scoped=True),
+            "next": partial(self._navigate, "n"),
+            "previous": partial(self._navigate, "p"),
+            "down": partial(self._move, 1),
+            "up": partial(self._move, -1),
+            "history": self._arm_history,
+            "search": self.open_search,
+            "attach": self._attach_selected,
             "escape": self.close_search,
         }
-        if key not in actions:
+        if action not in actions:
             self.message = f"Key {key!r} does nothing here."
             return
-        self._guarded(actions[key])
+        self._guarded(actions[action])
 
-    def attach(self, doc_id: str) -> None:
-        """Attach a document found by search as the relevant answer the system missed; the
-        query is then done (a miss whose answer was found) and the next one opens."""
+    def attach(self, doc_id: str, grade: int | None = None) -> None:
+        """Attach a document found by search as the answer the system missed, with ``grade``
+        (default: the lowest relevant grade, at least 1); a relevant one completes the query
+        (a miss whose answer was found) and the next one opens."""
         if self.query_id is None:
             return
-        grade = max(1, self.protocol["rel_threshold"])
+        grade = max(1, self.protocol["rel_threshold"]) if grade is None else grade
 
         def attach() -> None:
             query_id = self._require_query()
             self.store.attach(query_id, doc_id, grade, self.annotator, self.active_time.lap())
+            self.message = f"Attached {doc_id}: {grade} · {grade_name(grade)}."
             self._advance_if_done(query_id)
 
         self._guarded(attach)
@@ -541,12 +544,14 @@ class LabelSession:
         here = ids.index(view.current["doc_id"]) if view.current else (-1 if step > 0 else 0)
         self.cursor = ids[min(max(here + step, 0), len(ids) - 1)]
 
-    def _attach_selected(self) -> None:
+    def _attach_selected(self, grade: int | None = None) -> None:
+        """Enter (the default grade) or a grade key on the search results: attach the
+        selected one."""
         search = self.search
         if search is None or search.query_id != self.query_id or not search.results:
             self.message = "Enter attaches a search result: / opens the search."
             return
-        self.attach(search.results[search.selected]["doc_id"])
+        self.attach(search.results[search.selected]["doc_id"], grade)
 
     def _advance_if_done(self, query_id: str) -> None:
         """After a completing action: a notice naming the query and its verdict, and on to

@@ -30,6 +30,10 @@
 // effect cannot be foreseen (P, the history, an undo of what this page did not see) greys
 // the panel until the server shows the next state.
 //
+// What each key does is not written here: `data.table` is labeler/keys.py's key table
+// (browser key names, each key's action), the one the server dispatches on, so the two
+// cannot disagree.
+//
 // The module is loaded once per page and re-run whenever `data` changes, so the log
 // lives at module level and the listener is one function object (adding it again
 // is a no-op). A reload starts a new page id, which tells Python to start over.
@@ -47,15 +51,15 @@ let base = null; // the server's panel model
 let ackedUndo = []; // the models Z returns to, as of the last press the server acknowledged
 let model = null; // base with the unacknowledged presses replayed on it
 let lastRetry = 0;
-let lastAutofocus = null;
 let badge = null;
 let attempt = 0; // makes every send a new state value, so that a resend reruns the script
 let stalled = false; // the server could not store the first unacknowledged press
+let table = { browser: {}, actions: {}, history: "" }; // labeler/keys.py's key table
+let pendingFocus = null; // the label of a field a key asked for, not yet on the page
 
 const UNDO_KEPT = 20; // models kept for Z; older undos wait for the server
 const RETRY_BUSY_MS = 250; // another writer holds the database: it is free again soon
 const RETRY_REFUSED_MS = 2000; // the file refuses writes: a person has to free space first
-const SPECIAL_KEYS = { Enter: "enter", Escape: "escape", ArrowDown: "j", ArrowUp: "k" };
 
 function isTyping(target) {
   if (!target || !target.tagName) return false;
@@ -73,7 +77,7 @@ function findField(label) {
 
 function copyModel(panel) {
   if (!panel || panel.query == null) return null;
-  return { ...panel, cards: panel.cards.map(([doc, grade]) => [doc, grade]) };
+  return { ...panel, cards: panel.cards.map((card) => [...card]) };
 }
 
 // The query on screen is done or left: show the one fetched ahead, if the server sent it.
@@ -86,27 +90,49 @@ function gradeOf(m, doc) {
   return card ? card[1] : null;
 }
 
+// Whether a card's grade was given by a verdict (U/M), not pressed.
+function impliedOf(m, doc) {
+  const card = m.cards.find(([d]) => d === doc);
+  return Boolean(card && card[2]);
+}
+
+function actionOf(key) {
+  return table.actions[key] || null;
+}
+
+// Whether a grade key attaches the selected search result instead of grading a card.
+function attaching(m, key) {
+  return Boolean(m.searching && m.grades.includes(key));
+}
+
 // What a press does to the model: the same rules as labeler/judging.py for the presses
 // whose outcome is certain; anything else leaves the query "unknown" (null) until the
 // server answers.
 function reduce(m, key) {
   if (!m || m.query == null) return m;
-  if (m.armed) return key === "escape" ? { ...m, armed: false } : { ...m, query: null };
-  if (key === "/") return { ...m, searching: true };
-  if (key === "escape") return { ...m, searching: false };
-  if (m.searching && (key === "j" || key === "k")) return m;
-  if (key === "j" || key === "k") {
+  const action = actionOf(key);
+  if (m.armed) return action === "escape" ? { ...m, armed: false } : { ...m, query: null };
+  if (action === "search") return { ...m, searching: true };
+  if (action === "escape") return { ...m, searching: false };
+  if (m.searching && (action === "down" || action === "up")) return m;
+  if (action === "down" || action === "up") {
     const docs = m.cards.map(([doc]) => doc);
     if (!docs.length) return m;
-    const step = key === "j" ? 1 : -1;
+    const step = action === "down" ? 1 : -1;
     const here = m.current == null ? (step > 0 ? -1 : 0) : docs.indexOf(m.current);
     return { ...m, current: docs[Math.min(Math.max(here + step, 0), docs.length - 1)] };
   }
-  if (key === "h") return { ...m, armed: true };
+  if (action === "history") return { ...m, armed: true };
+  if (attaching(m, key)) return { ...m, query: null }; // the server holds the results
   if (m.grades.includes(key)) {
     if (m.current == null) return m;
     const grade = Number(key);
-    const cards = m.cards.map(([doc, g]) => [doc, doc === m.current ? grade : g]);
+    const cards = m.cards.map(([doc, g, implied]) =>
+      doc === m.current ? [doc, grade, false] : [doc, g, implied],
+    );
+    // A query with holes (docs a pooled run ranks above its first relevant one, unjudged):
+    // which card comes next, and whether this press fills the last, only the server knows.
+    if (m.holes) return { ...m, query: null };
     const relevant = cards.some(([, g]) => g != null && g >= m.threshold);
     const open = cards.filter(([, g]) => g == null);
     if (m.done || (m.mode === "first_hit" && relevant) || (m.mode === "full" && !open.length)) {
@@ -114,21 +140,26 @@ function reduce(m, key) {
     }
     return { ...m, cards, current: open.length ? open[0][0] : null };
   }
-  if (key === "u" || key === "m") {
+  if (action === "unanswerable" || action === "miss") {
     const relevant = m.cards.some(([, g]) => g != null && g >= m.threshold);
     return relevant ? m : advance(m);
   }
-  if (key === "s" || key === "n") return advance(m);
-  if (key === "enter" && !m.searching) return m;
+  if (action === "skip" || action === "next") return advance(m);
+  if (action === "attach" && !m.searching) return m;
+  // A digit that is no grade here, outside the history: the server says it does nothing.
+  if (action === null && table.history.includes(key)) return m;
   return { ...m, query: null }; // undo, previous, history, attach: the server decides
 }
 
 // Whether the server records the press as an action that Z (or X, on its query) undoes.
 function isUndoable(m, key) {
-  if (m.armed) return false;
+  if (m.armed || attaching(m, key)) return false;
   if (m.grades.includes(key)) return m.current != null;
-  if (key === "u" || key === "m") return !m.cards.some(([, g]) => g != null && g >= m.threshold);
-  return key === "s";
+  const action = actionOf(key);
+  if (action === "unanswerable" || action === "miss") {
+    return !m.cards.some(([, g]) => g != null && g >= m.threshold);
+  }
+  return action === "skip";
 }
 
 // A press on the model, undo included: each undoable press keeps the model from before it
@@ -139,9 +170,12 @@ function isUndoable(m, key) {
 function step(m, key) {
   if (!m || m.query == null) return m;
   const kept = m.undo || [];
-  if ((key === "z" || key === "x") && !m.armed) {
+  const action = actionOf(key);
+  if ((action === "undo" || action === "undo_here") && !m.armed) {
     const last = kept[kept.length - 1];
-    if (!last || (key === "x" && last.query !== m.query)) return { ...m, query: null, undo: [] };
+    if (!last || (action === "undo_here" && last.query !== m.query)) {
+      return { ...m, query: null, undo: [] };
+    }
     const searching = last.query === m.query && m.searching; // a query change closes search
     return { ...last, searching, undo: kept.slice(0, -1) };
   }
@@ -162,6 +196,7 @@ function keptStands(kept, panel) {
 
 function targetOf(m, key) {
   if (!m || m.query == null) return null;
+  if (attaching(m, key) && !m.armed) return { query: m.query, attach: true };
   if (m.grades.includes(key) && !m.armed && m.current != null) {
     return { query: m.query, doc: m.current, grade: gradeOf(m, m.current) };
   }
@@ -231,6 +266,9 @@ function paint() {
     element.classList.toggle("gs-hidden", element !== list);
     element.classList.toggle("gs-pending", stalled);
   }
+  for (const banner of document.querySelectorAll(".gs-verdict[data-query]")) {
+    banner.classList.toggle("gs-hidden", banner.dataset.query !== model.query);
+  }
   const heading = document.querySelector(".gs-query-text");
   if (heading) {
     setText(heading, model.text);
@@ -250,10 +288,13 @@ function paint() {
     if (grade != null) {
       if (!label) {
         label = document.createElement("span");
-        label.className = "gs-label";
         head.insertBefore(label, head.querySelector(".gs-now"));
       }
-      setText(label, `${grade} · ${model.names[grade] || `grade ${grade}`}`);
+      const implied = impliedOf(model, doc);
+      const labelClass = implied ? "gs-label gs-implied" : "gs-label";
+      if (label.className !== labelClass) label.className = labelClass;
+      const name = implied ? model.implied : model.names[grade] || `grade ${grade}`;
+      setText(label, `${grade} · ${name}`);
     } else if (label) {
       label.remove();
     }
@@ -261,7 +302,7 @@ function paint() {
     if (state === "current" && !marker) {
       marker = document.createElement("span");
       marker.className = "gs-now";
-      marker.textContent = "▶ judge this";
+      marker.textContent = model.marker;
       head.appendChild(marker);
     } else if (state !== "current" && marker) {
       marker.remove();
@@ -301,9 +342,11 @@ function keepFollowedInView() {
 const keepInView = new MutationObserver(() => {
   paint();
   keepFollowedInView();
+  focusPending();
 });
 
 function onKeyDown(event) {
+  if (event.key === "Escape") pendingFocus = null; // Escape always leaves the field
   if (event.key === "Escape" && isTyping(event.target)) {
     // Leave the notes or search field, so that the next key judges again.
     event.target.blur();
@@ -311,7 +354,7 @@ function onKeyDown(event) {
   }
   if (event.ctrlKey || event.metaKey || event.altKey || event.repeat) return;
   if (isTyping(event.target)) return;
-  const special = SPECIAL_KEYS[event.key];
+  const special = table.browser[event.key];
   if (!special && event.key.length !== 1) return;
   const field = focusTargets[event.key] && findField(focusTargets[event.key]);
   if (field) {
@@ -320,8 +363,13 @@ function onKeyDown(event) {
     field.focus();
     return;
   }
+  // The field is not on the page yet: the key is sent (the server opens it), and the field
+  // is focused as soon as it is rendered — unless Escape is pressed first.
+  if (focusTargets[event.key]) pendingFocus = focusTargets[event.key];
   const key = special || event.key.toLowerCase();
-  if (!accepted.includes(key)) return;
+  // After H any key is sent: the server then says which entry it is not, and no longer
+  // waits for one (a grade typed next is a grade).
+  if (!accepted.includes(key) && !(model && model.armed)) return;
   event.preventDefault();
   seq += 1;
   const aimed = canAim(model);
@@ -335,19 +383,20 @@ function onKeyDown(event) {
   if (send && aimed) send();
 }
 
-// Focus a text field once it is on the page (it may render after this component).
-function focusWhenThere(label, tries = 40) {
-  const field = findField(label);
-  if (field) {
-    field.focus();
-    requestAnimationFrame(() => field.select()); // after React has set the value
-  } else if (tries > 0) {
-    setTimeout(() => focusWhenThere(label, tries - 1), 50);
-  }
+// Focus the field a key asked for as soon as the page holds it: in the same task as the
+// render that adds it, so that it is focused before anything below it (the search results)
+// shows, and an Escape pressed on seeing them always finds it focused, and leaves it.
+function focusPending() {
+  const field = pendingFocus && findField(pendingFocus);
+  if (!field) return;
+  pendingFocus = null;
+  field.focus();
+  requestAnimationFrame(() => document.activeElement === field && field.select()); // after React
 }
 
 export default function ({ data, parentElement, setStateValue }) {
   accepted = (data && data.keys) || "";
+  table = (data && data.table) || table;
   focusTargets = (data && data.focus) || {};
   follow = (data && data.follow) || null;
   keepInView.observe(document.body, { childList: true, subtree: true });
@@ -375,9 +424,7 @@ export default function ({ data, parentElement, setStateValue }) {
     const wait = stalled ? RETRY_REFUSED_MS : RETRY_BUSY_MS;
     if (pending.length) setTimeout(() => send && send(), wait);
   }
-  const autofocus = data && data.autofocus;
-  if (autofocus && autofocus !== lastAutofocus) focusWhenThere(autofocus.split("\n")[0]);
-  lastAutofocus = autofocus || null;
+  focusPending();
   return () => {
     document.removeEventListener("keydown", onKeyDown);
     keepInView.disconnect();

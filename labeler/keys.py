@@ -1,4 +1,5 @@
-"""Keyboard input that loses no key press and applies none twice, however fast the typing.
+"""Keyboard input that loses no key press and applies none twice, however fast the typing;
+and the one table of what each key does.
 
 Streamlit's native ``shortcut=`` coalesces presses that arrive during a rerun. Instead a tiny
 v2 component (``keys.js``) keeps an ordered log of ``(seq, key, ms, target)`` in the browser
@@ -7,23 +8,77 @@ than the last applied one to the caller exactly once, in order, and acknowledges
 the browser once the caller returned (a press that raises one of ``retry_on`` stays
 unacknowledged and is sent again). Given a ``panel`` model, the component also shows each
 press's effect at once, before the server answers (see ``keys.js``).
+
+:data:`KEY_ACTIONS` is the key table: the server (:mod:`labeler.judging`) dispatches on it,
+and :func:`listen` hands it to the browser as the component's data, so that the page's
+immediate feedback and the server read the same keys. Streamlit is imported only by
+:func:`listen`: the table is read by code that has no page.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
-import streamlit as st
+# Browser key names (``KeyboardEvent.key``) sent as another key: the arrows move like J/K.
+BROWSER_KEYS = {"Enter": "enter", "Escape": "escape", "ArrowDown": "j", "ArrowUp": "k"}
 
-_COMPONENT = st.components.v2.component(
-    "goldset.keys",
-    html='<span class="goldset-keys" title="Keyboard shortcuts are active">⌨ keys on</span>',
-    css=".goldset-keys { font-size: 0.75rem; opacity: 0.6; }",
-    js=(Path(__file__).parent / "keys.js").read_text(encoding="utf-8"),
-)
+# The key table: key -> (action, what it does). Grade digits come from the project's scale
+# (see :func:`grade_keys`); after H, the digits 1-9 open a history entry whatever the scale.
+KEY_ACTIONS = {
+    "u": ("unanswerable", "unanswerable (at any candidate)"),
+    "m": ("miss", "miss (at any candidate)"),
+    "s": ("skip", "skip"),
+    "z": ("undo", "undo the last action, on any query"),
+    "x": ("undo_here", "undo the last action on this query"),
+    "n": ("next", "next query"),
+    "p": ("previous", "previously viewed query"),
+    "j": ("down", "move down (a card, a search result)"),
+    "k": ("up", "move up"),
+    "h": ("history", "then 1-9: reopen a query from the history"),
+    "/": ("search", "search the corpus (with the query's text)"),
+    "enter": ("attach", "attach the selected search result (grade 1; or press its grade)"),
+    "escape": ("escape", "leave a text field; close the search"),
+}
+HISTORY_KEYS = "123456789"
+
+
+def grade_keys(max_grade: int) -> str:
+    """The digit keys that grade on a 0..``max_grade`` scale (``01`` in a binary project)."""
+    return "".join(str(grade) for grade in range(max_grade + 1))
+
+
+def accepted_keys(max_grade: int) -> list[str]:
+    """Every key the label page sends to the server: the grades, the history digits, and
+    each key of :data:`KEY_ACTIONS`."""
+    digits = grade_keys(max_grade)
+    return [*digits, *(d for d in HISTORY_KEYS if d not in digits), *KEY_ACTIONS]
+
+
+def browser_table() -> dict:
+    """The key table as the browser reads it (``keys.js``): browser key names and each
+    key's action."""
+    return {
+        "browser": dict(BROWSER_KEYS),
+        "actions": {key: action for key, (action, _) in KEY_ACTIONS.items()},
+        "history": HISTORY_KEYS,
+    }
+
+
+@cache
+def _component() -> Callable[..., Any]:
+    """The listener component, declared once per process, on first use."""
+    import streamlit as st
+
+    return st.components.v2.component(
+        "goldset.keys",
+        html='<span class="goldset-keys" title="Keyboard shortcuts are active">⌨ keys on</span>',
+        css=".goldset-keys { font-size: 0.75rem; opacity: 0.6; }",
+        js=(Path(__file__).parent / "keys.js").read_text(encoding="utf-8"),
+    )
 
 
 @dataclass(frozen=True)
@@ -89,7 +144,6 @@ def listen(
     applied_before: Callable[[str], int] | None = None,
     retry_on: tuple[type[BaseException], ...] = (),
     panel: Mapping[str, Any] | None = None,
-    autofocus: str | None = None,
     unsaved: bool = False,
     key: str = "goldset_keys",
 ) -> None:
@@ -103,19 +157,23 @@ def listen(
     in the browser's log, which sends them again shortly (the page says "saving…" meanwhile).
     Keys typed into text fields are ignored by the browser side; Escape leaves such a field.
     ``focus`` maps a key to the label of a text field that the key jumps to, when that field
-    is on the page (e.g. ``{"/": "Search the corpus"}``); ``autofocus`` names a field to
-    focus once it appears (a new value each time it should be focused again: text after a
-    newline is ignored). ``follow`` is a CSS selector of an element scrolled into view
-    whenever it is replaced (the current candidate, so that it never sits below the fold).
-    ``applied_before`` tells, for a page this session has not seen, its last press already
-    applied (see :meth:`KeyCursor.take_new`). ``panel`` is the judging panel's model for the
-    browser's immediate feedback: query, cards ``[[doc_id, grade or None], ...]``, current,
-    mode, threshold, done, grades (digit keys), names (grade names). ``unsaved``: the
+    is on the page (e.g. ``{"/": "Search the corpus"}``); when it is not, the key is sent
+    and the field focused as soon as it is rendered, unless Escape came first. ``follow``
+    is a CSS selector of an element scrolled into view whenever it is replaced (the current
+    candidate, so that it never sits below the fold). ``applied_before`` tells, for a page
+    this session has not seen, its last press already applied (see
+    :meth:`KeyCursor.take_new`). ``panel`` is the judging panel's model for the browser's
+    immediate feedback: query, cards ``[[doc_id, grade or None, graded by a verdict],
+    ...]``, current, mode, threshold, done, searching, grades (digit keys), names (grade
+    names), implied (the words for a grade a verdict gave), marker (the current card's
+    badge). The browser reads each key's action from :func:`browser_table`. ``unsaved``: the
     database refused to store a press (full disk, read-only file): the browser then shows
     ``panel`` as the server has it, greyed, not the presses' predicted effect, keeps every
     unacknowledged press, holds the ones typed meanwhile, and sends them again, less often
     than for a busy database, until a write succeeds.
     """
+    import streamlit as st
+
     cursor_key, retry_key = f"{key}_cursor", f"{key}_retry"
     cursor: KeyCursor = st.session_state.setdefault(cursor_key, KeyCursor())
 
@@ -132,17 +190,17 @@ def listen(
                 raise
             cursor.mark_applied(press)
 
-    _COMPONENT(
+    _component()(
         key=key,
         data={
             "keys": list(accepted_keys),
+            "table": browser_table(),
             "focus": dict(focus or {}),
             "follow": follow,
             "page": cursor.page,
             "applied": cursor.applied,
             "retry": st.session_state.get(retry_key, 0),
             "panel": dict(panel) if panel else None,
-            "autofocus": autofocus,
             "unsaved": unsaved,
         },
         on_log_change=apply_new_presses,

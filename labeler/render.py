@@ -112,6 +112,19 @@ def note(text: str) -> str:
     return f'<div class="gs-meta">{data_text(text)}</div>'
 
 
+def banner(text: str, query_id: str, *, kind: str) -> str:
+    """The verdict line under the query's heading, escaped: ``kind`` ``due`` (a verdict is
+    asked for) or ``done``. It names its query, so that the key listener hides it while it
+    shows another query ahead of the server."""
+    if kind not in ("due", "done"):
+        raise ValueError(f"banner kind must be due or done, not {kind!r}")
+    query = html.escape(query_id, quote=True)
+    return (
+        f'<div class="gs-verdict gs-verdict-{kind}" role="status" data-query="{query}">'
+        f"{data_text(text)}</div>"
+    )
+
+
 def alert(text: str) -> str:
     """A line that must not be missed (a press the database refused to store), escaped."""
     return f'<div class="gs-alert" role="alert">{data_text(text)}</div>'
@@ -138,6 +151,7 @@ def candidate_card(
     marker: str = "▶ judge this",
     doc_id: str | None = None,
     grade: int | None = None,
+    implied: bool = False,
 ) -> str:
     """HTML for one candidate.
 
@@ -148,11 +162,13 @@ def candidate_card(
     given its ``doc_id`` (and ``grade``, None = unjudged) carries them as data attributes, so
     that the key listener can judge and move the cursor on the page at once, before the
     server answers (see ``keys.js``); its whole text is there, and the stylesheet folds it to
-    one line.
+    one line. ``implied``: its grade was given by a verdict (U/M), not pressed: the label is
+    muted.
     """
     if state not in ("current", "judged", "waiting"):
         raise ValueError(f"candidate state must be current, judged or waiting, not {state!r}")
-    badge = f'<span class="gs-label">{html.escape(label)}</span>' if label else ""
+    label_class = "gs-label gs-implied" if implied else "gs-label"
+    badge = f'<span class="{label_class}">{html.escape(label)}</span>' if label else ""
     marker = f'<span class="gs-now">{html.escape(marker)}</span>' if state == "current" else ""
     head = (
         f'<div class="gs-head"><span class="gs-rank">#{rank}</span>'

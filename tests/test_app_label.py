@@ -76,6 +76,11 @@ def heading(at: AppTest) -> str:
     return next(h.proto.body for h in at.get("html") if "gs-query-text" in h.proto.body)
 
 
+def banner(at: AppTest) -> str:
+    """The verdict line under the query's heading (empty when there is none)."""
+    return " ".join(h.proto.body for h in at.get("html") if "gs-verdict" in h.proto.body)
+
+
 def record(db_path, query_id: str) -> dict:
     with Store(db_path) as store:
         return next(r for r in store.golden_records() if r["query_id"] == query_id)
@@ -128,7 +133,9 @@ def test_annotators_see_the_protocol_and_cannot_switch_the_mode(project):
     at = open_app()
     assert not at.sidebar.radio
     sidebar_text = " ".join(h.proto.body for h in at.sidebar.get("html"))
-    assert "full (grade every candidate), the top 2, grades 0–4, relevant from 2" in sidebar_text
+    assert "full (grade every candidate), within the top 2, grades 0–4, relevant from 2" in (
+        sidebar_text
+    )
     grade_keys = {f"button_{grade}" for grade in "0123456789"}
     assert [b.label for b in at.button if b.key in grade_keys] == [
         "0 · not relevant", "1 · relevant", "2 · highly relevant", "3 · perfect", "4 · grade 4"
@@ -149,7 +156,7 @@ def test_a_binary_first_hit_project_offers_only_1_and_0(project):
 
 def test_all_non_relevant_then_unanswerable_is_exported_unanswerable(project):
     at = press(open_app(), "0", "0", "0")
-    assert any("No candidate is relevant" in w.proto.body for w in at.warning)
+    assert "No candidate is relevant" in banner(at)
     press(at, "u")
     assert "query number 2" in heading(at)
     exported = record(project, "q1")
@@ -257,8 +264,8 @@ def test_a_finished_query_reopened_from_the_history_shows_its_verdict_and_change
     assert "query number 2" in heading(at)
     press_keys(at, "h", "1")
     assert "query number 1" in heading(at)
-    assert "Done: miss" in at.info[0].value and not at.warning
-    press_keys(at, "j", "j", "1")  # the second card is relevant after all
+    assert "Done: miss" in banner(at) and "No candidate is relevant" not in banner(at)
+    press_keys(at, "j", "1")  # it opens on its first card: the second is relevant after all
     exported = record(project, "q1")
     assert exported["first_relevant_rank"] == 2 and exported["answerable"]
     with Store(project) as store:

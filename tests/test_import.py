@@ -73,7 +73,7 @@ def test_duplicate_query_id_against_the_database_names_the_line(store, tmp_path)
 
 def test_an_error_on_the_last_line_writes_nothing(store, tmp_path):
     good = [dict(TASK, query_id=f"g{i}") for i in range(100)]
-    path = write_jsonl(tmp_path / "tasks.jsonl", [*good, dict(TASK, candidates=[])])
+    path = write_jsonl(tmp_path / "tasks.jsonl", [*good, dict(TASK, candidates="x")])
     with pytest.raises(InputError, match="tasks.jsonl:101: field 'candidates'"):
         store.import_tasks(path)
     assert not store.has_queries() and store.status()["documents"] == 0

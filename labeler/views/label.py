@@ -17,16 +17,27 @@ import streamlit as st
 
 from labeler import keys, render
 from labeler.auth import LOCAL_ANNOTATOR
-from labeler.judging import KEY_HELP, LabelSession, QueryView, Search, StillBusy, grade_name
+from labeler.judging import (
+    IMPLIED_NAME,
+    LabelSession,
+    QueryView,
+    Search,
+    StillBusy,
+    grade_name,
+)
 from labeler.views import context
 
 GUIDELINES = Path(__file__).resolve().parents[1] / "guidelines.md"
 MODE_NAMES = {
-    "first_hit": "first hit (stop at the first relevant)",
+    "first_hit": "first hit (judge from the top down, stop at the first relevant)",
     "full": "full (grade every candidate)",
 }
+CARD_MARKER = "▶ judge this"
 SEARCH_LABEL = "Search the corpus"
 BUTTON_KEYS = "umszxnp"  # the letter keys that also have a button
+# The table's words, where they are too long for a button.
+BUTTON_WORDS = {"z": "undo", "x": "undo here", "p": "previous"}
+KEY_NAMES = {"enter": "Enter", "escape": "Esc"}  # as the keyboard labels them
 UNSAVED_HELP = (
     "This press and the ones typed after it are kept on this page and sent again until the "
     "database accepts them: keep the page open (a reload would lose them)."
@@ -35,7 +46,7 @@ UNSAVED_HELP = (
 
 def protocol_text(protocol: dict) -> str:
     """The project's protocol in words (static text: nothing from the data)."""
-    depth = f"the top {protocol['depth']}" if protocol["depth"] else "every candidate"
+    depth = f"within the top {protocol['depth']}" if protocol["depth"] else "no depth limit"
     scale = "binary 0/1" if protocol["max_grade"] == 1 else f"grades 0–{protocol['max_grade']}"
     return (
         f"Protocol (set by an admin): {MODE_NAMES[protocol['mode']]}, {depth}, {scale}, "
@@ -58,12 +69,7 @@ def sidebar(session: LabelSession, annotator: str) -> None:
 def keys_help(session: LabelSession) -> str:
     """The key map as a small table (static text: nothing from the data)."""
     rows = [(k, grade_name(int(k))) for k in session.grade_keys]
-    rows += [(k.upper(), meaning) for k, meaning in KEY_HELP.items()]
-    rows += [
-        ("/", "search the corpus (with the query's text)"),
-        ("Enter", "attach the selected search result"),
-        ("Esc", "leave a text field; close the search"),
-    ]
+    rows += [(KEY_NAMES.get(k, k.upper()), meaning) for k, (_, meaning) in keys.KEY_ACTIONS.items()]
     cells = "".join(f"<span><kbd>{key}</kbd></span><span>{meaning}</span>" for key, meaning in rows)
     return f'<div class="gs-keymap">{cells}</div>'
 
@@ -96,7 +102,8 @@ def candidate_cards(view: QueryView, terms: list[str], *, ahead: bool = False) -
     cards = []
     for candidate in view.candidates:
         grade = candidate["grade"]
-        label = None if grade is None else f"{grade} · {grade_name(grade)}"
+        implied = candidate["doc_id"] in view.asserted
+        label = None if grade is None else f"{grade} · {grade_label(grade, implied)}"
         if candidate["doc_id"] == current_id:
             state = "current"
         else:
@@ -112,6 +119,7 @@ def candidate_cards(view: QueryView, terms: list[str], *, ahead: bool = False) -
                 details=details(candidate),
                 doc_id=candidate["doc_id"],
                 grade=grade,
+                implied=implied,
             )
         )
     for rank, doc in enumerate(view.attached, start=len(view.candidates) + 1):
@@ -126,6 +134,11 @@ def candidate_cards(view: QueryView, terms: list[str], *, ahead: bool = False) -
         )
         cards.append(card)
     return render.card_list(view.query["query_id"], cards, hidden=ahead)
+
+
+def grade_label(grade: int, implied: bool) -> str:
+    """A card's grade in words: what the grade means, or that a verdict gave it."""
+    return IMPLIED_NAME if implied else grade_name(grade)
 
 
 def panel_model(
@@ -148,49 +161,63 @@ def panel_model(
         "meta": render.query_meta(query["query_id"], query["slice"], escape=False),
         "next": panel_model(session, ahead),
         "undo_to": last_action and [last_action["query_id"], last_action["doc_id"]],
-        "cards": [[c["doc_id"], c["grade"]] for c in view.candidates],
+        # [doc_id, grade, graded 0 by the verdict]
+        "cards": [[c["doc_id"], c["grade"], c["doc_id"] in view.asserted] for c in view.candidates],
         "current": view.current["doc_id"] if view.current else None,
         "mode": view.mode,
         "threshold": protocol["rel_threshold"],
         "done": view.state["status"] == "done",
+        "holes": view.state["holes"],  # the server alone knows where a holed query goes next
         "searching": session.search is not None,
         "grades": session.grade_keys,
         "names": [grade_name(grade) for grade in range(protocol["max_grade"] + 1)],
+        "implied": IMPLIED_NAME,
+        "marker": CARD_MARKER,
     }
 
 
 def action_buttons(session: LabelSession) -> None:
-    """One button per key, for mouse users; the label names the key."""
-    grade_keys = session.grade_keys
-    actions = [(k, f"{k} · {grade_name(int(k))}") for k in grade_keys]
-    actions += [(k, f"{k.upper()} · {KEY_HELP[k].split(' (')[0]}") for k in BUTTON_KEYS]
-    columns = st.columns(len(grade_keys))
-    for index, (key, label) in enumerate(actions):
-        columns[index % len(grade_keys)].button(
-            label,
-            key=f"button_{key}",
-            on_click=session.click,
-            args=(session.press, key),
-            width="stretch",
-            type="primary" if key in grade_keys else "secondary",
-        )
+    """One button per key, for mouse users; the label names the key. Each row wraps its
+    buttons at their own width, so that no label is cut short in a narrow column."""
+    rows = [
+        [(k, f"{k} · {grade_name(int(k))}", "primary") for k in session.grade_keys],
+        [(k, f"{k.upper()} · {button_words(k)}", "secondary") for k in BUTTON_KEYS],
+    ]
+    for row in rows:
+        with st.container(horizontal=True, gap="small"):
+            for key, label, kind in row:
+                st.button(
+                    label,
+                    key=f"button_{key}",
+                    on_click=session.click,
+                    args=(session.press, key),
+                    width="content",
+                    type=kind,
+                )
 
 
-def verdict_line(session: LabelSession, view: QueryView) -> None:
-    """The prompt for a verdict, or, on a finished query, the verdict and how to change it."""
+def button_words(key: str) -> str:
+    """A letter button's words: the key table's, short."""
+    return BUTTON_WORDS.get(key) or keys.KEY_ACTIONS[key][1].split(" (")[0]
+
+
+def verdict_line(view: QueryView) -> None:
+    """Under the query's heading: the prompt for a verdict, or, on a finished query, the
+    verdict and how to change it (static words and the verdict only)."""
+    query_id = view.query["query_id"]
     if view.verdict_due:
-        st.warning(
-            "No candidate is relevant. Press **U** if the corpus holds no answer "
-            "(unanswerable), **M** if an answer should exist (a miss). You may first search the "
-            "corpus (**/**) and attach the document the system missed.",
-            icon=":material/search:",
+        text = (
+            "No candidate is relevant. Press U if the corpus holds no answer (unanswerable), "
+            "M if an answer should exist (a miss). You may first search the corpus (/) and "
+            "attach the document the system missed."
         )
+        st.html(render.banner(text, query_id, kind="due"))
     elif view.verdict is not None:
-        st.info(
-            f"Done: {view.verdict}. To change it in place: **J**/**K** pick a card and grade "
-            "it, or **U**/**M**; **X** undoes the last action on this query.",
-            icon=":material/task_alt:",
+        text = (
+            f"Done: {view.verdict}. To change it: grade the selected card (J/K pick another), "
+            "or U/M; X undoes the last action on this query."
         )
+        st.html(render.banner(text, query_id, kind="done"))
 
 
 def search_panel(session: LabelSession, view: QueryView) -> None:
@@ -212,20 +239,27 @@ def search_box(session: LabelSession, search: Search, key: str) -> None:
         on_change=lambda: session.open_search(st.session_state[key]),
         placeholder="Enter searches; then Esc, J/K to choose, Enter to attach",
     )
-    st.caption("Any of the words, as prefixes, best first (bm25). J/K move · Enter attaches.")
+    grades = session.grade_keys
+    st.caption(
+        "Any of the words, as prefixes, best first (bm25). J/K move · Enter attaches "
+        f"(grade {max(1, session.protocol['rel_threshold'])}) · {grades[0]}–{grades[-1]} "
+        "attaches with that grade."
+    )
     terms = render.query_terms(search.text)
+    marker = f"▶ Enter: attach · {grades[0]}–{grades[-1]}: grade"
     for number, doc in enumerate(search.results, start=1):
-        card = render.candidate_card(
-            rank=number,
-            title=doc["title"],
-            text=doc["text"],
-            terms=terms,
-            state="current" if number - 1 == search.selected else "waiting",
+        st.html(
+            render.candidate_card(
+                rank=number,
+                title=doc["title"],
+                text=doc["text"],
+                terms=terms,
+                state="current" if number - 1 == search.selected else "waiting",
+                marker=marker,
+            )
         )
-        left, right = st.columns([5, 1], vertical_alignment="center")
-        left.html(card)
-        right.button(
-            "Attach",
+        st.button(
+            f"Attach #{number}",
             key=f"attach_{number}",
             on_click=session.click,
             args=(session.attach, doc["doc_id"]),
@@ -295,22 +329,21 @@ def judging_panel(session: LabelSession) -> None:
     view = session.view()  # presses were applied by the listener's callback, before this
     ahead = session.next_view()
     last_action, behind = session.undo_preview()
-    search = session.search
     keys.listen(
-        [*session.accepted_keys, "enter", "escape"],
+        session.accepted_keys,
         lambda press: press_typed(session, press),
         focus={"/": SEARCH_LABEL},
         follow=".gs-cards:not(.gs-hidden) .gs-current",
         applied_before=session.store.applied_key_press,
         retry_on=(StillBusy,),
         panel=panel_model(session, view, ahead, last_action),
-        autofocus=f"{SEARCH_LABEL}\n{id(search)}" if search else None,
         unsaved=bool(session.unsaved),
     )
     with st.container(key="gs-header"):
         if view is not None:
             query = view.query
             st.html(render.query_heading(query["query"], query["query_id"], query["slice"]))
+            verdict_line(view)
         progress_bar(session)
         if session.unsaved:
             st.html(render.alert(f"{session.unsaved} {UNSAVED_HELP}"))
@@ -335,7 +368,6 @@ def judging_panel(session: LabelSession) -> None:
             for other in others.values()
         )
         st.html(candidate_cards(view, terms) + hidden)
-        verdict_line(session, view)
         action_buttons(session)
     with side:
         search_panel(session, view)

@@ -76,7 +76,8 @@ def test_a_finished_query_reopened_from_the_history_is_changed_in_place(
     expect(page.get_by_text("Done: miss")).to_be_visible()
     expect(page.get_by_text("No candidate is relevant")).to_have_count(0)
     wait_idle(page)
-    page.keyboard.type("jjj", delay=50)
+    expect(current_rank(page)).to_have_text("#1")  # a finished query opens on its first card
+    page.keyboard.type("jj", delay=50)
     expect(current_rank(page)).to_have_text("#3")
     page.keyboard.press("1")
     expect(query_heading(page)).to_have_text("parse ISO-8601 duration")
@@ -92,7 +93,8 @@ def test_the_protocol_set_by_an_admin_is_what_annotators_get(page: Page, serve_a
     with Store(db) as store:
         store.configure(mode="full", depth=3, max_grade=4, rel_threshold=2, by="rita")
     open_app(page, serve_app(db))
-    expect(page.get_by_text("full (grade every candidate), the top 3, grades 0–4")).to_be_visible()
+    protocol = "full (grade every candidate), within the top 3, grades 0–4"
+    expect(page.get_by_text(protocol)).to_be_visible()
     expect(page.get_by_role("radio")).to_have_count(0)  # no mode switch for annotators
     page.keyboard.type("420", delay=50)
     expect(query_heading(page)).to_have_text("retry with jitter helper")

@@ -14,6 +14,7 @@ import pytest
 from playwright.sync_api import Page
 
 from labeler import render
+from labeler.keys import browser_table
 
 KEYS_JS = Path(__file__).resolve().parents[2] / "labeler" / "keys.js"
 NAMES = ["not relevant", "relevant"]
@@ -82,16 +83,18 @@ def listener(page: Page):
 
     def render(model: dict | None, applied: int = 0) -> None:
         page.evaluate(
-            """([panel, applied]) => {
+            """([panel, applied, table]) => {
                 const states = window.sentStates;
                 const page = states.length ? states[states.length - 1].page : null;
                 window.goldsetKeys({
-                    data: { keys: ["0", "1", "n", "z", "x"], page, applied, panel, retry: 0 },
+                    data: {
+                        keys: ["0", "1", "n", "z", "x"], table, page, applied, panel, retry: 0,
+                    },
                     parentElement: document.getElementById("root"),
                     setStateValue: (name, value) => states.push(value),
                 });
             }""",
-            [model, applied],
+            [model, applied, browser_table()],
         )
         page.wait_for_timeout(50)  # a press aimed on this render is sent on the next tick
 
