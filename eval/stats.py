@@ -6,19 +6,17 @@ Everything is seeded through ``np.random.default_rng(seed)``: the same inputs an
 the same numbers, always.
 
 The CIs of :func:`bootstrap_ci` and :func:`paired_bootstrap` are score intervals by default
-(:func:`score_interval`): the mean's CI holds the means μ that a t test would not reject when
-the per-query variance is the one μ implies, not the one the sample shows. Per-query values
-of a metric lie in [0, 1] and most miss-heavy queries sit at 0: with five hits in 50 queries
-the sample's variance says little, and a bootstrap interval (which can only reshuffle the
-five) falls short. Measured on RR@10 with 90% of 50 queries at 0, the 95% percentile and
-BCa intervals held the true mean 91% of the time, the score interval 97%; on the same
-values with 85% at 0, on 200 queries and on values that are not skewed, all three 95-97%
-(bench/ci_coverage.py, docs/gate.md). ``method="bca"`` gives the BCa bootstrap interval (bias-
-corrected and accelerated, Efron 1987: the percentiles of the resampled means moved by the
-bootstrap's median bias z0 and by the skew of the per-query values, the acceleration a from
-the jackknife, which for a mean is exact and needs no loop: a = Σd³ / (6 (Σd²)^1.5), d the
-deviations from the mean), ``method="percentile"`` the plain percentile interval; p-values are
-read off the same interval as the CI (see :func:`paired_bootstrap`).
+(:func:`eval.intervals.score_interval`), which need no resampling: with most queries at 0
+the sample's spread says little, and a bootstrap, which can only reshuffle the few hits,
+falls short. On RR@10 with 90% of 50 queries at 0, 95% percentile and BCa intervals held the
+true mean 90-93% of the time, the score interval 97%; at 200 queries all three 93-96%
+(bench/ci_coverage.py, docs/gate.md). ``method="bca"`` gives the BCa bootstrap interval
+(bias-corrected and accelerated, Efron 1987: the percentiles of the resampled means moved by
+the bootstrap's median bias z0 and by the skew of the per-query values, the acceleration a
+from the jackknife, which for a mean is exact and needs no loop: a = Σd³ / (6 (Σd²)^1.5), d
+the deviations from the mean), ``method="percentile"`` the plain percentile interval; the
+release gate resamples too (:func:`resample_means`). p-values are read off the same test as
+the CI (see :func:`paired_bootstrap`).
 
 Two exact shortcuts keep resampling fast without a Python loop per query:
 
@@ -41,6 +39,29 @@ from functools import partial
 
 import numpy as np
 from numpy.typing import ArrayLike
+
+from eval.intervals import (
+    check_confidence,
+    per_query_matrix,
+    score_interval,
+    score_p_value,
+    student_t_quantile,
+    t_interval,
+)
+
+__all__ = [
+    "bootstrap_ci",
+    "paired_bootstrap",
+    "PairedBootstrap",
+    "p_value_text",
+    "queries_needed",
+    "randomization_test",
+    "resample_means",
+    "Resampled",
+    "score_interval",
+    "student_t_quantile",
+    "t_interval",
+]
 
 CHUNK_ELEMENTS = 1 << 16  # counts held in memory per chunk of resamples (512 KiB of int64)
 PRODUCT_COLUMNS = 8  # metric columns per matrix product (see _product)
@@ -167,7 +188,7 @@ def bootstrap_ci(
     >>> bootstrap_ci([0.0, 1.0, 1.0, 0.5], 2000, 1, method="percentile").round(3).tolist()
     [0.25, 1.0]
     """
-    matrix, one_dimensional = _per_query_matrix(values, "values")
+    matrix, one_dimensional = per_query_matrix(values, "values")
     _check_resampling(n_resamples, confidence, method)
     if len(matrix) == 0:
         bounds = np.full((matrix.shape[1], 2), np.nan)
@@ -178,63 +199,12 @@ def bootstrap_ci(
     return bounds[0] if one_dimensional else bounds
 
 
-def score_interval(values: ArrayLike, confidence: float = 0.95, signed: bool = False) -> np.ndarray:
-    """The score CI of the mean of per-query values, per column: (columns, 2).
-
-    It holds every μ with (x̄ − μ)² ≤ t² · V(μ) / n (t: Student's quantile with n − 1
-    degrees of freedom, at least 1): the t test of "the mean is μ" with the variance that μ
-    implies. For values in [0, 1] with mean μ, E[x²] = r · E[|x|]; r is estimated as
-    (Σx² + b²) / (Σ|x| + b), the queries plus one more at the values' largest magnitude b
-    (1 for a metric), so that few or no non-zero values still leave room for one. Then
-
-    - values that cannot be negative (a metric): E[|x|] = μ, V(μ) = r·μ − μ². For hit@k (0
-      or 1) this is Wilson's interval; for RR@10 it is Wilson's interval on the share of
-      hits, scaled by the mean hit value. All values at 0 give [0, about t²/n], not [0, 0];
-    - ``signed`` values (paired deltas): E[|x|] is at least its mean in the sample and at
-      least |μ|, V(μ) = r · max(mean |x|, |μ|) − μ².
-
-    No queries gives NaN bounds.
-
-    >>> score_interval([0.0] * 50).round(4).tolist()
-    [[0.0, 0.0747]]
-    >>> score_interval([1.0] + [0.0] * 49, signed=True).round(4).tolist()
-    [[-0.0198, 0.1083]]
-    """
-    matrix, _ = _per_query_matrix(values, "values")
-    _check_confidence(confidence)
-    count = len(matrix)
-    if count == 0:
-        return np.full((matrix.shape[1], 2), np.nan)
-    k = student_t_quantile(0.5 + confidence / 2, max(count - 1, 1)) ** 2 / count
-    mean, magnitude, ratio = _score_moments(matrix)
-    if not signed:  # (1 + k) μ² − (2 x̄ + k r) μ + x̄² ≤ 0
-        return _quadratic_roots(1 + k, -(2 * mean + k * ratio), mean**2)
-    return _signed_score_bounds(mean, magnitude, ratio, k)
-
-
-def _signed_score_bounds(
-    mean: np.ndarray, magnitude: np.ndarray, ratio: np.ndarray, k: float
-) -> np.ndarray:
-    """The signed score interval: the μ with (x̄ − μ)² ≤ k · (r · max(m, |μ|) − μ²), m the mean
-    magnitude, solved on its three pieces (|μ| ≤ m, μ > m, μ < −m); the bounds are the
-    outermost roots. μ = x̄ always qualifies (|x̄| ≤ m and r · m ≥ mean x² ≥ x̄²)."""
-    edge = magnitude[:, None]
-    within = np.clip(
-        _quadratic_roots(1 + k, -2 * mean, mean**2 - k * ratio * magnitude), -edge, edge
-    )
-    above = _quadratic_roots(1 + k, -(2 * mean + k * ratio), mean**2)
-    below = _quadratic_roots(1 + k, -(2 * mean - k * ratio), mean**2)
-    high = np.where(above[:, 1] > magnitude, above[:, 1], within[:, 1])
-    low = np.where(below[:, 0] < -magnitude, below[:, 0], within[:, 0])
-    return np.stack([low, high], axis=1)
-
-
 def resample_means(
     values: ArrayLike, n_resamples: int = 1000, seed: int = 0, method: str = "bca"
 ) -> Resampled:
     """The bootstrap distribution of the column means of ``values`` (n_queries, columns),
     with its BCa corrections (zero for ``method="percentile"``). At least one query."""
-    matrix, _ = _per_query_matrix(values, "values")
+    matrix, _ = per_query_matrix(values, "values")
     _check_resampling(n_resamples, 0.5, method, RESAMPLING_METHODS)
     estimate = matrix.mean(axis=0)
     resampled = _resampled_means(matrix, n_resamples, np.random.default_rng(seed))
@@ -283,7 +253,7 @@ def paired_bootstrap(
     elif method == SCORE:
         mean_delta = deltas.mean(axis=0)
         interval = score_interval(deltas, confidence, signed=True)
-        p_value = _score_p_value(deltas)
+        p_value = score_p_value(deltas)
         p_floor = np.full(metric_count, np.nan)
     else:
         resampled = resample_means(deltas, n_resamples, seed, method)
@@ -343,7 +313,7 @@ def queries_needed(values: ArrayLike, half_width: float = 0.05, confidence: floa
         raise ValueError("values must be finite numbers (no NaN or infinity)")
     if not half_width > 0:
         raise ValueError(f"half_width must be positive, got {half_width!r}")
-    _check_confidence(confidence)
+    check_confidence(confidence)
     from statistics import NormalDist  # imported here: 5 ms that an evaluation never needs
 
     z = NormalDist().inv_cdf(0.5 + confidence / 2)
@@ -362,82 +332,6 @@ def p_value_text(p_value: float, floor: float | None = None) -> str:
     if floor is not None and not math.isnan(floor) and p_value <= floor * (1 + TIE_TOLERANCE):
         return f"< {floor:.4g}"
     return f"{p_value:.4f}"
-
-
-def t_interval(values: ArrayLike, confidence: float = 0.95) -> np.ndarray:
-    """Student's t CI of the mean of 1-D ``values``: mean ± t(n − 1) · s / √n, as [low, high].
-
-    Fewer than 2 values, or values that do not vary, give the mean as both bounds.
-
-    >>> t_interval([0.0, 1.0, 1.0, 0.5], 0.95).round(3).tolist()
-    [-0.137, 1.387]
-    """
-    values = np.asarray(values, dtype=np.float64)
-    _check_confidence(confidence)
-    mean = float(values.mean())
-    if len(values) < 2:
-        return np.array([mean, mean])
-    half = student_t_quantile(0.5 + confidence / 2, len(values) - 1)
-    half *= float(values.std(ddof=1)) / math.sqrt(len(values))
-    return np.array([mean - half, mean + half])
-
-
-def student_t_quantile(p: float, df: int) -> float:
-    """The p-quantile (p ≥ 0.5) of Student's t with ``df`` degrees of freedom.
-
-    Exact for up to 30 degrees of freedom (the closed form of the t CDF for an integer df,
-    Abramowitz & Stegun 26.7.3-4, inverted by bisection); above, the Cornish-Fisher
-    expansion around the normal quantile, within 1e-4 there.
-
-    >>> round(student_t_quantile(0.975, 1), 3), round(student_t_quantile(0.975, 19), 3)
-    (12.706, 2.093)
-    """
-    from statistics import NormalDist
-
-    if df > 30:
-        z = NormalDist().inv_cdf(p)
-        terms = (
-            (z**3 + z) / 4,
-            (5 * z**5 + 16 * z**3 + 3 * z) / 96,
-            (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384,
-        )
-        return z + sum(term / df ** (power + 1) for power, term in enumerate(terms))
-    low, high = 0.0, 1.0
-    while _t_cdf(high, df) < p:
-        high *= 2
-    for _ in range(100):
-        middle = (low + high) / 2
-        low, high = (middle, high) if _t_cdf(middle, df) < p else (low, middle)
-    return (low + high) / 2
-
-
-def _t_tail(t: float, df: int) -> float:
-    """P(T > t) for t ≥ 0: exact up to 30 degrees of freedom; above, the normal tail of
-    t · (1 − 1/(4 df)) / √(1 + t² / (2 df)) (Abramowitz & Stegun 26.7.8), within 1e-3."""
-    if df <= 30:
-        return 1 - _t_cdf(t, df)
-    z = t * (1 - 1 / (4 * df)) / math.sqrt(1 + t * t / (2 * df))
-    return 0.5 * math.erfc(z / math.sqrt(2))
-
-
-def _t_cdf(t: float, df: int) -> float:
-    """P(T ≤ t) for t ≥ 0 and an integer ``df``, in closed form."""
-    theta = math.atan(t / math.sqrt(df))
-    cosine2 = math.cos(theta) ** 2
-    term, total = 1.0, 1.0
-    if df % 2:
-        for k in range(1, (df - 1) // 2):
-            term *= cosine2 * (2 * k) / (2 * k + 1)
-            total += term
-        within = (2 / math.pi) * (
-            theta + (math.sin(theta) * math.cos(theta) * total if df > 1 else 0)
-        )
-    else:
-        for k in range(1, df // 2):
-            term *= cosine2 * (2 * k - 1) / (2 * k)
-            total += term
-        within = math.sin(theta) * total
-    return 0.5 + within / 2
 
 
 # --- resampling ----------------------------------------------------------------------------
@@ -614,40 +508,6 @@ def _acceleration(matrix: np.ndarray) -> np.ndarray:
     return np.where(spread > noise, acceleration, 0.0)
 
 
-def _score_p_value(deltas: np.ndarray) -> np.ndarray:
-    """Two-sided p-value per column of the signed score test of "the mean delta is 0":
-    t = x̄ / √(V(0) / n), V(0) = r · mean |x| (:func:`score_interval`); 1 when nothing moved."""
-    count = len(deltas)
-    mean, magnitude, ratio = _score_moments(deltas)
-    spread = np.sqrt(ratio * magnitude / count)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        statistic = np.where(spread > 0, np.abs(mean) / spread, 0.0)
-    degrees = max(count - 1, 1)
-    return np.array([min(1.0, 2 * _t_tail(float(t), degrees)) for t in statistic])
-
-
-def _score_moments(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per column: the mean, the mean magnitude and the ratio r of Σx² to Σ|x|, with one
-    more value at the largest magnitude b (1 for a metric's values in [0, 1])."""
-    magnitudes = np.abs(matrix)
-    largest = np.maximum(1.0, magnitudes.max(axis=0))
-    ratio = ((matrix**2).sum(axis=0) + largest**2) / (magnitudes.sum(axis=0) + largest)
-    return matrix.mean(axis=0), magnitudes.mean(axis=0), ratio
-
-
-def _quadratic_roots(a: float, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """The roots [low, high] of a·μ² + b·μ + c (a > 0) per column, NaN where there are none;
-    computed without cancellation (Numerical Recipes 5.6)."""
-    discriminant = b**2 - 4 * a * c
-    root = np.sqrt(np.maximum(discriminant, 0.0))
-    q = -(b + np.where(b < 0, -root, root)) / 2
-    with np.errstate(divide="ignore", invalid="ignore"):
-        roots = np.stack([q / a, np.where(q != 0, c / q, 0.0)], axis=1)
-    roots = np.sort(roots, axis=1)
-    roots[discriminant < 0] = np.nan
-    return roots
-
-
 def _normal_cdf(x: np.ndarray) -> np.ndarray:
     """The standard normal CDF, element-wise (statistics.NormalDist, over few values)."""
     from statistics import NormalDist  # imported here: 5 ms that an evaluation never needs
@@ -673,27 +533,14 @@ def _normal_quantile(p: np.ndarray) -> np.ndarray:
 # --- validation ----------------------------------------------------------------------------
 
 
-def _per_query_matrix(values: ArrayLike, name: str) -> tuple[np.ndarray, bool]:
-    """``values`` as a float (n_queries, n_metrics) matrix, and whether it was 1-D."""
-    matrix = np.asarray(values, dtype=np.float64)
-    if matrix.ndim not in (1, 2):
-        raise ValueError(
-            f"{name} must have shape (n_queries,) or (n_queries, n_metrics), got {matrix.shape}"
-        )
-    if not np.isfinite(matrix).all():
-        raise ValueError(f"{name} must be finite numbers (no NaN or infinity)")
-    one_dimensional = matrix.ndim == 1
-    return (matrix[:, None] if one_dimensional else matrix), one_dimensional
-
-
 def _paired_deltas(baseline: ArrayLike, candidate: ArrayLike) -> tuple[np.ndarray, bool]:
     """candidate − baseline per query, after checking that the rows pair up."""
     # pandas inputs (told apart by their index, without importing pandas) must pair up.
     indexes = [getattr(values, "index", None) for values in (baseline, candidate)]
     if all(hasattr(index, "equals") for index in indexes) and not indexes[0].equals(indexes[1]):
         raise ValueError("baseline and candidate must list the same queries in the same order")
-    before, one_dimensional = _per_query_matrix(baseline, "baseline")
-    after, _ = _per_query_matrix(candidate, "candidate")
+    before, one_dimensional = per_query_matrix(baseline, "baseline")
+    after, _ = per_query_matrix(candidate, "candidate")
     if np.shape(baseline) != np.shape(candidate):
         raise ValueError(
             f"baseline and candidate must have the same shape (one row per query), got "
@@ -709,9 +556,4 @@ def _check_resampling(
         raise ValueError(f"n_resamples must be a positive integer, got {n_resamples!r}")
     if method not in methods:
         raise ValueError(f"method must be one of {', '.join(methods)}, got {method!r}")
-    _check_confidence(confidence)
-
-
-def _check_confidence(confidence: float) -> None:
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be between 0 and 1 (e.g. 0.95), got {confidence!r}")
+    check_confidence(confidence)
