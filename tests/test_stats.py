@@ -15,6 +15,7 @@ from eval.stats import (
     paired_bootstrap,
     queries_needed,
     randomization_test,
+    score_interval,
     student_t_quantile,
     t_interval,
 )
@@ -194,6 +195,16 @@ def test_default_paired_ci_covers_a_miss_heavy_delta_at_least_93_percent_of_the_
     true_delta = 0.5 * (0.5 * MISS_HEAVY_MRR - MISS_HEAVY_MRR)
     intervals = paired_bootstrap(baseline, candidate).ci
     assert np.mean((intervals[:, 0] <= true_delta) & (true_delta <= intervals[:, 1])) >= 0.93
+
+
+def test_one_hit_proves_a_positive_mean_but_one_better_query_no_improvement():
+    # A metric cannot go below 0, so one hit shows its mean is above 0; a delta can, so one
+    # query that improved (49 unchanged) does not show that the candidate is better.
+    one = np.r_[1.0, np.zeros(49)]
+    assert bootstrap_ci(one)[0] > 0
+    result = paired_bootstrap(np.zeros(50), one)
+    assert result.ci[0] < 0 < result.ci[1] and result.p_value > 0.05
+    assert score_interval(one, signed=True)[0].tolist() == result.ci.tolist()
 
 
 def test_bca_moves_the_interval_toward_the_long_tail():
