@@ -70,6 +70,7 @@ PRODUCT_COLUMNS = 8  # metric columns per matrix product (see _product)
 # only when there are at least 20 times fewer distinct rows than queries.
 DISTINCT_ROW_ADVANTAGE = 20
 TIE_TOLERANCE = 1e-9  # relative: resampled statistics this close count as equal (float noise)
+P_VALUE_RESOLUTION = 1e-4  # p-values are printed to four decimals
 
 
 SCORE = "score"
@@ -325,14 +326,15 @@ def queries_needed(values: ArrayLike, half_width: float = 0.05, confidence: floa
 def p_value_text(p_value: float, floor: float | None = None) -> str:
     """A p-value to four decimals; at the ``floor`` of its resamples (or below), ``< floor``:
     the resamples cannot show a smaller one, so the true p-value is only known to be below
-    it. No floor (None or NaN: a test that is not resampled) prints the figure.
+    it. No floor (None or NaN: a test that is not resampled) prints the figure, and one too
+    small for four decimals ``< 0.0001`` rather than 0.
 
-    >>> p_value_text(0.01234), p_value_text(2 / 1000, floor=2 / 1000), p_value_text(0.5, 0.002)
-    ('0.0123', '< 0.002', '0.5000')
+    >>> p_value_text(0.01234), p_value_text(2 / 1000, floor=2 / 1000), p_value_text(3e-9)
+    ('0.0123', '< 0.002', '< 0.0001')
     """
     if floor is not None and not math.isnan(floor) and p_value <= floor * (1 + TIE_TOLERANCE):
         return f"< {floor:.4g}"
-    return f"{p_value:.4f}"
+    return f"{p_value:.4f}" if p_value >= P_VALUE_RESOLUTION else f"< {P_VALUE_RESOLUTION:g}"
 
 
 # --- resampling ----------------------------------------------------------------------------

@@ -44,6 +44,7 @@ def test_the_compare_page_prints_a_p_value_at_its_floor_as_below_the_floor():
         (0.0123, None, "0.0123"),  # not resampled (the score test): no floor
         (0.0123, math.nan, "0.0123"),
         (0.002 * (1 + 1e-12), 0.002, "< 0.002"),  # at the floor up to float noise
+        (3e-9, None, "< 0.0001"),  # the score test's: below four decimals, not 0.0000
     ],
 )
 def test_a_p_value_prints_as_a_figure_unless_at_its_floor(p_value, floor, shown):
