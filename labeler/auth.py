@@ -52,6 +52,12 @@ def validate_password(password: str) -> str:
     :func:`hash_password` checks it)."""
     if len(password) < MIN_PASSWORD_LENGTH:
         raise ValueError(f"a password needs at least {MIN_PASSWORD_LENGTH} characters")
+    try:
+        password.encode("utf-8")
+    except UnicodeEncodeError:  # bytes of another encoding, from a terminal: none can sign in
+        raise ValueError(
+            "a password must be UTF-8 text: this one holds bytes that are not"
+        ) from None
     return password
 
 

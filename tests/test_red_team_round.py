@@ -7,8 +7,8 @@
   reaches the server may post to it (only browsers are bound by ``Origin``), and a body read
   whole held a gigabyte in memory for a gigabyte sent.
 - Every refusal of the CLI is one line and exit 2, never a traceback: a prompt template that is
-  not UTF-8, a user name the rules refuse, an output in a folder that does not exist, a
-  bootstrap count that would need terabytes.
+  not UTF-8, a password of bytes that are not UTF-8, a user name the rules refuse, an output in
+  a folder that does not exist, a bootstrap count that would need terabytes.
 - The admin page's TREC qrels of a project holding ids that TREC cannot hold (made by an
   older goldset) says which ids, on the page: built when the download started, the refusal
   reached the browser only as Streamlit's "Failed to generate file for download".
@@ -118,6 +118,17 @@ def test_a_user_name_the_rules_refuse_is_bad_input(demo_db):
     assert "invalid user name" in line
     with Store(demo_db) as store:
         assert store.annotators() == []
+
+
+@pytest.mark.parametrize("command", [["user", "add", "ana"], ["user", "passwd", "root"]])
+def test_a_password_of_bytes_that_are_not_utf8_is_bad_input(demo_db, command):
+    # A terminal in Latin-1 gives b"pass\xe9word"; Python's argv holds it as a lone surrogate.
+    with Store(demo_db) as store:
+        store.add_annotator("root", role="admin", password_hash=hash_password("root-secret"))
+    line = refused(*command, "--password", "pass\udce9word", "--db", str(demo_db))
+    assert "UTF-8" in line
+    with Store(demo_db) as store:
+        assert [user["name"] for user in store.annotators()] == ["root"]
 
 
 def test_an_output_in_a_folder_that_does_not_exist_is_refused(demo_db, tmp_path):
