@@ -403,3 +403,74 @@ def test_the_next_query_is_rendered_ahead_hidden_without_a_current_card(project)
     ahead = cards[cards.index('<div class="gs-cards gs-hidden" data-query="q2">') :]
     assert "query number 2" not in ahead and "doc 1" in ahead  # its cards, not its heading
     assert "gs-current" not in ahead and cards.count("gs-current") == 1
+
+
+def cards_of(at: AppTest) -> str:
+    """The HTML of the candidate cards on screen (and those rendered ahead, hidden)."""
+    return next(h.proto.body for h in at.get("html") if "gs-card" in h.proto.body)
+
+
+def test_grades_a_verdict_gave_read_by_verdict_apart_from_the_pressed_ones(project):
+    at = press(open_app(), "0", "u")  # #1 pressed 0; U grades #2 and #3 0 without a press
+    press_keys(at, "p")
+    assert "query number 1" in heading(at)
+    shown = cards_of(at).split('class="gs-cards gs-hidden"')[0]
+    assert shown.count('<span class="gs-label">0 · not relevant</span>') == 1
+    assert shown.count('<span class="gs-label gs-implied">0 · by verdict</span>') == 2
+    panel = at.session_state["label_session"]
+    assert panel.view().asserted == {"q1-d2", "q1-d3"}
+
+
+def test_a_reopened_finished_query_opens_on_its_first_card_and_a_grade_button_changes_it(
+    project,
+):
+    at = press(open_app(), "u")
+    press_keys(at, "p")
+    assert "query number 1" in heading(at)
+    assert cards_of(at).split('class="gs-cards gs-hidden"')[0].count("gs-current") == 1
+    assert 'data-doc="q1-d1" data-grade="0"' in cards_of(at).split("gs-current")[1][:200]
+    press(at, "2")
+    assert record(project, "q1")["judgments"]["q1-d1"] == 2
+    assert record(project, "q1")["first_relevant_rank"] == 1
+
+
+def test_a_reopened_query_done_at_a_relevant_card_opens_on_that_card(project):
+    at = press(open_app(), "0", "1")  # q1 done at #2
+    press_keys(at, "p")
+    assert "query number 1" in heading(at)
+    assert at.session_state["label_session"].view().current["doc_id"] == "q1-d2"
+
+
+def test_a_grade_key_on_the_search_results_attaches_the_selected_one_with_that_grade(project):
+    at = press_keys(open_app(), "/")
+    at.text_input(key="search_q1").input("zebra").run()
+    results = [h.proto.body for h in at.get("html") if "guide" in h.proto.body]
+    assert len(results) == 1 and "▶ Enter: attach · 0–3: grade" in results[0]
+    session = at.session_state["label_session"]
+    session.press("3", target={"query": "q1", "attach": True})
+    at.run()
+    assert record(project, "q1")["judgments"] == {"zebra-guide": 3}
+    assert "query number 2" in heading(at)
+
+
+def test_a_query_with_no_candidates_asks_for_a_verdict_at_once(tmp_path, monkeypatch):
+    path = tmp_path / "empty.db"
+    with Store(path) as store:
+        store.import_records([{"query_id": "none", "query": "kotlin adapter", "candidates": []}])
+    monkeypatch.setenv("GOLDSET_DB", str(path))
+    st.cache_resource.clear()
+    at = open_app()
+    assert "kotlin adapter" in heading(at)
+    assert "No candidate is relevant" in banner(at)
+    press(at, "u")
+    assert (record(path, "none")["status"], record(path, "none")["answerable"]) == ("done", False)
+    st.cache_resource.clear()
+
+
+def test_the_key_help_lists_every_key_of_the_table(project):
+    from labeler.keys import KEY_ACTIONS
+
+    at = open_app()
+    help_html = next(h.proto.body for h in at.sidebar.get("html") if "gs-keymap" in h.proto.body)
+    for _, meaning in KEY_ACTIONS.values():
+        assert meaning in help_html
