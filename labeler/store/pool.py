@@ -44,8 +44,10 @@ class Pool(Imports):
         Each run's top ``depth`` per query (trec_eval order: score desc, doc_id desc) is added
         to the query's candidates, deduplicated, with provenance (run -> rank); candidates are
         shown in reciprocal-rank-fused order so no system is favoured. Pooling a new run later
-        adds only docs not yet in the pool; judgements are keyed by (query, doc) and reused,
-        and queries the new run reopens go back to the queue. The whole corpus is stored (for
+        adds only docs not yet in the pool; judgements are keyed by (query, doc) and reused.
+        A done query stays done (in the golden set): the new run's unjudged docs above its
+        first relevant one are its holes, which put it back in the queue as work (see
+        :meth:`pool_preview` for what a pool would do, read without writing). The whole corpus is stored (for
         full-text search); queries of the file not answered by any run get no candidates.
         Without ``corpus`` or ``queries``, the documents and queries already in the project
         are used: ``pool(None, None, [new_run], 10)`` adds a new system's unjudged top 10 as
