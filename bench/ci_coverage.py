@@ -39,7 +39,7 @@ TEST_SHARES = np.array([0.40, 0.15, 0.08, 0.06, 0.04, 0.03, 0.03, 0.02, 0.02, 0.
 CHUNK = 100  # golden sets resampled together (one seed per chunk; see intervals)
 KEPT = 0.5  # share of queries whose rank the candidate keeps from the baseline
 CANDIDATE_MISS_SHIFT = {"delta-": 0.05, "delta=": 0.0, "delta+": -0.05}
-METHODS = ("percentile", "bca", "t", "bca|t", "boot-t", "agresti-coull", "score")
+METHODS = ("percentile", "bca", "t", "bca∪t", "boot-t", "agresti-coull", "score")
 
 
 def hit_shares(name: str) -> np.ndarray:
@@ -97,7 +97,7 @@ def intervals(values: np.ndarray, seed: int, resamples: int) -> dict[str, np.nda
         "t": student,
         "score": score_interval(values, signed=bool((values < 0).any())),
     }
-    found["bca|t"] = np.c_[
+    found["bca∪t"] = np.c_[
         np.minimum(found["bca"][:, 0], cut[:, 0]), np.maximum(found["bca"][:, 1], cut[:, 1])
     ]
     found["boot-t"] = _bootstrap_t(percentile.resampled, mean, error, count)
