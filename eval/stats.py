@@ -80,12 +80,13 @@ METHODS = (SCORE, *RESAMPLING_METHODS)
 
 @dataclass(frozen=True)
 class PairedBootstrap:
-    """Paired bootstrap of candidate − baseline, per metric.
+    """Paired comparison of candidate − baseline, per metric (:func:`paired_bootstrap`).
 
     For 1-D inputs: ``delta`` and ``p_value`` are floats and ``ci`` has shape (2,); for
     (n_queries, n_metrics) inputs they have shapes (n_metrics,), (n_metrics, 2), (n_metrics,).
     ``p_floor`` (shaped as ``p_value``) is the smallest p-value the resamples can show (none
-    on the far side of zero): a p-value there only says that the true one is below it.
+    on the far side of zero): a p-value there only says that the true one is below it. The
+    score test is not resampled: its ``p_floor`` is NaN.
     """
 
     delta: np.ndarray
