@@ -66,7 +66,7 @@ DEFAULT_METRICS = (
 )
 GAINS = ("linear", "exp")
 # Their denominators (all relevant docs, the ideal DCG) are unknown when only the first
-# relevant doc was looked for: on first-hit queries these are not measured (DESIGN.md).
+# relevant doc was looked for: on first-hit queries these are not measured (docs/metrics.md).
 NOT_FROM_FIRST_HIT = ("recall", "ndcg")
 # Unknown docs below the first hit count as not relevant: from first-hit labels, too low.
 LOWER_BOUND_FROM_FIRST_HIT = ("precision",)

@@ -5,7 +5,7 @@ grade of each doc, whether a query is done) is *derived* from that log by :func:
 :func:`merge` is the one golden-set merge rule: it makes the annotators' states of one query —
 or, where a reviewer adjudicated it, the reviewer's :class:`Decision` — into its golden label
 (the store keeps it as a projection that every reader of the golden set reads).
-:func:`golden_record` writes a golden label as the golden-set JSONL record of DESIGN.md, every
+:func:`golden_record` writes a golden label as the golden-set JSONL record (docs/formats.md), every
 annotator's label beside it, and :func:`events_for_record` is its inverse (importing a golden
 set). Pure functions: no database.
 """
@@ -314,7 +314,7 @@ def golden_record(
     label: GoldenLabel,
     decision: Decision | None = None,
 ) -> dict:
-    """The golden-set JSONL record (DESIGN.md) of one query: its golden ``label`` (see
+    """The golden-set JSONL record (docs/formats.md) of one query: its golden ``label`` (see
     :func:`merge`; the store reads it from its projection), with its annotators' ``states``
     beside it and the reviewer's ``decision`` that counts, if any.
 
@@ -329,7 +329,7 @@ def golden_record(
     ``labels`` keeps each annotator's own label (see :func:`annotator_label`); an adjudicated
     record also has ``adjudication`` (reviewer, adopted annotator, grades, answerability, note,
     ``decided_at``). When every annotator gave the same label, it is the final one, and the
-    record has DESIGN.md's keys only.
+    record has only the keys docs/formats.md lists.
 
     Where the record alone could not rebuild the query on import (see :func:`_needs_pool`),
     ``pool`` holds its candidates: ``order`` (doc ids in display order) and ``runs`` (each

@@ -45,7 +45,7 @@ __all__ = [
 ]
 
 WORST = 15
-# The field's operating rules (see the MRR notes in DESIGN.md's background).
+# The field's rules of thumb for a golden set and a run, which the dashboard's alerts apply.
 MISS_RATE_LIMIT = 0.15  # above it: a first-stage recall problem
 UNANSWERABLE_RANGE = (0.10, 0.20)  # a golden set should hold some questions with no answer
 APART_STEP = 0.01  # MRR@10 and hit@1 each moved at least this much, in opposite directions...

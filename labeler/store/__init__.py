@@ -8,7 +8,7 @@ Design, in short:
   the driver, say where transactions begin). One :class:`Store` per thread or browser session.
 - WAL journal, a busy timeout, and every write transaction opened with ``BEGIN IMMEDIATE``:
   a deferred ``BEGIN`` that reads before writing cannot wait for the lock and fails with
-  "database is locked" under concurrent writers (measured in NOTES.md); ``IMMEDIATE`` takes
+  "database is locked" under concurrent writers (measured: bench/README.md); ``IMMEDIATE`` takes
   the write lock up front, so writers queue on the busy timeout instead of failing.
 - The judgement log (``events``) is append-only: triggers refuse UPDATE and DELETE. Undo is a
   new event. ``labels``, ``query_state``, ``progress`` and the golden projection
