@@ -2,14 +2,15 @@
 
     python bench/team_capacity.py --annotators 16 --processes 1
     python bench/team_capacity.py --annotators 16 --processes 2            # behind Caddy
-    python bench/team_capacity.py --annotators 16 --post-script-gc on      # Streamlit's default
     python bench/team_capacity.py --annotators 16 --browser                # one of them in Chromium
+    python bench/team_capacity.py --setting runner.postScriptGC=true \
+        --setting server.fileWatcherType=auto                              # Streamlit's defaults
 
 Builds (or reuses, ``--db``) the project of keypress_speed.py (100,000 queries x 20
-candidates), adds ``--annotators`` fresh users (a shared queue, as a team without
-assignments has) and serves it as ``goldset app`` does (``labeler.launch.streamlit_command``:
-the shipped settings); with ``--processes`` above 1, that many processes behind Caddy with the
-Caddyfile of docs/scaling.md. Each annotator is a light client speaking the app's own
+candidates), adds ``--annotators`` fresh users, each dealt queries nobody else has (so that
+the export tells whose judgements are whose), and serves it as ``goldset app`` does
+(``labeler.launch.streamlit_command``: the shipped settings); with ``--processes`` above 1,
+that many processes behind Caddy with the Caddyfile of docs/scaling.md. Each annotator is a light client speaking the app's own
 protocol over its websocket (``tests/helpers/stream_client.py``: signed in with the session
 cookie, presses sent through the label page's key listener as the browser sends them), so
 that one load-generating process drives the whole team; ``--browser`` makes one of them a
@@ -43,13 +44,15 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import AsyncExitStack, ExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from _common import format_table, write_json
+from browser_latency import CHROMIUM, PROBE
 from keypress_speed import build, summary
+from playwright.async_api import Page, async_playwright
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "e2e")]  # the client, the runners
@@ -173,43 +176,90 @@ async def annotate(annotator: StreamAnnotator, start: float, presses: int, gap: 
     return lags
 
 
+# The page has applied and the server committed every press typed (see e2e_support.wait_idle).
+SETTLED = """() => {
+    const app = document.querySelector('[data-testid="stApp"]');
+    return app && app.dataset.testScriptState === "notRunning"
+        && document.documentElement.dataset.goldsetSaving !== "1";
+}"""
+
+
+@asynccontextmanager
+async def chromium_page(url: str, cookies: dict[str, str]) -> AsyncIterator[Page]:
+    """The label page in Chromium, signed in with ``cookies``, its key listener mounted and
+    browser_latency.py's probe installed."""
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        context = await browser.new_context(viewport={"width": 1280, "height": 720})
+        await context.add_cookies([{"name": k, "value": v, "url": url} for k, v in cookies.items()])
+        page = await context.new_page()
+        page.set_default_timeout(120_000)
+        await page.goto(url)
+        await page.locator(".goldset-keys[data-ready='1']").wait_for(state="attached")
+        await page.wait_for_function(SETTLED)
+        await page.evaluate(PROBE)
+        try:
+            yield page
+        finally:
+            await browser.close()
+
+
+async def type_in_browser(page: Page, start: float, presses: int, gap: float) -> dict:
+    """Type ``presses`` keys in ``page``, ``gap`` seconds apart from ``start``; return the
+    probe's latencies (visible, saved: milliseconds) once every press is committed."""
+    for number in range(presses):
+        await asyncio.sleep(max(0.0, start + number * gap - time.monotonic()))
+        await page.keyboard.press(KEYS[number % len(KEYS)])
+    await page.wait_for_function(SETTLED)
+    return await page.evaluate("() => window.__latency")
+
+
 async def run_team(server: Server, db: Path, names: list[str], options) -> dict:
     """Warm the server up as ``names[0]``, open the others' pages, let them press, and
     measure the server meanwhile."""
     pids = [process.pid for process in server.processes]
     await warm_up(server, db, names[0])
-    names = names[1:]
+    names, browser_name = (names[1:-1], names[-1]) if options.browser else (names[1:], None)
     rss_before = sum(map(process_rss_mib, pids))
     annotators = [StreamAnnotator(server.url, browser_cookies(server.url, db, n)) for n in names]
     for annotator in annotators:
         await annotator.open()
-    rss_open = sum(map(process_rss_mib, pids))
-    presses = int(options.seconds / options.gap)
-    cpu_before = [process_cpu_seconds(pid) for pid in pids]
-    proxy_before = process_cpu_seconds(server.proxy.pid) if server.proxy else 0.0
-    generator_before, started = time.process_time(), time.monotonic() + 0.5
-    offset = options.gap / len(annotators)
-    lags = await asyncio.gather(
-        *(
+    async with AsyncExitStack() as stack:
+        page = None
+        if browser_name:
+            cookies = browser_cookies(server.url, db, browser_name)
+            page = await stack.enter_async_context(chromium_page(server.url, cookies))
+        rss_open = sum(map(process_rss_mib, pids))
+        presses = int(options.seconds / options.gap)
+        cpu_before = [process_cpu_seconds(pid) for pid in pids]
+        proxy_before = process_cpu_seconds(server.proxy.pid) if server.proxy else 0.0
+        generator_before, started = time.process_time(), time.monotonic() + 0.5
+        offset = options.gap / (len(annotators) + bool(page))
+        typing = [
             annotate(annotator, started + number * offset, presses, options.gap)
             for number, annotator in enumerate(annotators)
-        )
-    )
-    window = time.monotonic() - started
-    cpu = [process_cpu_seconds(pid) - before for pid, before in zip(pids, cpu_before, strict=True)]
-    proxy_cpu = process_cpu_seconds(server.proxy.pid) - proxy_before if server.proxy else 0.0
-    generator_cpu = time.process_time() - generator_before
-    rss_after = sum(map(process_rss_mib, pids))
+        ]
+        if page:
+            typing.append(
+                type_in_browser(page, started + len(typing) * offset, presses, options.gap)
+            )
+        results = await asyncio.gather(*typing)
+        window = time.monotonic() - started
+        cpu = [process_cpu_seconds(p) - before for p, before in zip(pids, cpu_before, strict=True)]
+        proxy_cpu = process_cpu_seconds(server.proxy.pid) - proxy_before if server.proxy else 0.0
+        generator_cpu = time.process_time() - generator_before
+        rss_after = sum(map(process_rss_mib, pids))
     for annotator in annotators:
         await annotator.close()
     return {
         "names": names,
         "annotators": annotators,
+        "browser": page and {"name": browser_name, "presses": presses, **results[-1]},
         "window_seconds": window,
         "server_cpu_seconds": cpu,
         "proxy_cpu_seconds": proxy_cpu,
         "generator_cpu_seconds": generator_cpu,
-        "generator_lag_seconds": [lag for lags_of_one in lags for lag in lags_of_one],
+        "generator_lag_seconds": [lag for lags in results[: len(annotators)] for lag in lags],
         "rss_mib": {"before": rss_before, "team_open": rss_open, "after": rss_after},
     }
 
@@ -246,29 +296,35 @@ def milliseconds(values: list[float]) -> dict[str, float]:
 def figures(run: dict, judged: dict[str, int], options) -> dict:
     """Everything the run measured, as reported."""
     annotators: list[StreamAnnotator] = run["annotators"]
-    sent = sum(len(a.sent_at) for a in annotators)
-    acked_counts = [len(a.acked_at) for a in annotators]
-    expected = dict(zip(run["names"], acked_counts, strict=True))
+    browser = run["browser"]
+    expected = {name: len(a.acked_at) for name, a in zip(run["names"], annotators, strict=True)}
+    if browser:
+        expected[browser["name"]] = browser["presses"]  # every one saved before the end
+    sent = sum(len(a.sent_at) for a in annotators) + (browser["presses"] if browser else 0)
     ack = [a.acked_at[s] - a.sent_at[s] for a in annotators for s in a.acked_at]
     repaint = [a.finished_at[s] - a.sent_at[s] for a in annotators for s in a.finished_at]
-    server_cpu = sum(run["server_cpu_seconds"])
     rss = run["rss_mib"]
     return {
         "annotators": options.annotators,
         "processes": options.processes,
-        "post_script_gc": options.post_script_gc,
+        "settings": options.setting,
         "presses_sent": sent,
-        "presses_acknowledged": sum(acked_counts),
-        "lost": sum(max(0, expected[n] - judged[n]) for n in judged),
-        "doubled": sum(max(0, judged[n] - expected[n]) for n in judged),
-        "server_cpu_ms_per_press": round(server_cpu * 1000 / max(sent, 1), 1),
+        "presses_acknowledged": sum(expected.values()),
+        "lost": sum(max(0, expected[name] - judged[name]) for name in expected),
+        "doubled": sum(max(0, judged[name] - expected[name]) for name in expected),
+        "server_cpu_ms_per_press": round(sum(run["server_cpu_seconds"]) * 1000 / sent, 1),
         "server_cpu_share_per_process": [
             round(seconds / run["window_seconds"], 2) for seconds in run["server_cpu_seconds"]
         ],
-        "proxy_cpu_ms_per_press": round(run["proxy_cpu_seconds"] * 1000 / max(sent, 1), 1),
+        "proxy_cpu_ms_per_press": round(run["proxy_cpu_seconds"] * 1000 / sent, 1),
         "acknowledged_ms": milliseconds(ack),
         "repaint_ms": milliseconds(repaint),
-        "memory_mib_per_session": round((rss["team_open"] - rss["before"]) / len(annotators), 1),
+        **(
+            {f"browser_{part}_ms": summary(browser[part]) for part in ("visible", "saved")}
+            if browser
+            else {}
+        ),
+        "memory_mib_per_session": round((rss["team_open"] - rss["before"]) / len(expected), 1),
         "memory_growth_mib_during_run": round(rss["after"] - rss["team_open"], 1),
         "rss_mib": {name: round(value, 1) for name, value in rss.items()},
         "generator_lag_ms": milliseconds(run["generator_lag_seconds"]),
@@ -277,32 +333,32 @@ def figures(run: dict, judged: dict[str, int], options) -> dict:
     }
 
 
-def gc_flags(setting: str) -> list[str]:
-    """The server flags for ``--post-script-gc`` (``shipped``: none, the shipped config)."""
-    return [] if setting == "shipped" else ["--runner.postScriptGC", str(setting == "on").lower()]
+def setting_flags(settings: list[str]) -> list[str]:
+    """Server flags for ``--setting NAME=VALUE`` overrides of the shipped settings."""
+    pairs = [setting.partition("=") for setting in settings]
+    return [part for name, _, value in pairs for part in (f"--{name}", value)]
 
 
 def report(result: dict) -> None:
     """Print the run's figures as a table row and the details under it."""
-    ack, repaint, lag = result["acknowledged_ms"], result["repaint_ms"], result["generator_lag_ms"]
-    headers = ["annotators", "processes", "CPU ms/press", "ack median/p95", "repaint p95",
-               "lost", "doubled", "MiB/session", "load"]  # fmt: skip
+    ack, repaint = result["acknowledged_ms"], result["repaint_ms"]
+    visible = result.get("browser_visible_ms")
+    headers = ["annotators", "processes", "CPU ms/press", "ack median / p95", "repaint p95",
+               "visible median / p95", "lost", "doubled", "MiB/session", "load"]  # fmt: skip
     row = [
         result["annotators"],
         result["processes"],
         result["server_cpu_ms_per_press"],
         f"{ack['median']:.0f} / {ack['p95']:.0f}",
         f"{repaint['p95']:.0f}",
+        f"{visible['median']:.0f} / {visible['p95']:.0f}" if visible else "-",
         result["lost"],
         result["doubled"],
         result["memory_mib_per_session"],
         " → ".join(f"{load:.1f}" for load in result["load_average"]),
     ]
     print(format_table(headers, [row]))
-    if "visible_ms" in result:
-        print(f"visible (Chromium): {result['visible_ms']}")
-    print(f"generator lag ms: {lag}, generator CPU share {result['generator_cpu_share']}")
-    print(json.dumps({k: v for k, v in result.items() if k != "command"}, indent=1))
+    print(json.dumps(result, indent=1))
 
 
 def main() -> None:
@@ -315,7 +371,14 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=1)
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--gap", type=float, default=1.5, help="Seconds between presses.")
-    parser.add_argument("--post-script-gc", choices=["shipped", "on", "off"], default="shipped")
+    parser.add_argument(
+        "--setting",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="Override a shipped server setting, e.g. runner.postScriptGC=true (repeatable).",
+    )
+    parser.add_argument("--browser", action="store_true", help="One annotator in Chromium.")
     options = parser.parse_args()
     if not options.db.exists():
         seconds = build(options.db, options.queries, options.candidates)
@@ -325,7 +388,7 @@ def main() -> None:
     queries_each = int(options.seconds / options.gap) + 1
     names = add_team(options.db, options.annotators + 1, queries_each)
     load_before = os.getloadavg()[0]
-    with serve(options.db, options.processes, gc_flags(options.post_script_gc)) as server:
+    with serve(options.db, options.processes, setting_flags(options.setting)) as server:
         run = asyncio.run(run_team(server, options.db, names, options))
     result = figures(run, judged_in_export(options.db, names[1:]), options)
     result["load_average"] = [load_before, os.getloadavg()[0]]
