@@ -80,7 +80,13 @@ def _scoring_options(command):
             type=float,
             help="A query whose best score is below this counts as abstained (no results).",
         ),
-        count_option("--bootstrap", 0, 1000, "Bootstrap resamples for the 95% CIs (0: no CIs)."),
+        count_option(
+            "--bootstrap",
+            0,
+            1000,
+            "Resamples for the gate's CIs and the randomization test; 0: no CIs at all (the "
+            "95% CIs of the figures are score intervals, not resampled).",
+        ),
         seed_option("Resampling seed."),
         json_option,
     ]
