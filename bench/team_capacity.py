@@ -7,14 +7,15 @@
         --setting server.fileWatcherType=auto                              # Streamlit's defaults
 
 Builds (or reuses, ``--db``) the project of keypress_speed.py (100,000 queries x 20
-candidates), adds ``--annotators`` fresh users, each dealt queries nobody else has (so that
-the export tells whose judgements are whose), and serves it as ``goldset app`` does
+candidates), adds ``--annotators`` fresh users, each dealt queries nobody else has (so that the
+export tells whose judgements are whose), and serves it as ``goldset app`` does
 (``labeler.launch.streamlit_command``: the shipped settings); with ``--processes`` above 1,
-that many processes behind Caddy with the Caddyfile of docs/scaling.md. Each annotator is a light client speaking the app's own
-protocol over its websocket (``tests/helpers/stream_client.py``: signed in with the session
-cookie, presses sent through the label page's key listener as the browser sends them), so
-that one load-generating process drives the whole team; ``--browser`` makes one of them a
-Chromium page (what the annotator sees change, timed as browser_latency.py does).
+that many processes behind Caddy with the Caddyfile of docs/scaling.md. Each annotator is a
+light client speaking the app's own protocol over its websocket
+(``tests/helpers/stream_client.py``: signed in with the session cookie, presses sent through
+the label page's key listener as the browser sends them), so that one load-generating process
+drives the whole team; ``--browser`` makes one of them a Chromium page (what the annotator sees
+change, timed as browser_latency.py does).
 
 Annotators start spread evenly over one gap and press first-hit keys (``1``, ``0 1``,
 ``0 0 1``...) every ``--gap`` seconds for ``--seconds``. Reported:
