@@ -14,6 +14,17 @@ from labeler.store import Store
 SEARCH = ".st-key-gs-search"
 
 
+def cut_short(page: Page) -> list[str]:
+    """The labels of the buttons on the page whose text does not fit (an ellipsis shows)."""
+    return page.evaluate(
+        """() => [...document.querySelectorAll('[data-testid="stMain"] button')]
+            .filter((button) => button.offsetParent !== null)
+            .flatMap((button) => [button, ...button.querySelectorAll("*")])
+            .filter((element) => element.scrollWidth > element.clientWidth + 1)
+            .map((element) => element.textContent)"""
+    )
+
+
 def skip(page: Page, count: int) -> None:
     """Skip ``count`` queries, waiting for each next one (each enters the history)."""
     for _ in range(count):
@@ -63,6 +74,7 @@ def test_escape_just_after_the_results_appear_leaves_the_field_and_enter_attache
 def test_a_grade_on_the_selected_result_attaches_it_with_that_grade(
     page: Page, serve_app, tmp_path
 ):
+    page.set_viewport_size({"width": 1280, "height": 800})
     db = demo_subset(tmp_path / "demo.db", "q03", "q01")
     open_app(page, serve_app(db))
     page.keyboard.press("/")
@@ -70,6 +82,7 @@ def test_a_grade_on_the_selected_result_attaches_it_with_that_grade(
     expect(selected).to_contain_text("LegacyAuthClient")
     expect(selected.locator(".gs-now")).to_contain_text("Enter: attach")
     wait_idle(page)
+    assert cut_short(page) == []  # "Attach #1", not "A…"
     page.keyboard.press("Escape")
     page.keyboard.press("3")  # the perfect answer, not grade 1
     expect(query_heading(page)).to_have_text("parse ISO-8601 duration")
@@ -122,14 +135,7 @@ def test_after_u_the_label_page_at_1280x800_says_what_was_done(
     header = page.locator(".st-key-gs-header")
     expect(header.locator(".gs-verdict")).to_contain_text("Done: unanswerable")
     expect(header.locator(".gs-verdict")).to_be_in_viewport()
-    truncated = page.evaluate(
-        """() => [...document.querySelectorAll('[data-testid="stMain"] button')]
-            .filter((button) => button.offsetParent !== null)
-            .flatMap((button) => [button, ...button.querySelectorAll("*")])
-            .filter((element) => element.scrollWidth > element.clientWidth + 1)
-            .map((element) => element.textContent)"""
-    )
-    assert truncated == []
+    assert cut_short(page) == []
     with Store(demo_db) as store:
         assert store.query_state("q01", "local")["asserted"] == sorted(
             c["doc_id"] for c in store.candidates("q01")[1:]
