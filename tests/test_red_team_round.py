@@ -7,8 +7,9 @@
   reaches the server may post to it (only browsers are bound by ``Origin``), and a body read
   whole held a gigabyte in memory for a gigabyte sent.
 - Every refusal of the CLI is one line and exit 2, never a traceback: a prompt template that is
-  not UTF-8, a password of bytes that are not UTF-8, a user name the rules refuse, an output in
-  a folder that does not exist, a bootstrap count that would need terabytes.
+  not UTF-8, a judge's name with a control character, a password of bytes that are not UTF-8,
+  a user name the rules refuse, an output in a folder that does not exist, a bootstrap count
+  that would need terabytes.
 - The admin page's TREC qrels of a project holding ids that TREC cannot hold (made by an
   older goldset) says which ids, on the page: built when the download started, the refusal
   reached the browser only as Streamlit's "Failed to generate file for download".
@@ -111,6 +112,15 @@ def test_a_prompt_template_that_is_not_utf8_is_refused_naming_it(demo_db, tmp_pa
         "--prompt", str(template),
     )  # fmt: skip
     assert str(template) in line and "UTF-8" in line
+
+
+def test_a_judge_name_with_a_control_character_is_refused_before_any_call(demo_db):
+    # It would be printed to the terminal (an escape sequence) and kept as an annotator's name.
+    line = refused(
+        "judge", "--db", str(demo_db), "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
+        "--name", "x\x1b[2Jy", "--retries", "0",
+    )  # fmt: skip
+    assert "control character" in line
 
 
 def test_a_user_name_the_rules_refuse_is_bad_input(demo_db):

@@ -110,7 +110,10 @@ def judge(
 
     if run_name and holes_run:
         raise click.UsageError("give --run NAME or --holes RUN_FILE, not both")
-    identity = judges.judge_identity(name or model)
+    try:
+        identity = judges.judge_identity(name or model)
+    except ValueError as error:
+        raise _bad_input(str(error)) from None
     pairs = None
     if holes_run:
         rankings = read_pooled_run(holes_run, depth).rankings
