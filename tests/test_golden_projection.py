@@ -25,7 +25,7 @@ def projection(store: Store) -> dict:
             "SELECT * FROM golden_judgments ORDER BY query_id, doc_id"
         ).fetchall(),
         "queries": store.conn.execute(
-            "SELECT query_id, status, answerable, golden_mode FROM queries ORDER BY query_id"
+            "SELECT query_id, status, answerable, golden_mode, holes FROM queries ORDER BY query_id"
         ).fetchall(),
         "progress": store.progress(),
     }
