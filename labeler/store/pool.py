@@ -47,8 +47,9 @@ class Pool(Imports):
         adds only docs not yet in the pool; judgements are keyed by (query, doc) and reused.
         A done query stays done (in the golden set): the new run's unjudged docs above its
         first relevant one are its holes, which put it back in the queue as work (see
-        :meth:`pool_preview` for what a pool would do, read without writing). The whole corpus is stored (for
-        full-text search); queries of the file not answered by any run get no candidates.
+        :meth:`pool_preview` for what a pool would do, read without writing). The whole
+        corpus is stored (for full-text search); queries of the file not answered by any run
+        get no candidates.
         Without ``corpus`` or ``queries``, the documents and queries already in the project
         are used: ``pool(None, None, [new_run], 10)`` adds a new system's unjudged top 10 as
         work. All-or-nothing, like imports. Returns counts and the run names.
