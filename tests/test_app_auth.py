@@ -103,7 +103,7 @@ def test_app_environment_passes_the_absolute_database_path(tmp_path, monkeypatch
 def test_cli_app_refuses_a_public_host_for_a_project_without_users(tmp_path):
     Store(tmp_path / "p.db").close()
     result = CliRunner().invoke(cli, ["app", "--db", str(tmp_path / "p.db"), "--host", "0.0.0.0"])
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "refusing to listen on 0.0.0.0" in result.output
 
 
@@ -127,7 +127,7 @@ def test_cli_user_add_refuses_a_duplicate_and_a_bad_name(tmp_path):
     duplicate = CliRunner().invoke(
         cli, ["user", "add", "ana", "--db", db, "--password", "y-password"]
     )
-    assert duplicate.exit_code == 1 and "already exists" in duplicate.output
+    assert duplicate.exit_code == 2 and "already exists" in duplicate.output
     bad = CliRunner().invoke(cli, ["user", "add", "a b", "--db", db, "--password", "y-password"])
     assert bad.exit_code == 2 and "invalid user name" in bad.output
 

@@ -40,7 +40,7 @@ def test_configure_without_options_prints_the_protocol_and_its_log(tmp_path):
 def test_configure_refuses_a_protocol_that_contradicts_itself(tmp_path):
     db = str(tmp_path / "project.db")
     result = goldset("configure", "--db", db, "--max-grade", "2", "--threshold", "3")
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "rel_threshold 3 is above max_grade 2" in result.output
     assert "Traceback" not in result.output
 

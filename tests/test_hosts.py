@@ -240,5 +240,5 @@ def test_cli_app_refuses_a_named_host_for_a_project_without_users(tmp_path):
     Store(tmp_path / "p.db").close()
     arguments = ["app", "--db", str(tmp_path / "p.db"), "--allow-host", "labels.test"]
     result = CliRunner().invoke(cli, arguments)
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "refusing to answer to labels.test" in result.output

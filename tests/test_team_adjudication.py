@@ -160,6 +160,6 @@ def test_cli_adjudicate_lists_the_queue_and_records_a_decision(store):
     refused = CliRunner().invoke(
         cli, ["adjudicate", "q2", "--accept", "bob", "--reviewer", "ana", "--db", db]
     )
-    assert refused.exit_code == 1 and "not a reviewer" in refused.output
+    assert refused.exit_code == 2 and "not a reviewer" in refused.output
     incomplete = CliRunner().invoke(cli, ["adjudicate", "q2", "--db", db])
     assert incomplete.exit_code == 2 and "--accept" in incomplete.output

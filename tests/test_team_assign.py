@@ -147,4 +147,4 @@ def test_cli_assign_deals_to_every_annotator_by_default(store):
     assert "dealt 50 queries (5 to several annotators, blind)" in result.output
     assert store.assignments("rita") == []
     again = CliRunner().invoke(cli, ["assign", "--db", db, "--to", "ana", "--to", "zed"])
-    assert again.exit_code == 1 and "not registered users: zed" in again.output
+    assert again.exit_code == 2 and "not registered users: zed" in again.output

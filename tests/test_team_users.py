@@ -325,7 +325,7 @@ def test_cli_user_add_refuses_an_unknown_role_and_remove_an_unknown_user(tmp_pat
     )
     assert bad_role.exit_code == 2 and "owner" in bad_role.output
     unknown = goldset("user", "remove", "zed", "--db", db)
-    assert unknown.exit_code == 1 and "unknown annotator" in unknown.output
+    assert unknown.exit_code == 2 and "unknown annotator" in unknown.output
 
 
 def test_cli_user_add_without_password_is_for_identity_provider_sign_in(tmp_path):

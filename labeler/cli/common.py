@@ -22,10 +22,12 @@ if TYPE_CHECKING:
 
 
 def fail_on_bad_input(function: Callable) -> Callable:
-    """Print a refusal as a one-line message, not a traceback: an input error (file, line,
-    field) exits with status 2 (not 1, which `compare --gate` uses for a failed gate), any
-    other ValueError (an unknown user, say) with status 1. A file the system refuses to open
-    (an output in a folder that does not exist, a file without permission) is bad input too."""
+    """Print a refusal as a one-line message, not a traceback, and exit with status 2: an
+    input error (file, line, field), any other ValueError (an unknown user, a protocol that
+    contradicts itself), and a file the system refuses to open (an output in a folder that
+    does not exist, a file without permission). Status 1 is kept for a command that ran and
+    failed (`compare --gate`'s failed gate, a judge run that stopped), so that a CI script
+    tells "the input was refused" from "the check failed"."""
 
     @functools.wraps(function)
     def wrapper(*args, **kwargs):
@@ -38,14 +40,9 @@ def fail_on_bad_input(function: Callable) -> Callable:
             failure.exit_code = 2
             raise failure from None
         except ValueError as error:
-            # Imported on failure only: user/assign commands need not load eval (and pandas).
-            from eval.readers import InputError
-
-            if isinstance(error, InputError):
-                failure = click.ClickException(str(error))
-                failure.exit_code = 2
-                raise failure from None
-            raise click.ClickException(str(error)) from None
+            failure = click.ClickException(str(error))
+            failure.exit_code = 2
+            raise failure from None
 
     return wrapper
 
