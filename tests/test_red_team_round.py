@@ -160,6 +160,7 @@ def test_a_bootstrap_count_beyond_memory_is_refused_before_any_work(demo_db, com
 # --- the admin page's qrels of a project holding ids that TREC cannot hold -----------------------
 
 ADMIN_PAGE = "../labeler/views/admin.py"
+DASHBOARD_PAGE = "../labeler/views/dashboard.py"
 SPACED = {"query_id": "legacy one", "query": "q", "status": "done", "judgments": {"d 1": 1}}
 PLAIN = {"query_id": "plain", "query": "q", "status": "done", "judgments": {"d2": 1}}
 
@@ -177,9 +178,9 @@ def admin_project(path: Path, records: list[dict], monkeypatch) -> Path:
     return path
 
 
-def admin_clicks_qrels() -> AppTest:
-    """The admin page, signed in as ``root``, once "TREC qrels" is clicked."""
-    at = AppTest.from_file(ADMIN_PAGE, default_timeout=60)
+def admin_clicks_qrels(page: str) -> AppTest:
+    """The admin or dashboard ``page``, signed in as ``root``, once "TREC qrels" is clicked."""
+    at = AppTest.from_file(page, default_timeout=60)
     at.session_state["annotator"] = "root"
     at.run()
     next(button for button in at.button if button.label == "TREC qrels").click().run()
@@ -187,9 +188,12 @@ def admin_clicks_qrels() -> AppTest:
     return at
 
 
-def test_the_admin_is_told_which_ids_keep_the_qrels_from_being_exported(tmp_path, monkeypatch):
+@pytest.mark.parametrize("page", [ADMIN_PAGE, DASHBOARD_PAGE])
+def test_the_admin_is_told_which_ids_keep_the_qrels_from_being_exported(
+    tmp_path, monkeypatch, page
+):
     admin_project(tmp_path / "legacy.db", [SPACED, PLAIN], monkeypatch)
-    at = admin_clicks_qrels()
+    at = admin_clicks_qrels(page)
     assert [error.value for error in at.error] == [
         "The golden set cannot be exported as TREC qrels."
     ]
@@ -198,9 +202,10 @@ def test_the_admin_is_told_which_ids_keep_the_qrels_from_being_exported(tmp_path
     assert not [button for button in at.get("download_button") if "qrels" in button.proto.label]
 
 
-def test_the_admin_downloads_the_qrels_of_a_project_whose_ids_fit(tmp_path, monkeypatch):
+@pytest.mark.parametrize("page", [ADMIN_PAGE, DASHBOARD_PAGE])
+def test_the_admin_downloads_the_qrels_of_a_project_whose_ids_fit(tmp_path, monkeypatch, page):
     admin_project(tmp_path / "plain.db", [PLAIN], monkeypatch)
-    at = admin_clicks_qrels()
+    at = admin_clicks_qrels(page)
     assert not at.error
     labels = [button.proto.label for button in at.get("download_button")]
     assert "Download golden.qrels" in labels

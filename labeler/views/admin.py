@@ -210,33 +210,9 @@ def data_section(store: Store, admin: str) -> None:
         file_name="golden.jsonl",
         mime="application/jsonl",
     )
-    if right.button("TREC qrels", help=QRELS_HELP):
+    if right.button("TREC qrels", help=context.QRELS_HELP):
         with right:
-            offer_qrels(store, admin)
-
-
-# Built on the click, not when the download starts: a file built then cannot say why it was
-# not (the browser would show only "Failed to generate file for download").
-QRELS_HELP = (
-    "Built now and offered to download; a project whose ids TREC cannot hold is told which."
-)
-
-
-def offer_qrels(store: Store, admin: str) -> None:
-    """The golden set as TREC qrels, built now and offered to download; or why it cannot be:
-    ids that TREC cannot hold (a project made before ids were checked), named."""
-    try:
-        data = _export(store, admin, "golden.qrels", store.write_qrels)
-    except (ValueError, PermissionError) as error:  # InputError is a ValueError
-        context.show_error("The golden set cannot be exported as TREC qrels.", error)
-        return
-    st.download_button(
-        "Download golden.qrels",
-        data=data,
-        file_name="golden.qrels",
-        mime="text/plain",
-        on_click="ignore",
-    )
+            context.offer_qrels(store, admin)
 
 
 def _upload(uploaded) -> tuple[str, bytes] | None:

@@ -128,6 +128,32 @@ def show_error(message: str, detail: object) -> None:
     st.text(str(detail))
 
 
+# Built on the click, not when the download starts: a file built then cannot say why it was
+# not (the browser would show only "Failed to generate file for download").
+QRELS_HELP = (
+    "Built now and offered to download; a project whose ids TREC cannot hold is told which."
+)
+
+
+def offer_qrels(store: Store, admin: str) -> None:
+    """The golden set as TREC qrels, built now (once the role is checked again in the
+    database) and offered to download; or why it cannot be: ids that TREC cannot hold (a
+    project made before ids were checked), named."""
+    try:
+        accounts.authorize(store, admin, "admin")
+        data = live.golden_qrels(store)
+    except (ValueError, PermissionError) as error:  # InputError is a ValueError
+        show_error("The golden set cannot be exported as TREC qrels.", error)
+        return
+    st.download_button(
+        "Download golden.qrels",
+        data=data,
+        file_name="golden.qrels",
+        mime="text/plain",
+        on_click="ignore",
+    )
+
+
 def report(outcome: str) -> None:
     """Keep what an action did (or why not) to show at the top of the page's next run."""
     st.session_state["action_outcome"] = outcome

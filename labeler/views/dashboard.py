@@ -285,12 +285,15 @@ def downloads(store: Store, user: dict, run: str | None, target: float, rate: fl
             "golden.jsonl",
             "application/jsonl",
         ),
-        ("TREC qrels", lambda: live.golden_qrels(store), "qrels.txt", "text/plain"),
         ("Report (JSON)", lambda: live.report_json(report()), "report.json", "application/json"),
         ("Report (CSV)", lambda: live.report_csv(report()), "report.csv", "text/csv"),
     )
-    for column, (label, make, file_name, mime) in zip(st.columns(len(files)), files, strict=True):
+    columns = st.columns(len(files) + 1)
+    for column, (label, make, file_name, mime) in zip(columns, files, strict=False):
         column.download_button(label, built(make), file_name, mime)
+    if columns[-1].button("TREC qrels", help=context.QRELS_HELP):
+        with columns[-1]:
+            context.offer_qrels(store, user["name"])
 
 
 def main() -> None:
