@@ -73,6 +73,8 @@ if __name__ == "__main__":  # a run of the script: one page view
     except Exception as error:  # st.stop and st.rerun are BaseExceptions: they pass
         unexpected_error(error)
 else:  # imported by `streamlit run` to serve the app
+    import gc
+
     # What the pages import, imported at the server's start, not by the first page view
     # (0.2-0.4 s of the dashboard's first render at load 3).
     import altair  # noqa: F401
@@ -81,6 +83,9 @@ else:  # imported by `streamlit run` to serve the app
 
     from labeler import live  # noqa: F401
 
+    # What is imported now lives as long as the server: Python's full collections skip it
+    # from here on (a full pass over it took 100-300 ms of CPU, holding the GIL).
+    gc.freeze()
     app = App(
         __file__,
         routes=session_cookie.routes(),
