@@ -167,6 +167,10 @@ METRICS = {
 # --- the API -------------------------------------------------------------------------------
 
 
+# No run ranks more documents for one query; a larger cutoff would only overflow the arrays.
+MAX_CUTOFF = 1_000_000_000
+
+
 def parse_metric(spec: str) -> tuple[str, int | None]:
     """Split ``name@k`` into its name and cutoff; only ``mrr`` may go without a cutoff.
 
@@ -180,8 +184,10 @@ def parse_metric(spec: str) -> tuple[str, int | None]:
         if name != "mrr":
             raise ValueError(f"metric {spec!r} needs a cutoff, e.g. {name}@10")
         return name, None
-    if not cutoff.isdigit() or int(cutoff) < 1:
-        raise ValueError(f"metric {spec!r}: the cutoff must be a positive integer")
+    if not cutoff.isdigit() or not 1 <= int(cutoff) <= MAX_CUTOFF:
+        raise ValueError(
+            f"metric {spec!r}: the cutoff must be a whole number from 1 to {MAX_CUTOFF:,}"
+        )
     return name, int(cutoff)
 
 

@@ -8,7 +8,9 @@ values here, so that one input is accepted or refused alike everywhere:
   a TREC file separates its fields by whitespace, so it could not hold such an id, and tools
   disagree on which Unicode spaces separate (trec_eval splits on ASCII only, Python's
   ``str.split`` on them all). JSON could hold it, but then a project could not be exported as
-  qrels. (TREC text itself is read as trec_eval reads it: see :mod:`eval.trec`.) A name (an
+  qrels. Nor invisible format characters (Unicode's Cf: a zero-width space, a BOM, a bidi
+  control): ``q1`` and ``q1`` followed by one would be two ids that look alike. (TREC text
+  itself is read as trec_eval reads it: see :mod:`eval.trec`.) A name (an
   annotator's, a reviewer's, a run's) may hold spaces, not control characters;
 - a grade is an integer that fits int64 (and 0..max_grade where the project sets a scale);
 - a score is a number; NaN is refused; ``finite`` scores (a task's) refuse ±inf, a run's may be
@@ -29,6 +31,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
@@ -62,12 +65,15 @@ def control_character(text: str) -> str | None:
 
 
 def id_character(text: str) -> str | None:
-    """The first character that no id may hold (a control character or whitespace, see the
-    module docstring) in ``text``, or None."""
+    """The first character that no id may hold (a control character, whitespace or an
+    invisible format character, see the module docstring) in ``text``, or None."""
     if text.isprintable() and " " not in text:  # fast, and true for almost every id
         return None
     found = re.search(NOT_IN_ID, text)
-    return found.group() if found else None
+    if found:
+        return found.group()
+    # Zero-width spaces, a BOM, bidi controls: q1 and q1+U+200B would look like one id.
+    return next((char for char in text if unicodedata.category(char) == "Cf"), None)
 
 
 def identifier(value: object, field: str, where: Where) -> str:
@@ -86,9 +92,13 @@ def checked_id(text: str, field: str, where: Where) -> str:
     """``text`` itself, once known to hold no control character and no whitespace."""
     found = id_character(text)
     if found is not None:
-        # A tab is both: that a TREC file would split the id there is what matters.
-        what = "whitespace (TREC separates fields by it)" if found.isspace() else None
-        problem = f"an id cannot hold {what or 'a control character'} ({found!r} in {text!r})"
+        if found.isspace():  # a tab is both: that a TREC file splits there is what matters
+            what = "whitespace (TREC separates fields by it)"
+        elif unicodedata.category(found) == "Cf":
+            what = "an invisible format character (it would look like another id)"
+        else:
+            what = "a control character"
+        problem = f"an id cannot hold {what} ({found!r} in {text!r})"
         raise InputError(*where, field, problem)
     return text
 

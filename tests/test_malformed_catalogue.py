@@ -5,7 +5,7 @@ inputs of the command being valid). Each is refused: exit 2, the message naming 
 the line and the field, no traceback, and the project database (imported once before the
 refusals) unchanged: its bytes, its WAL's and its logical dump. Cases are built here, one per
 line, named for what they are; ``VALID`` lists what the same rules accept (long CSV fields,
-ids with marks and a right-to-left override, 40,000 candidates for one query).
+ids with combining marks and other scripts, 40,000 candidates for one query).
 
 Issue 29: whitespace of any kind (a space, a tab, a no-break space) in an id of every format a
 project reads, a key given twice in an object of every JSON format, and pools refused only
@@ -348,7 +348,15 @@ CASES = {
 }
 
 # --- issue 29: whitespace in an id, of every format a project (or eval's JSONL) reads ----------
-SPACES = {"a space": " ", "a tab": "\t", "a no-break space": "\u00a0"}
+# (and invisible format characters, with which two ids would look alike: the red team's round)
+SPACES = {
+    "a space": " ",
+    "a tab": "\t",
+    "a no-break space": "\u00a0",
+    "a zero-width space": "\u200b",
+    "a byte-order mark": "\ufeff",
+    "a right-to-left override": "\u202e",
+}
 
 
 def spaced_ids(space: str) -> dict[str, Malformed]:
@@ -549,9 +557,9 @@ VALID = {
     "CSV field of 200 KiB (a long document)": ("tasks.csv", long_csv(2, '"' + "x" * 200_000 + '"')),
     "CSV quoted field over several lines": ("tasks.csv", long_csv(1, '"one\ntwo, three"')),
     "CSV with 40,000 candidates for one query": ("tasks.csv", long_csv(40_000)),
-    "ids holding marks and a right-to-left override": (
+    "ids holding combining marks and letters of other scripts": (
         "tasks.jsonl",
-        jsonl({"query_id": "qe\u03011", "query": "q", "candidates": [{"doc_id": "d\u202e1"}]}),
+        jsonl({"query_id": "qe\u03011", "query": "q", "candidates": [{"doc_id": "d\u05d01"}]}),
     ),
     "JSON nested to the depth limit": (
         "tasks.jsonl",

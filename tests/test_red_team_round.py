@@ -10,6 +10,9 @@
   not UTF-8, a judge's name with a control character, a password of bytes that are not UTF-8,
   a user name the rules refuse, an output in a folder that does not exist, a bootstrap count
   that would need terabytes.
+- Neither is a number that is no number: a gate allowance of nan, inf or below 0, a metric
+  cutoff past any ranking (an overflow), a cost of inf or nan, a score floor of nan; nor a
+  line break in who changes the protocol (the change log prints a line per change).
 - The admin page's TREC qrels of a project holding ids that TREC cannot hold (made by an
   older goldset) says which ids, on the page: built when the download started, the refusal
   reached the browser only as Streamlit's "Failed to generate file for download".
@@ -155,6 +158,67 @@ def test_an_output_in_a_folder_that_does_not_exist_is_refused(demo_db, tmp_path)
 def test_a_bootstrap_count_beyond_memory_is_refused_before_any_work(demo_db, command):
     line = refused(*command, "--db", str(demo_db), "--bootstrap", "99999999999")
     assert "--bootstrap" in line
+
+
+def compare_args(cranfield_dir: Path, *options: str) -> list[str]:
+    runs = cranfield_dir / "runs"
+    return [
+        "compare", "--golden", str(cranfield_dir / "qrels.tsv"),
+        "--baseline", str(runs / "bm25.trec"), "--candidate", str(runs / "tfidf-title.trec"),
+        *options,
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("--max-miss-rise", "nan"),  # every comparison with nan is false: no rule could fail
+        ("--max-mrr-drop", "-1"),  # a negative allowance reads as "must improve by 1"
+        ("--max-slice-drop", "inf"),
+    ],
+)
+def test_a_gate_allowance_that_is_no_number_of_points_is_refused(cranfield_dir, option, value):
+    # Exit 1 would read as a failed gate in CI, not as a refused command.
+    line = refused(*compare_args(cranfield_dir, "--gate", option, value))
+    assert option in line
+
+
+def test_a_cutoff_past_any_ranking_is_refused_not_an_overflow(cranfield_dir):
+    runs = cranfield_dir / "runs"
+    line = refused(
+        "eval", "--golden", str(cranfield_dir / "qrels.tsv"), "--run", str(runs / "bm25.trec"),
+        "-m", "mrr@99999999999999999999",
+    )  # fmt: skip
+    assert "--metric" in line and "cutoff" in line
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        ["--queries", "10", "--docs-per-query", "inf", "--seconds", "1", "--rate", "1"],
+        ["--queries", "10", "--docs-per-query", "3", "--seconds", "nan", "--rate", "1"],
+        ["--queries", "10", "--docs-per-query", "3", "--seconds", "1", "--rate", "inf"],
+    ],
+)
+def test_a_cost_of_infinite_or_unknown_figures_is_refused(options):
+    assert "not a finite number" in refused("cost", *options)
+
+
+def test_eval_refuses_a_score_floor_that_is_not_a_number(cranfield_dir):
+    runs = cranfield_dir / "runs"
+    line = refused(
+        "eval", "--golden", str(cranfield_dir / "qrels.tsv"), "--run", str(runs / "bm25.trec"),
+        "--abstain-below", "nan",
+    )  # fmt: skip
+    assert "--abstain-below" in line
+
+
+def test_who_changes_the_protocol_cannot_hold_a_line_break(tmp_path):
+    # configure prints its change log a line per change: a line break would forge one.
+    db = tmp_path / "p.db"
+    line = refused("configure", "--db", str(db), "--depth", "3", "--by", "ana\n2026 by root")
+    assert "control character" in line
+    assert not db.exists()  # a refused configure leaves no project behind
 
 
 # --- the admin page's qrels of a project holding ids that TREC cannot hold -----------------------

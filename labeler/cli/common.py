@@ -8,6 +8,7 @@ click here (the store, pandas and eval are imported by the functions that use th
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -62,6 +63,19 @@ def labels_options(command: Callable) -> Callable:
         show_default=True,
         help="Whose labels: the humans', a machine judge's, or both (humans first).",
     )(command)
+
+
+class FiniteFloat(click.FloatRange):
+    """A number that is finite (click's ``float`` takes ``nan`` and ``inf``, which no
+    threshold, price or count means), within ``min``/``max`` when given."""
+
+    name = "finite number"
+
+    def convert(self, value, param, ctx):  # noqa: ANN001, ANN201 - click's signature
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
 
 
 # More bootstrap resamples than this add nothing to a CI but memory (a huge count ran out of it).
@@ -163,9 +177,7 @@ def machine_labels(store: Store, judge_name: str | None) -> tuple[str, pd.DataFr
 
 def dollars_option(flag: str, text: str) -> Callable:
     """A price or rate in dollars, at least 0 and by default 0 (free: a local server)."""
-    return click.option(
-        flag, type=click.FloatRange(min=0), default=0.0, show_default=True, help=text
-    )
+    return click.option(flag, type=FiniteFloat(min=0), default=0.0, show_default=True, help=text)
 
 
 def json_option(command: Callable) -> Callable:

@@ -15,6 +15,7 @@ import click
 
 from labeler.cli import gate_output
 from labeler.cli.common import (
+    FiniteFloat,
     count_option,
     fail_on_bad_input,
     json_option,
@@ -77,7 +78,7 @@ def _scoring_options(command):
         ),
         click.option(
             "--abstain-below",
-            type=float,
+            type=FiniteFloat(),
             help="A query whose best score is below this counts as abstained (no results).",
         ),
         count_option(
@@ -263,9 +264,11 @@ GATE_EXIT = {"pass": 0, "fail": 1, "inconclusive": 3}  # 2 is a usage or input e
     help="Output: text (default), json (as --json), junit (XML) or markdown.",
 )
 @click.option("--gate", is_flag=True, help="Release gate: exit 0 pass, 1 fail, 3 inconclusive.")
-@click.option("--max-miss-rise", type=float, default=1.0, show_default=True, help="In points.")
-@click.option("--max-mrr-drop", type=float, default=0.0, show_default=True)
-@click.option("--max-slice-drop", type=float, default=0.05, show_default=True)
+@click.option(
+    "--max-miss-rise", type=FiniteFloat(min=0), default=1.0, show_default=True, help="In points."
+)
+@click.option("--max-mrr-drop", type=FiniteFloat(min=0), default=0.0, show_default=True)
+@click.option("--max-slice-drop", type=FiniteFloat(min=0), default=0.05, show_default=True)
 @click.option(
     "--inconclusive",
     type=click.Choice(["exit-3", "pass", "fail"]),

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from labeler.cli.common import (
+    FiniteFloat,
     changing_project,
     count_option,
     db_option,
@@ -28,12 +29,12 @@ if TYPE_CHECKING:
 
 @click.command("cost")
 @click.option("--queries", type=click.IntRange(min=0), help="Queries to label.")
-@click.option("--docs-per-query", type=click.FloatRange(min=0), help="Docs judged per query.")
-@click.option("--seconds", type=click.FloatRange(min=0), help="Seconds per judgement.")
-@click.option("--rate", type=click.FloatRange(min=0), help="Hourly rate, in dollars.")
+@click.option("--docs-per-query", type=FiniteFloat(min=0), help="Docs judged per query.")
+@click.option("--seconds", type=FiniteFloat(min=0), help="Seconds per judgement.")
+@click.option("--rate", type=FiniteFloat(min=0), help="Hourly rate, in dollars.")
 @click.option(
     "--annotators",
-    type=click.FloatRange(min=1),
+    type=FiniteFloat(min=1),
     default=1,
     show_default=True,
     help="Annotators per query (1.2 = a fifth of the queries labelled twice).",
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
     help="Measure a project's cost instead: spent, remaining and total.",
 )
 @json_option
+@fail_on_bad_input
 def cost_command(queries, docs_per_query, seconds, rate, annotators, db, as_json):
     """Hours and dollars to label a golden set: planned, or measured in a project.
 

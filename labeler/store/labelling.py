@@ -6,6 +6,7 @@ import json
 import sqlite3
 from collections.abc import Sequence
 
+from eval.validation import control_character
 from labeler import golden
 from labeler.pooling import (
     next_to_judge,
@@ -76,6 +77,8 @@ class Labelling(Projections, MachineJudges):
         time (see :meth:`protocol_log`); settings given at their current value log nothing."""
         if mode is not None and mode not in golden.MODES:
             raise ValueError(f"mode must be one of {golden.MODES}, got {mode!r}")
+        if control_character(by) is not None:  # the change log prints it, a line per change
+            raise ValueError(f"who makes the change cannot hold a control character: {by!r}")
         for name, value, least in (
             ("max_grade", max_grade, 1),
             ("rel_threshold", rel_threshold, 1),
