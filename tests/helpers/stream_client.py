@@ -85,7 +85,6 @@ class KeyListener:
     widget_id: str = ""
     fragment_id: str = ""
     applied: int = 0
-    panel: dict | None = None
 
 
 @dataclass
@@ -201,9 +200,7 @@ class StreamAnnotator:
         now = time.monotonic()
         for seq in range(self.listener.applied + 1, int(data["applied"]) + 1):
             self.acked_at.setdefault(seq, now)
-        self.listener = KeyListener(
-            component.id, delta.fragment_id, int(data["applied"]), data.get("panel")
-        )
+        self.listener = KeyListener(component.id, delta.fragment_id, int(data["applied"]))
 
     async def _run_finished(self) -> None:
         now = time.monotonic()
