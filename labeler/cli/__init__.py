@@ -2,10 +2,10 @@
 
 One module per group of commands (``evaluation``: eval, compare; ``project``: import, pool,
 configure, export, status, cost, app; ``team``: user, assign, agreement, adjudicate;
-``judges``: judge, judge-key-env, calibrate), their shared options in ``common`` and their
-text layout in ``text``. Every other import is made by the command that needs it: `goldset
---help` loads click only, and `goldset eval` never loads Streamlit or sqlite-utils
-(tests/test_import_set.py).
+``judges``: judge, judge-key-env, calibrate; ``sampling``: sample), their shared options in
+``common`` and their text layout in ``text``. Every other import is made by the command that
+needs it: `goldset --help` loads click only, and `goldset eval` never loads Streamlit or
+sqlite-utils (tests/test_import_set.py).
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ COMMANDS = {
     "judge": "judges:judge",
     "judge-key-env": "judges:judge_key_env",
     "calibrate": "judges:calibrate",
+    "sample": "sampling:sample",
 }
 
 

@@ -24,7 +24,8 @@ golden projection's rows, below it) and ``paths``;
 ``corpus`` (queries, documents, search) and ``log`` (the append-only event log); ``states``
 (per-query state and reviewers' decisions); ``projections`` (the tables the log maintains);
 above them ``imports`` (with ``replay``, pure) and ``pool``, ``labelling`` (queue and actions),
-``accounts`` (users, sign-in, sessions), ``team`` (assignments, adjudication), ``worklist``
+``accounts`` (users, sign-in, sessions), ``sampling`` (the sample humans label first, below
+``labelling``, whose queue follows it), ``team`` (assignments, adjudication), ``worklist``
 (an annotator's own queries, filtered and paged), ``frames``
 (bulk frames for eval and the dashboard, run history), ``metric_cache`` (the dashboard's
 last figures) and ``export``. :class:`Store` is the
@@ -55,6 +56,7 @@ from labeler.store.paths import (
 )
 from labeler.store.pool import Pool
 from labeler.store.replay import ROUND_TRIP_KEYS, GoldenPlan, Replay
+from labeler.store.sampling import SAMPLING_MODES, Sampling
 from labeler.store.schema import migrations
 from labeler.store.settings import DEFAULT_SETTINGS
 from labeler.store.team import Team
@@ -78,6 +80,7 @@ __all__ = [
     "SOURCE_DATA",
     "STAGE_PAUSE",
     "STAGE_ROWS",
+    "SAMPLING_MODES",
     "STAGE_SECONDS",
     "SYNCHRONOUS",
     "StaleTarget",
@@ -91,7 +94,7 @@ __all__ = [
 ]
 
 
-class Store(Export, Frames, Team, Accounts, Worklist, Pool, MachineJudges, MetricCache):
+class Store(Export, Frames, Team, Accounts, Worklist, Pool, Sampling, MachineJudges, MetricCache):
     """A goldset project database.
 
     >>> store = Store("project.db")                           # doctest: +SKIP

@@ -14,8 +14,8 @@ from labeler.pooling import (
 from labeler.store.connection import _marks
 from labeler.store.corpus import published
 from labeler.store.log import StaleTarget
-from labeler.store.machine import MachineJudges
 from labeler.store.projections import TO_DO, Projections, Rederivation
+from labeler.store.sampling import Sampling
 
 ANY_GRADE = object()  # Store.judge without a compare-and-set on the doc's current grade
 # SQLite's primary result codes for a write the file refused: SQLITE_READONLY, SQLITE_IOERR,
@@ -46,7 +46,7 @@ def _in_queue(query: str) -> str:
     )
 
 
-class Labelling(Projections, MachineJudges):
+class Labelling(Projections, Sampling):
     """Labelling: the work queue and the actions, each one event in the log."""
 
     def _refresh(self, query_id: str, annotators: Sequence[str] | None = None) -> None:
@@ -183,6 +183,9 @@ class Labelling(Projections, MachineJudges):
             second = self._next_second_opinion(annotator, after, bool(assigned))
             if second is not None:
                 return second
+            sampled = self._next_sampled(annotator, after, bool(assigned))
+            if sampled is not None:
+                return sampled
             if assigned:
                 return self._next_assigned(annotator, after)
             return self._next_shared(annotator, after)
@@ -202,6 +205,41 @@ class Labelling(Projections, MachineJudges):
             {"annotator": annotator, "after": after or ""},
         ).fetchone()
         return row[0] if row else None
+
+    def _next_sampled(self, annotator: str, after: str | None, assigned: bool) -> str | None:
+        """In sampled labelling (see :meth:`draw_sample`), the next drawn query of the
+        annotator's queue that is not labelled, in drawn order after ``after`` (wrapping
+        around), else the drawn queries they skipped, oldest skip first: a skipped drawn query
+        comes back before anything outside the sample. None when the sample holds no such
+        query (or there is no sample): the ordinary queue follows."""
+        if assigned:  # their open assignments: not done nor skipped by them
+            mine = (
+                "EXISTS (SELECT 1 FROM assignments a WHERE a.annotator = :annotator "
+                "AND a.query_id = s.query_id AND a.open = 1)"
+            )
+            skipped = "EXISTS (SELECT 1 FROM assignments a WHERE a.annotator = :annotator "
+            skipped += "AND a.query_id = s.query_id)"
+        else:
+            mine = f"{TO_DO} AND {_in_queue('s.query_id')}"
+            skipped = mine
+        by_me = (
+            "(SELECT 1 FROM query_state k WHERE k.query_id = s.query_id "
+            "AND k.annotator = :annotator AND k.status = 'skipped')"
+        )
+        return self._next_in_queue(
+            "SELECT s.query_id FROM sample s JOIN queries q ON q.query_id = s.query_id "
+            f"WHERE s.rank > :lower AND s.query_id != :after AND {mine} "
+            f"AND NOT EXISTS {by_me} ORDER BY s.rank LIMIT 1",
+            "SELECT s.query_id FROM sample s JOIN queries q ON q.query_id = s.query_id "
+            "JOIN query_state k ON k.query_id = s.query_id AND k.annotator = :annotator "
+            f"WHERE k.status = 'skipped' AND s.query_id != :after AND {skipped} "
+            "ORDER BY k.last_event_id LIMIT 1",
+            {
+                "annotator": annotator,
+                "after": after or "",
+                "lower": self._queue_position("SELECT rank FROM sample WHERE query_id = ?", after),
+            },
+        )
 
     def _next_shared(self, annotator: str, after: str | None) -> str | None:
         start = self._queue_position("SELECT position FROM queries WHERE query_id = ?", after)

@@ -439,3 +439,20 @@ def m16_holes(db: sqlite_utils.Database) -> None:
         """
     )
     backfill(db.conn)  # for a project that came through version 9 before holes existed
+
+
+@migrations()
+def m18_human_sample(db: sqlite_utils.Database) -> None:
+    """Version 18: the sample the humans label first (see labeler/store/sampling.py): each
+    drawn query with its inclusion probability and its place in the drawn order. Drawing
+    again replaces it; labelling never changes it."""
+    db.executescript(
+        """
+        CREATE TABLE sample (
+            query_id TEXT PRIMARY KEY REFERENCES queries(query_id),
+            probability REAL NOT NULL,                 -- inclusion probability, 1.0: census
+            rank INTEGER NOT NULL UNIQUE,              -- place in the drawn order, 1 first
+            drawn_at TEXT NOT NULL
+        );
+        """
+    )
