@@ -18,6 +18,7 @@ import asyncio
 import json
 import time
 import urllib.request
+import uuid
 from dataclasses import dataclass, field
 from http.cookies import SimpleCookie
 from pathlib import Path
@@ -93,7 +94,7 @@ class StreamAnnotator:
 
     base_url: str
     cookies: dict[str, str]
-    page_id: str = field(default_factory=lambda: f"stream-{time.time_ns():x}")
+    page_id: str = field(default_factory=lambda: f"stream-{uuid.uuid4().hex}")  # as keys.js
     listener: KeyListener = field(default_factory=KeyListener)
     sent_at: dict[int, float] = field(default_factory=dict)  # press number -> monotonic time
     acked_at: dict[int, float] = field(default_factory=dict)
