@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -29,6 +30,9 @@ VERDICTS = ("unanswerable", "miss")
 UNDOABLE_ACTIONS = ("judge", "attach", "unanswerable", "miss", "skip")
 ACTIONS = (*UNDOABLE_ACTIONS, "undo", "note")
 POOL_KEY = "pool"  # a record's candidates, where the record alone cannot rebuild them
+# A candidate's join mark (see QueryContext.joined) when it joins after every event seen yet:
+# staged by a pool not yet published, or imported with the events a golden record replays.
+JOINS_LATER = sys.maxsize
 EXPORTED_STATUS = {
     "pending": "pending",
     "in_progress": "pending",
@@ -59,13 +63,20 @@ class QueryContext:
     """What the derivation needs to know about a query besides its events.
 
     ``rankings``: each pooled run's docs in rank order (an imported list counts as one run);
-    ``positions``: display position of every candidate.
+    ``positions``: display position of every candidate; ``joined``: per candidate, the id of
+    the log's last event when it joined the query's pool (absent: 0, there from the start).
+    A verdict covers the candidates that joined before it, the ones its annotator could see.
     """
 
     rankings: Mapping[str, Sequence[str]]
     positions: Mapping[str, int]
     threshold: int = 1
     default_mode: str = "first_hit"
+    joined: Mapping[str, int] = field(default_factory=dict)
+
+    def covered_by(self, verdict: Event) -> list[str]:
+        """The candidates in the pool when ``verdict`` was given (joined before it)."""
+        return [doc_id for doc_id in self.positions if self.joined.get(doc_id, 0) < verdict.id]
 
 
 @dataclass(frozen=True)
@@ -115,8 +126,11 @@ def derive_state(events: Sequence[Event], context: QueryContext) -> QueryState:
       above their first relevant one are its ``holes`` (see :func:`labeler.pooling.holes`),
       work left that never takes the query out of the golden set. Pooling a new run thus
       adds holes to a done query instead of reopening it.
-    - A verdict (unanswerable / miss) grades 0 every candidate not judged before it; those
-      do not count in ``judged_depth`` (the candidates judged one by one: the cost).
+    - A verdict (unanswerable / miss) grades 0 every candidate not judged before it among
+      those in the pool when it was given (see :meth:`QueryContext.covered_by`); those do not
+      count in ``judged_depth`` (the candidates judged one by one: the cost). A candidate a
+      later pool adds is unjudged: a hole of the done query, as a new run's docs are above
+      a first relevant one.
     - ``done``: complete with a relevant candidate, or a verdict (unanswerable / miss), or a
       relevant doc attached from search (a miss whose answer was found).
     - ``needs_verdict``: complete, nothing relevant, no verdict yet — the annotator must
@@ -140,9 +154,9 @@ def derive_state(events: Sequence[Event], context: QueryContext) -> QueryState:
             skipped = False
         elif event.action in VERDICTS:
             last_verdict, skipped = event.action, False
-            # A verdict asserts that no candidate is relevant: the ones not judged yet are
-            # judged 0 by it, so that one undo of the verdict takes the assertion back.
-            for doc_id in context.positions:
+            # A verdict asserts that no candidate it saw is relevant: the ones not judged yet
+            # are judged 0 by it, so that one undo of the verdict takes the assertion back.
+            for doc_id in context.covered_by(event):
                 if doc_id not in grades:
                     grades[doc_id], label_events[doc_id] = 0, event.id
                     asserted.add(doc_id)
@@ -183,20 +197,25 @@ def derive_state(events: Sequence[Event], context: QueryContext) -> QueryState:
         last_event_id=max((event.id for event in events), default=0),
         updated_at=max((event.created_at for event in events), default=None),
         note=note,
-        holes=holes_left(status, mode, candidate_grades, context),
+        holes=holes_left(status, mode, candidate_grades, context, uncovered=verdict),
         asserted=frozenset(asserted),
     )
 
 
 def holes_left(
-    status: str, mode: str | None, grades: Mapping[str, int], context: QueryContext
+    status: str,
+    mode: str | None,
+    grades: Mapping[str, int],
+    context: QueryContext,
+    uncovered: bool = False,
 ) -> int:
     """The holes of a query (see :func:`labeler.pooling.holes`) judged with these candidate
-    ``grades``: counted only on a query done by a relevant candidate in first-hit mode (a
-    verdict grades every candidate; a full-mode query is done only once all are graded)."""
+    ``grades``: counted on a query done by a relevant candidate in first-hit mode (a
+    full-mode query is done by its labels only once all are graded), or done by a verdict
+    that did not cover every candidate (``uncovered``: a later pool's docs, unjudged)."""
     candidate_grades = {doc: grade for doc, grade in grades.items() if doc in context.positions}
     relevant = any(grade >= context.threshold for grade in candidate_grades.values())
-    if status != "done" or mode == "full" or not relevant:
+    if status != "done" or not (uncovered or (relevant and mode != "full")):
         return 0
     return holes(context.rankings, candidate_grades, context.threshold)
 
@@ -278,7 +297,8 @@ def merge(
     An annotator whose every action was undone has left nothing and does not count.
     Machine judges are not annotators: their labels are kept apart and never merged.
     Its ``holes`` are counted over the merged grades in the query's ``context`` (none
-    without one).
+    without one; see :func:`holes_left`: with no relevant candidate, only while an
+    annotator's own state has holes, e.g. a verdict given before a later pool).
     """
     states = {name: state for name, state in states.items() if state.contributed}
     status, answerable = merged_status(states.values(), decision)
@@ -303,7 +323,9 @@ def merge(
         grades=grades,
         order={doc_id: event_id for doc_id, (event_id, _, _) in latest.items()},
         sources={doc_id: name for doc_id, (_, _, name) in latest.items()},
-        holes=holes_left(status, mode, grades, context) if context else 0,
+        holes=holes_left(status, mode, grades, context, any(s.holes for s in states.values()))
+        if context
+        else 0,
     )
 
 

@@ -239,6 +239,12 @@ class Connection:
         if migrations.pending(self.db):
             with self._writing():  # re-checked under the write lock: one process migrates
                 migrations.apply(self.db)
+        self._after_migrating()
+
+    def _after_migrating(self) -> None:
+        """What a migration leaves to the layers above the schema (on every writable open,
+        so that a process that died before doing it leaves it to the next): nothing here;
+        :meth:`Projections._after_migrating` re-derives projections marked stale."""
 
     @classmethod
     def open_project(

@@ -227,8 +227,20 @@ class Imports(Projections):
             raise
 
     def _publish(self, batch: int) -> None:
+        """Inside the publishing transaction: the batch visible, its join mark fixed (_seal)."""
+        self._seal(batch)
         self.conn.execute(
             "UPDATE import_batches SET published_at = ? WHERE id = ?", (golden.now(), batch)
+        )
+
+    def _seal(self, batch: int) -> None:
+        """Inside the publishing transaction: the log's last event id, after which the batch's
+        candidates join their pools (``last_event``; a golden record's, after the events it
+        replays): a verdict covers only the candidates its annotator could see."""
+        self.conn.execute(
+            "UPDATE import_batches SET last_event = "
+            "(SELECT coalesce(max(id), 0) FROM events) WHERE id = ? AND last_event IS NULL",
+            (batch,),
         )
 
     def _stage_documents(self, rows: Sequence[tuple], batch: int) -> None:

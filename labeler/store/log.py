@@ -15,30 +15,37 @@ from labeler.store.settings import Settings
 IMPORT_RUN = "import"  # provenance name of a list imported from a tasks file
 
 
+# SQL: the join mark of a candidate ``c`` (see QueryContext.joined): the log's last event
+# id when its import or pool was published; 0 for one added before marks were kept.
+JOINED = "coalesce((SELECT b.last_event FROM import_batches b WHERE b.id = c.batch), 0) AS joined"
+
+
 def query_context(
-    candidates: Iterable[tuple[str, int, int | None]],
+    candidates: Iterable[tuple[str, int, int | None, int]],
     ranks: Iterable[tuple[str, int, str]],
     settings: Mapping[str, object],
 ) -> QueryContext:
     """A query's context under the protocol ``settings``: its candidates (doc_id, position,
-    imported_rank) within the depth, the imported list (by imported rank) and each run's
-    ranking (ranks: run, rank, doc_id; by run name, then rank) of them. The one rule, for
-    the store's reads and for a pool's new order computed before it is written."""
+    imported_rank, joined: see :data:`JOINED`) within the depth, the imported list (by
+    imported rank) and each run's ranking (ranks: run, rank, doc_id; by run name, then rank)
+    of them. The one rule, for the store's reads and for a pool's new order computed before
+    it is written."""
     depth = settings["depth"]
     shown = sorted(
-        (position, doc_id, imported_rank)
-        for doc_id, position, imported_rank in candidates
+        (position, doc_id, imported_rank, joined)
+        for doc_id, position, imported_rank, joined in candidates
         if depth == 0 or position <= depth
     )
-    positions = {doc_id: position for position, doc_id, _ in shown}
+    positions = {doc_id: position for position, doc_id, _, _ in shown}
     rankings: dict[str, list[str]] = {}
-    imported = sorted((rank, doc_id) for _, doc_id, rank in shown if rank is not None)
+    imported = sorted((rank, doc_id) for _, doc_id, rank, _ in shown if rank is not None)
     if imported:
         rankings[IMPORT_RUN] = [doc_id for _, doc_id in imported]
     for run, _, doc_id in sorted(ranks):
         if doc_id in positions:
             rankings.setdefault(run, []).append(doc_id)
-    return QueryContext(rankings, positions, settings["rel_threshold"], settings["mode"])
+    joined = {doc_id: mark for _, doc_id, _, mark in shown if mark}
+    return QueryContext(rankings, positions, settings["rel_threshold"], settings["mode"], joined)
 
 
 @dataclass(frozen=True)
@@ -123,7 +130,7 @@ class Log(Settings):
         marks = _marks(query_ids)
         candidates: dict[str, list[tuple]] = {query_id: [] for query_id in query_ids}
         for query_id, *row in self.conn.execute(
-            "SELECT query_id, doc_id, position, imported_rank FROM candidates "
+            f"SELECT query_id, doc_id, position, imported_rank, {JOINED} FROM candidates c "
             f"WHERE query_id IN ({marks})",
             query_ids,
         ):

@@ -26,7 +26,7 @@ from labeler.pooling import (
 )
 from labeler.store.connection import CANDIDATES_NEXT, CANDIDATES_RETIRED, _chunks, _marks
 from labeler.store.imports import _POOL_COLUMNS, Imports
-from labeler.store.log import IMPORT_RUN, query_context
+from labeler.store.log import IMPORT_RUN, JOINED, query_context
 
 
 class Pool(Imports):
@@ -80,13 +80,13 @@ class Pool(Imports):
         """What ``pool(None, None, runs, depth)`` would do, read without writing anything.
 
         ``documents``: new candidates (docs of the runs' top ``depth`` not yet in their
-        query's pool), over ``queries`` queries. Of the project's done queries with a
-        relevant judged doc that the runs rank: ``new_work``, those where some run ranks an
-        unjudged doc above its first relevant one (holes to judge: the query stays in the
-        golden set meanwhile), and ``already_exact``, those where every run's MRR@depth and
-        hit@depth are exact already. Queries done by a verdict are in neither (the verdict
-        grades every candidate). ``run_queries_ignored``: queries of the runs that the
-        project does not hold. Refuses what :meth:`pool` refuses of the runs themselves.
+        query's pool), over ``queries`` queries. Of the project's done queries that
+        the runs rank: ``new_work``, those where some run ranks an unjudged doc above its
+        first relevant one (holes to judge: the query stays in the golden set meanwhile; on
+        a query done by a verdict, any doc it did not cover), and ``already_exact``, those
+        where every run's MRR@depth and hit@depth are exact already.
+        ``run_queries_ignored``: queries of the runs that the project does not hold.
+        Refuses what :meth:`pool` refuses of the runs themselves.
         """
         pooled = [read_pooled_run(path, depth) for path in runs]
         _check_run_names(pooled)
@@ -111,7 +111,7 @@ class Pool(Imports):
             if fresh:
                 new_docs[query_id] = fresh
             label = labels[query_id]
-            if label.status != "done" or not any(g >= threshold for g in label.grades.values()):
+            if label.status != "done":
                 continue
             if all(run_settled(ranking, label.grades, threshold) for ranking in rankings):
                 already_exact += 1
@@ -164,7 +164,7 @@ class Pool(Imports):
         )
         try:
             if order:
-                self._build_next_candidates(order)
+                self._build_next_candidates(order, batch)
             # the labelled queries' states in their new order, derived outside the lock
             found = self._rederive(settings, touched, context)
             with self._writing():
@@ -177,6 +177,7 @@ class Pool(Imports):
                 if order:
                     self.conn.execute(f"ALTER TABLE candidates RENAME TO {CANDIDATES_RETIRED}")
                     self.conn.execute(f"ALTER TABLE {CANDIDATES_NEXT} RENAME TO candidates")
+                self._seal(batch)  # the new candidates' join mark, read by what follows
                 self._publish_rederived(found)
                 self._publish(batch)
         finally:  # the old table once swapped out, or the copy if anything failed
@@ -322,12 +323,12 @@ class Pool(Imports):
                 chunk,
             ):
                 ranks.setdefault(query_id, {})[run, rank] = doc_id
-            for query_id, doc_id, position, imported_rank in self.conn.execute(
-                "SELECT query_id, doc_id, position, imported_rank FROM candidates "
+            for query_id, doc_id, *place in self.conn.execute(
+                f"SELECT query_id, doc_id, position, imported_rank, {JOINED} FROM candidates c "
                 f"WHERE query_id IN ({marks})",
                 chunk,
             ):
-                candidates.setdefault(query_id, {})[doc_id] = (position, imported_rank)
+                candidates.setdefault(query_id, {})[doc_id] = tuple(place)
         wanted_set = set(wanted)
         new_ranks, touched, order, added = [], set(), [], 0
         for run in pooled:
@@ -343,7 +344,7 @@ class Pool(Imports):
 
         def context(query_id: str) -> QueryContext:
             return query_context(
-                [(d, position, rank) for d, (position, rank) in candidates[query_id].items()],
+                [(doc_id, *place) for doc_id, place in candidates[query_id].items()],
                 [(run, rank, d) for (run, rank), d in ranks[query_id].items()],
                 settings,
             )
@@ -352,13 +353,15 @@ class Pool(Imports):
             mine = candidates.setdefault(query_id, {})
             for doc_id in ranks[query_id].values():
                 if doc_id not in mine:
-                    mine[doc_id] = (0, None)  # as a new candidate is inserted: position 0
+                    # as a new candidate is inserted: position 0, joining after every event
+                    # the derivation sees (see _seal)
+                    mine[doc_id] = (0, None, golden.JOINS_LATER)
                     added += 1
             rankings = context(query_id).rankings  # as _context ranks them once the ranks are in
             scores = fusion_scores(rankings)
             for position, doc_id in enumerate(fuse(rankings), start=1):
                 order.append((query_id, doc_id, position, scores[doc_id]))
-                mine[doc_id] = (position, mine[doc_id][1])  # its place once the order is in
+                mine[doc_id] = (position, *mine[doc_id][1:])  # its place once the order is in
         # ranks under a new run count only once it is registered (see corpus.POOLED_RUN):
         # they are written now, in short transactions; the others wait for the publishing
         self._stage_ranks([row for row in new_ranks if row[1] in new_runs])
@@ -367,10 +370,11 @@ class Pool(Imports):
         )
         return added, touched - fresh, order, context
 
-    def _build_next_candidates(self, order: Sequence[tuple]) -> None:
+    def _build_next_candidates(self, order: Sequence[tuple], batch: int) -> None:
         """Write :data:`CANDIDATES_NEXT`, in short transactions: a copy of ``candidates``
         (same columns, indexes under the other of two names) with the new fused ``order``
-        (query_id, doc_id, position, score) of the touched known queries upserted, for the
+        (query_id, doc_id, position, score) of the touched known queries upserted, a new
+        candidate under the pool's ``batch`` (its join mark: see :meth:`_seal`), for the
         publishing transaction to rename into place. No reader looks at it; the copy stays
         exact because only imports and pools, which hold :meth:`_import_lock`, write
         candidates. A crash leaves it behind, dropped at the next import or pool."""
@@ -395,9 +399,9 @@ class Pool(Imports):
             )
 
         upsert = (
-            f"INSERT INTO {CANDIDATES_NEXT} ({', '.join(_ORDER_COLUMNS)}) "
-            f"VALUES ({_marks(_ORDER_COLUMNS)}) ON CONFLICT (query_id, doc_id) DO UPDATE "
-            "SET position = excluded.position, score = excluded.score"
+            f"INSERT INTO {CANDIDATES_NEXT} ({', '.join(_ORDER_COLUMNS)}, batch) "
+            f"VALUES ({_marks(_ORDER_COLUMNS)}, {int(batch)}) ON CONFLICT (query_id, doc_id) "
+            "DO UPDATE SET position = excluded.position, score = excluded.score"
         )
         with self._foreign_keys_off():  # fresh queries' candidates come before their queries
             # its first transaction about 1,000 rows, as the upsert's: the pace sets the rest

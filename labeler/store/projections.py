@@ -404,6 +404,19 @@ class Projections(States):
             [(*key, n) for key, n in counts.items() if n],
         )
 
+    def _after_migrating(self) -> None:
+        """Re-derive, once, every labelled query's projections when a migration marked them
+        stale (``stale_projections``: derived under an older rule), as a protocol change
+        does: outside the write lock, then one transaction writes what changed and clears
+        the mark (unless another process did it meanwhile: the deltas are counted once)."""
+        if not self._value("SELECT EXISTS (SELECT 1 FROM stale_projections)"):
+            return
+        with self._staging():
+            found = self._rederive(self.settings())
+            with self._writing() as conn:
+                if conn.execute("DELETE FROM stale_projections").rowcount:
+                    self._publish_rederived(found)
+
     def rebuild_projections(self) -> None:
         """Recompute every projection (labels, query states, counts, the golden projection)
         from the log alone. The result must equal what the incremental updates produced.
@@ -411,6 +424,7 @@ class Projections(States):
         with self._import_lock(), self._writing() as conn:
             for table in ("labels", "query_state", "progress", "golden_judgments"):
                 conn.execute(f"DELETE FROM {table}")
+            conn.execute("DELETE FROM stale_projections")  # re-derived here
             conn.execute(
                 "UPDATE queries SET status = 'pending', answerable = 1, golden_mode = NULL, "
                 "holes = 0"

@@ -94,6 +94,9 @@ def _replayed(
             {doc_id: position for position, doc_id in enumerate(plan.order, start=1)},
             threshold,
             settings["mode"],
+            # the candidates join after the replayed events (see Imports._seal): a replayed
+            # verdict covers what the record lists as judged, a hole stays a hole
+            dict.fromkeys(plan.order, golden.JOINS_LATER),
         )
         events: dict[str, list[Event]] = {}
         for created_at, record in plan.replayed:

@@ -442,6 +442,34 @@ def m16_holes(db: sqlite_utils.Database) -> None:
 
 
 @migrations()
+def m17_verdict_coverage(db: sqlite_utils.Database) -> None:
+    """Version 17: a verdict covers the candidates that were in its query's pool when it was
+    given (see :meth:`labeler.golden.QueryContext.covered_by`). An import or pool keeps the
+    log's last event id when it was published (``last_event``): its candidates joined their
+    pools after that event; those of earlier ones count as there from the start.
+
+    And a project labelled before this version is marked for one re-derivation of its
+    projections (``stale_projections``, done when it is next opened for writing: see
+    :meth:`labeler.store.projections.Projections._after_migrating`): version 16 kept the
+    states an earlier pool had derived, when a new run's unjudged docs reopened a done query.
+    """
+    db.executescript(
+        """
+        ALTER TABLE import_batches ADD COLUMN last_event INTEGER;  -- NULL: before version 17
+        CREATE TABLE stale_projections (                -- why the projections are re-derived
+            reason TEXT PRIMARY KEY,
+            marked_at TEXT NOT NULL
+        );
+        """
+    )
+    db.execute(
+        "INSERT INTO stale_projections (reason, marked_at) SELECT ?, ? WHERE EXISTS "
+        "(SELECT 1 FROM events) OR EXISTS (SELECT 1 FROM adjudications)",
+        ("derived before holes and verdict coverage", golden.now()),
+    )
+
+
+@migrations()
 def m18_human_sample(db: sqlite_utils.Database) -> None:
     """Version 18: the sample the humans label first (see labeler/store/sampling.py): each
     drawn query with its inclusion probability and its place in the drawn order. Drawing
