@@ -34,7 +34,7 @@ def a_set(seed: int, n_all: int = 300, n: int = 40, noise: float = 0.2):
 @pytest.mark.parametrize("tuned", [False, True])
 def test_equals_ppi_py(seed: int, tuned: bool) -> None:
     human, judge, judge_all, outside = a_set(seed)
-    estimate = ppi_mean(human, judge, judge_all, tuned=tuned)
+    estimate = ppi_mean(human, judge, judge_all, tuned=tuned, interval="normal")
     their_lam = estimate.weight * (1 - len(human) / len(judge_all))
     point = ppi_mean_pointestimate(human, judge, outside, lam=their_lam)
     low, high = ppi_mean_ci(human, judge, outside, alpha=0.05, lam=their_lam)
@@ -54,7 +54,7 @@ def test_equals_ppi_py(seed: int, tuned: bool) -> None:
 
 def test_humans_only_is_lambda_zero_and_its_normal_ci() -> None:
     human, judge, judge_all, outside = a_set(3)
-    estimate = ppi_mean(human, judge, judge_all)
+    estimate = ppi_mean(human, judge, judge_all, interval="normal")
     low, high = ppi_mean_ci(human, judge, outside, alpha=0.05, lam=0)
     assert estimate.human_mean == pytest.approx(human.mean(), abs=1e-12)
     assert (estimate.human_low, estimate.human_high) == pytest.approx((low[0], high[0]), abs=1e-9)
@@ -66,7 +66,7 @@ def test_weighted_by_hand() -> None:
     judge = np.array([1.0, 0.5, 0.5, 0.0])
     judge_all = np.array([1.0, 0.5, 0.5, 0.0, 1.0, 0.0, 0.5, 1.0, 0.0, 1.0])
     weights = np.array([2.0, 4.0, 1.0, 1.0])  # 1 / inclusion probability
-    estimate = ppi_mean(human, judge, judge_all, weights=weights)
+    estimate = ppi_mean(human, judge, judge_all, weights=weights, interval="normal")
     # w normalised to mean 1: [1, 2, 0.5, 0.5]; Hájek means: Y 1.75/4, Ŷ 2.25/4.
     w = np.array([1.0, 2.0, 0.5, 0.5])
     y_c = human - 0.4375
@@ -91,6 +91,38 @@ def test_weighted_by_hand() -> None:
         Z * math.sqrt(human_variance), abs=1e-12
     )
     assert estimate.effective_n == pytest.approx(4 * human_variance / variance, abs=1e-9)
+
+
+def test_guarded_interval_by_hand() -> None:
+    """The default: Student's t (n − 1 degrees of freedom) and the sample's variance with one
+    more query deviating by the values' largest magnitude (here 1)."""
+    human = np.array([1.0, 1.0, 1.0, 1.0, 0.0])
+    judge = np.array([1.0, 1.0, 1.0, 1.0, 1.0])
+    judge_all = np.array([1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0, 1.0, 1.0, 0.0])
+    estimate = ppi_mean(human, judge, judge_all, tuned=False)
+    t = 2.7764451051977987  # Student's t, 97.5%, 4 degrees of freedom
+    # λ = 1, f = 1/2: the sample's part is Y − Ŷ/2; the judge's outside it [1, 0, 1, 1, 0].
+    correction = human - 0.5 * judge
+    squares = ((correction - correction.mean()) ** 2).sum()
+    variance = (squares + 1.0) / (5 * 6) + 0.25 * np.array([1, 0, 1, 1, 0]).var() / 5
+    mean = 0.8 + (0.8 - 1.0)
+    assert estimate.mean == pytest.approx(mean, abs=1e-12)
+    assert (estimate.low, estimate.high) == pytest.approx(
+        (mean - t * math.sqrt(variance), mean + t * math.sqrt(variance)), abs=1e-9
+    )
+    human_variance = (((human - 0.8) ** 2).sum() + 1.0) / 30
+    assert estimate.human_high == pytest.approx(0.8 + t * math.sqrt(human_variance), abs=1e-9)
+
+
+def test_guarded_holds_room_for_unseen_disagreement() -> None:
+    """A sample where judge and humans agree everywhere: the normal CI has no width at all,
+    the guarded one keeps some."""
+    judge_all = np.r_[np.ones(90), np.zeros(10)]
+    agreed = np.ones(25)
+    normal = ppi_mean(agreed, agreed, judge_all, interval="normal")
+    guarded = ppi_mean(agreed, agreed, judge_all)
+    assert normal.high - normal.low < 1e-9
+    assert guarded.high - guarded.low > 0.1
 
 
 def test_equal_weights_are_the_uniform_sample() -> None:
@@ -118,7 +150,7 @@ def test_paired_deltas_by_hand() -> None:
     human_delta = np.array([0.5, 0.0, -0.5, 0.0, 1.0])
     judge_delta = np.array([0.5, 0.0, 0.0, 0.0, 1.0])
     judge_all_delta = np.array([0.5, 0.0, 0.0, 0.0, 1.0, 0.0, 0.5, 0.0, -1.0, 0.0])
-    estimate = ppi_mean(human_delta, judge_delta, judge_all_delta, tuned=False)
+    estimate = ppi_mean(human_delta, judge_delta, judge_all_delta, tuned=False, interval="normal")
     # λ = 1: the judge's mean over all (0.1) plus the mean correction (−0.5 / 5 = −0.1).
     assert estimate.mean == pytest.approx(0.0, abs=1e-12)
     # Var(Y − 0.5 Ŷ) / 5 over [0.25, 0, −0.5, 0, 0.5] + 0.5² Var([0, 0.5, 0, −1, 0]) / 5
@@ -191,3 +223,8 @@ def test_useless_judge_keeps_about_the_humans_width() -> None:
 def test_inputs_that_do_not_fit_are_refused(human, judge, judge_all, weights) -> None:
     with pytest.raises(ValueError):
         ppi_mean(human, judge, judge_all, weights=weights)
+
+
+def test_an_unknown_interval_is_refused() -> None:
+    with pytest.raises(ValueError, match="interval"):
+        ppi_mean([1.0, 0.0], [1.0, 0.0], [1.0, 0.0], interval="wald")
