@@ -321,7 +321,8 @@ def calibrate(
         settings = store.settings()
         cost = _machine_cost(store, identity, golden_set, machine, price_in, price_out, rate)
         if trust:
-            store.trust_judge(identity)
+            store.trust_judge(identity, golden_set.version)
+        trust_status = store.trust_status(golden_set.version)
         if second_annotator:
             if store.trusted_judge() != identity:
                 raise click.UsageError(
@@ -351,6 +352,7 @@ def calibrate(
         seed=seed,
     )
     report["cost"] = cost
+    report["trust"] = trust_status
     if second_annotator:
         report["sent_to_second_annotator"] = {"annotator": second_annotator, "queries": sent}
     click.echo(json.dumps(report, indent=2) if as_json else _calibration_text(report))
@@ -429,10 +431,22 @@ def _calibration_text(report: dict) -> str:
         f"{cost['completion_tokens']:,} tokens = ${cost['dollars']:.4f}, "
         f"{cost['wall_seconds']:.0f} s of calls; {cost['holes_filled']} holes filled = {saving}"
     )
+    if report["trust"] is not None:
+        lines.append(trust_line(report["trust"]))
     if "sent_to_second_annotator" in report:
         sent = report["sent_to_second_annotator"]
         lines.append(f"{sent['queries']} disagreeing queries sent to {sent['annotator']}")
     return "\n".join(lines)
+
+
+def trust_line(status: dict) -> str:
+    """The trusted judge and whether its trust holds, or what changed since (one line)."""
+    if status["trusted"]:
+        return f"trusted judge: {status['judge']}"
+    return (
+        f"{status['judge']} is no longer trusted: its {', '.join(status['changed'])} changed "
+        "since it was trusted; calibrate it again (goldset calibrate --trust)"
+    )
 
 
 def _interval(value: float | None, ci: list | None, *, with_sign: bool = False) -> str:

@@ -115,7 +115,8 @@ class Labelling(Projections, Sampling):
                 (by, golden.now(), json.dumps(changes), json.dumps(settings)),
             )
             self._publish_rederived(found)
-            if "rel_threshold" in changes:  # what counts as a disagreement, for every query
+            # What counts as a disagreement, for every query; a new scale unbinds the trust.
+            if changes.keys() & {"rel_threshold", "max_grade"}:
                 self._refresh_second_opinions()
         return self.settings()
 

@@ -36,6 +36,16 @@ GROUP BY a.query_id
 # from: one row a variable, its key this prefix and the variable's name.
 KEY_ENV_SETTING = "judge_key_env:"
 
+# The settings row holding what the trusted judge was when trusted (JSON), and the parts of it
+# whose change makes the judge untrusted until calibrated again: (what it is called, its key).
+TRUST = "second_opinion_binding"
+TRUST_PARTS = (
+    ("model", "model"),
+    ("prompt", "prompt_sha256"),
+    ("grade scale", "grade_scale"),
+    ("golden-set version", "golden_version"),
+)
+
 JUDGE_CALL_COLUMNS = (
     *("judge", "model", "prompt_sha256", "query_id", "doc_id", "attempt", "outcome", "grade"),
     *("reason", "detail", "prompt_tokens", "completion_tokens", "seconds"),
@@ -121,8 +131,9 @@ class MachineJudges(Settings):
         (see :meth:`second_opinions`), inside the caller's write transaction: after a machine
         label or a human event on them, or in one statement after a bulk re-derivation. A few
         index lookups per query."""
-        if query_ids is not None and self.trusted_judge() is None:
-            return  # none waits: trust_judge(None) emptied the table, and nothing adds to it
+        if self.trusted_judge() is None:  # none named, or its trust no longer holds
+            self.conn.execute("DELETE FROM second_opinions")
+            return
         if query_ids is None:
             self.conn.execute("DELETE FROM second_opinions")
             scope, params = "SELECT query_id FROM queries", {}
@@ -134,24 +145,68 @@ class MachineJudges(Settings):
             {**params, "threshold": self.settings()["rel_threshold"]},
         )
 
-    def trust_judge(self, judge: str | None) -> None:
+    def trust_judge(self, judge: str | None, golden_version: str | None = None) -> None:
         """Name the machine judge (``machine:<name>``) whose disagreements with the one human
         who judged a query send it to a second annotator first, or None for none (the
-        default): from now on, and for the labels already stored."""
+        default): from now on, and for the labels already stored.
+
+        The trust is bound to what the judge was calibrated as (see :meth:`trust_status`):
+        its model and prompt (those of its latest call), the grade scale, and
+        ``golden_version``, the version of the golden set it was measured against."""
         if judge is not None and not (isinstance(judge, str) and judge.startswith("machine:")):
             raise ValueError(f"a machine judge is named machine:<name>, got {judge!r}")
         with self._writing() as conn:
-            conn.execute("DELETE FROM settings WHERE key = 'second_opinion_judge'")
+            conn.execute(f"DELETE FROM settings WHERE key IN ('second_opinion_judge', '{TRUST}')")
             if judge is not None:
-                conn.execute(
-                    "INSERT INTO settings (key, value) VALUES ('second_opinion_judge', ?)",
-                    (judge,),
+                binding = {**self._judge_binding(judge), "golden_version": golden_version}
+                conn.executemany(
+                    "INSERT INTO settings (key, value) VALUES (?, ?)",
+                    [("second_opinion_judge", judge), (TRUST, json.dumps(binding))],
                 )
             self._refresh_second_opinions()
 
+    def _judge_binding(self, judge: str) -> dict:
+        """What a judge is now: the model and prompt hash of its latest call (None before it
+        made one), and the project's grade scale 0..``max_grade`` it grades on (the relevance
+        threshold is applied to its grades afterwards, as to the humans')."""
+        call = self._rows(
+            "SELECT model, prompt_sha256 FROM judge_calls WHERE judge = ? ORDER BY id DESC LIMIT 1",
+            (judge,),
+        )
+        settings = self.settings()
+        return {
+            "model": call[0]["model"] if call else None,
+            "prompt_sha256": call[0]["prompt_sha256"] if call else None,
+            "grade_scale": settings["max_grade"],
+        }
+
+    def trust_status(self, golden_version: str | None = None) -> dict | None:
+        """The trusted judge and whether its trust still holds, or None when none is named:
+        a dict of ``judge``, ``trusted`` (bool), ``changed`` (what changed since it was
+        trusted, among "model", "prompt", "grade scale" and "golden-set version") and
+        ``bound`` / ``now`` (the binding then and now). The golden set's version is compared
+        when the caller gives it (reading the golden set is the caller's); a model or prompt
+        unknown when trusted (the judge had made no call) is not compared."""
+        judge = self._value("SELECT value FROM settings WHERE key = 'second_opinion_judge'")
+        if judge is None:
+            return None
+        stored = self._value("SELECT value FROM settings WHERE key = ?", (TRUST,))
+        bound = json.loads(stored) if stored else {}
+        now = {**self._judge_binding(judge), "golden_version": golden_version}
+        changed = [
+            name
+            for name, key in TRUST_PARTS
+            if bound and bound[key] is not None and now[key] is not None and bound[key] != now[key]
+        ]
+        if not bound:  # trusted by an older goldset, which kept no binding: calibrate again
+            changed = ["binding (not recorded when trusted)"]
+        return {"judge": judge, "trusted": not changed, "changed": changed, "bound": bound}
+
     def trusted_judge(self) -> str | None:
-        """The judge named by :meth:`trust_judge`, or None."""
-        return self._value("SELECT value FROM settings WHERE key = 'second_opinion_judge'")
+        """The judge named by :meth:`trust_judge` while its model, prompt and grade scale are
+        those it was trusted with (see :meth:`trust_status`), else None."""
+        status = self.trust_status()
+        return status["judge"] if status is not None and status["trusted"] else None
 
     def second_opinions(self) -> list[dict]:
         """The queries offered first to every annotator but the one who judged them (see

@@ -171,7 +171,9 @@ def second_opinions_section(store: Store, admin: str, names: list[str]) -> None:
     """The judge the project trusts, and the queries where it disagrees with the one human
     who judged them: every other annotator gets those first, until a second one judged them."""
     st.subheader("Second opinions first")
-    current = store.trusted_judge()
+    golden_version = golden_from_records(store.golden_records()).version
+    status = store.trust_status(golden_version)
+    current = None if status is None else status["judge"]
     options = list(dict.fromkeys([None, *names, current]))
     chosen = st.selectbox(
         "Trusted judge: where it disagrees with the one human who judged a query, the query "
@@ -180,10 +182,17 @@ def second_opinions_section(store: Store, admin: str, names: list[str]) -> None:
         index=options.index(current),
         format_func=lambda judge: "none" if judge is None else judge,
     )
-    if chosen != current:
+    untrusted = status is not None and not status["trusted"]
+    if untrusted:
+        st.warning(  # the changed parts are goldset's own words, never data text
+            f"The judge chosen is no longer trusted: its {', '.join(status['changed'])} "
+            "changed since it was trusted. Calibrate it again (above), then trust it again."
+        )
+    again = untrusted and st.button("Trust it again, as it is now")
+    if chosen != current or again:
         try:
             accounts.authorize(store, admin, "admin")
-            store.trust_judge(chosen)
+            store.trust_judge(chosen, golden_version)
             context.report(f"Trusted judge: {chosen or 'none'}.")
         except (ValueError, PermissionError) as error:
             context.report(f"Not done: {error}")

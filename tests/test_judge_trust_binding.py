@@ -1,0 +1,125 @@
+"""A judge's trust belongs to the judge it was measured on (issue 28): its model, its prompt,
+the grade scale and the golden set's version. A change of any of them makes it untrusted —
+the queue stops sending its disagreements to a second annotator — until it is trusted again,
+and the store, ``goldset calibrate`` and the Machine judges page say which one changed.
+
+Four queries q0..q3 with three candidates each, in first-hit mode; "ana" judges q1's first
+candidate relevant and the judge calls it irrelevant: q1 waits for a second opinion.
+"""
+
+import pytest
+from click.testing import CliRunner
+from test_live import open_page, opened_by_the_app
+
+from labeler import judges
+from labeler.cli import cli
+from labeler.store import Store
+
+JUDGE = "machine:rule"
+PAGE = "../labeler/views/judges.py"
+
+
+def machine_label(store, query_id, doc_id, grade, model="rule", prompt="0" * 64):
+    pair = judges.Pair(query_id, doc_id, "", "", "")
+    call = judges.Call("ok", 0.2, 30, 6, grade=grade, reason="rule")
+    context = {"judge": JUDGE, "model": model, "prompt_sha256": prompt}
+    store.record_judge_calls(judges.call_rows(pair, [call], context))
+
+
+@pytest.fixture
+def store(tmp_path):
+    with Store(tmp_path / "project.db") as store:
+        store.import_records(
+            {
+                "query_id": f"q{q}",
+                "query": f"question {q}",
+                "candidates": [{"doc_id": f"q{q}-d{d}", "text": f"text {d}"} for d in (1, 2, 3)],
+            }
+            for q in range(4)
+        )
+        store.judge("q1", "q1-d1", 1, "ana")
+        machine_label(store, "q1", "q1-d1", 0)
+        store.trust_judge(JUDGE, golden_version="v1")
+        assert store.next_query("bob") == "q1"  # the second opinion first
+        yield store
+
+
+def test_a_judge_trusted_as_it_is_stays_trusted(store):
+    status = store.trust_status("v1")
+    assert status["trusted"] and status["changed"] == []
+    assert status["bound"] == {
+        "model": "rule",
+        "prompt_sha256": "0" * 64,
+        "grade_scale": 3,
+        "golden_version": "v1",
+    }
+    machine_label(store, "q2", "q2-d1", 1)  # more labels, same model and prompt
+    assert store.trusted_judge() == JUDGE
+
+
+@pytest.mark.parametrize(
+    ("change", "changed"),
+    [
+        ({"prompt": "f" * 64}, "prompt"),
+        ({"model": "rule-2"}, "model"),
+    ],
+)
+def test_a_new_model_or_prompt_unbinds_the_trust_and_the_queue_forgets_it(store, change, changed):
+    machine_label(store, "q2", "q2-d1", 1, **change)
+    status = store.trust_status()
+    assert not status["trusted"] and status["changed"] == [changed]
+    assert store.trusted_judge() is None
+    assert store.second_opinions() == []
+    assert store.next_query("bob") == "q0"  # the ordinary queue
+
+
+def test_a_new_grade_scale_unbinds_the_trust(store):
+    store.configure(max_grade=4)
+    assert store.trust_status()["changed"] == ["grade scale"]
+    assert store.second_opinions() == [] and store.next_query("bob") == "q0"
+
+
+def test_a_new_golden_set_version_unbinds_the_trust(store):
+    assert store.trust_status("v2")["changed"] == ["golden-set version"]
+    assert not store.trust_status("v2")["trusted"]
+
+
+def test_trusting_it_again_binds_it_to_what_it_is_now(store):
+    machine_label(store, "q2", "q2-d1", 1, prompt="f" * 64)
+    store.trust_judge(JUDGE, golden_version="v2")
+    assert store.trust_status("v2")["trusted"] and store.trusted_judge() == JUDGE
+    assert store.next_query("bob") == "q1"
+
+
+def test_calibrate_says_which_part_changed_and_trust_binds_the_golden_set(tmp_path, store):
+    db = str(store.path)
+    runner = CliRunner()
+    trusted = runner.invoke(cli, ["calibrate", "--db", db, "--judge", "rule", "--trust"])
+    assert trusted.exit_code == 0, trusted.output
+    assert "trusted judge: machine:rule" in trusted.output
+    store.judge("q0", "q0-d1", 1, "ana")  # the golden set moves on
+    again = runner.invoke(cli, ["calibrate", "--db", db, "--judge", "rule", "--json"])
+    assert '"changed": [\n      "golden-set version"\n    ]' in again.output
+    text = runner.invoke(cli, ["calibrate", "--db", db, "--judge", "rule"]).output
+    assert "machine:rule is no longer trusted: its golden-set version changed" in text
+
+
+def test_the_judges_page_says_the_trust_no_longer_holds_and_trusts_again(tmp_path, monkeypatch):
+    with Store(tmp_path / "project.db") as store:
+        store.import_records(
+            [{"query_id": "q0", "query": "question", "candidates": [{"doc_id": "d", "text": "t"}]}]
+        )
+        store.judge("q0", "d", 1, "ana")
+        machine_label(store, "q0", "d", 0)
+        store.trust_judge(JUDGE)  # no golden version: only model, prompt, scale compared
+        machine_label(store, "q0", "d", 1, model="rule-2")  # a relabel under a new model
+    with opened_by_the_app(tmp_path / "project.db", monkeypatch) as path:
+        at = open_page(PAGE)
+        assert not at.exception
+        warning = " ".join(w.value for w in at.warning)
+        assert "no longer trusted: its model changed" in warning
+        next(b for b in at.button if b.label.startswith("Trust it again")).click()
+        at.run()
+        assert not at.exception
+        with Store(path) as store:
+            assert store.trust_status()["trusted"] and store.trusted_judge() == JUDGE
