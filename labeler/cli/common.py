@@ -48,11 +48,11 @@ def fail_on_bad_input(function: Callable) -> Callable:
     return wrapper
 
 
-LABELS = ("human", "machine", "both")
+LABELS = ("human", "machine", "both", "ppi")
 
 
 def labels_options(command: Callable) -> Callable:
-    """``--labels human|machine|both`` and ``--judge NAME``: whose labels count."""
+    """``--labels human|machine|both|ppi`` and ``--judge NAME``: whose labels count."""
     command = click.option(
         "--judge", "judge_name", help="Machine judge NAME for --labels [default: the only one]."
     )(command)
@@ -61,7 +61,8 @@ def labels_options(command: Callable) -> Callable:
         type=click.Choice(LABELS),
         default="human",
         show_default=True,
-        help="Whose labels: the humans', a machine judge's, or both (humans first).",
+        help="Whose labels: the humans', a machine judge's, both (humans first), or ppi (the "
+        "judge's on every query corrected by the humans' on the random sample).",
     )(command)
 
 

@@ -25,6 +25,7 @@ from labeler.cli.common import (
     seed_option,
 )
 from labeler.cli.exactness import exactness_text, orders_text
+from labeler.cli.ppi_output import ppi_figures, ppi_text
 from labeler.cli.text import fixed, percent, signed, text_table
 
 if TYPE_CHECKING:
@@ -229,6 +230,16 @@ def eval_command(
     values = result.pop("per_query")
     if labels == "both":
         result["judged@10"] = _judged_by(human_set, golden_set, run, _scoring(options))
+    if labels == "ppi":
+        from labeler.live.ppi import ppi_report
+
+        result["ppi"] = ppi_figures(
+            db,
+            judge_name,
+            lambda store, judge: ppi_report(
+                store, run, judge, _metrics(metrics), **_scoring(options)
+            ),
+        )
     if per_query:
         with open(per_query, "w", encoding="utf-8") as handle:
             for query_id, row in zip(values.query_ids, values.values.tolist(), strict=True):
@@ -342,6 +353,16 @@ def compare(
             name: _judged_by(human_set, golden_set, run, _scoring(options))
             for name, run in (("baseline", baseline_run), ("candidate", candidate_run))
         }
+    if labels == "ppi":
+        from labeler.live.ppi import ppi_deltas
+
+        result["ppi"] = ppi_figures(
+            db,
+            judge_name,
+            lambda store, judge: ppi_deltas(
+                store, baseline_run, candidate_run, judge, **_scoring(options)
+            ),
+        )
     click.echo(_compare_output(result, output_format, gate, inconclusive), nl=False)
     if gate:
         sys.exit(_gate_exit(result["gate"]["verdict"], inconclusive))
@@ -400,6 +421,7 @@ def _eval_text(result: dict) -> str:
         ]
     if "judged@10" in result:
         lines += ["", _judged_text("judged@10", result["judged@10"])]
+    lines += ppi_text(result["ppi"]) if "ppi" in result else []
     lines += exactness_text(result.get("exactness")) + orders_text(result.get("orders"))
     lines += ["", *result["notes"]] if result["notes"] else []
     return "\n".join(lines)
@@ -443,6 +465,7 @@ def _compare_text(result: dict, gate: bool) -> str:
     lines += [f"warning: {warning}" for warning in verdict["warnings"]]
     for name, shares in result.get("judged@10", {}).items():
         lines.append(_judged_text(f"judged@10 of the {name}", shares))
+    lines += ppi_text(result["ppi"], paired=True) if "ppi" in result else []
     lines += ["", *result["notes"]] if result["notes"] else []
     return "\n".join(lines)
 
@@ -524,7 +547,7 @@ def _with_ci(entry: dict) -> str:
 
 def _labelled(golden_set: Golden, db: str | None, labels: str, judge_name: str | None) -> Golden:
     """The golden set under ``labels`` (machine labels come from the project ``db``)."""
-    if labels == "human":
+    if labels in ("human", "ppi"):  # ppi's report is the humans', its figures come beside
         return golden_set
     if not db:
         raise click.UsageError("--labels machine|both reads a machine judge's labels: give --db")

@@ -1,0 +1,151 @@
+"""Label-efficient figures: a machine judge's per-query figures on every query, corrected by
+the humans' on the project's random sample (prediction-powered inference, :mod:`eval.ppi`).
+
+The adapter reads what eval needs from the store — the humans' golden set, the judge's labels
+(``Store.machine_judgments_frame``), the sample (``Store.human_sample``: its counted,
+labelled queries and their inclusion probabilities) — scores the run under both label sets,
+and hands eval the per-query values: the humans' on the sampled queries, the judge's on every
+query. Per slice and over all queries, each metric (or each paired delta) gets the PPI
+estimate, its CI, λ and the effective number of human queries, beside the humans' own
+estimate on the same sample.
+
+Which queries: every query of the project that the humans have not found unanswerable (a
+query not labelled yet counts: that is the point), scored by the judge as if done in full
+mode; a sampled query counts once the sample's order has reached it (``labelled``). No
+sample, or no sampled query labelled yet: no figure (:class:`NoSample`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from eval.metrics import per_query_frame, rank_run
+from eval.ppi import ppi_mean
+from eval.readers import Golden, Run, golden_from_records
+from eval.report import NO_SLICE
+
+if TYPE_CHECKING:
+    from labeler.store import Store
+
+ALL = "all"  # the key of the figures over every query
+NO_SAMPLE = (
+    "no PPI figure without a random human sample: goldset sample --db PATH --random "
+    "(or --active), then label the sampled queries first"
+)
+
+
+class NoSample(ValueError):
+    """The project has no random human sample with a labelled query: no PPI figure."""
+
+    def __init__(self) -> None:
+        super().__init__(NO_SAMPLE)
+
+
+def ppi_report(
+    store: Store,
+    run: Run,
+    judge: pd.DataFrame,
+    metrics: Sequence[str] = ("mrr@10", "hit@10"),
+    **scoring,
+) -> dict:
+    """PPI figures of ``run``: {slice: {metric: PPIEstimate.as_dict()}}, ``all`` first.
+
+    ``judge`` is the judge's labels (query_id, doc_id, grade); ``scoring`` the options of
+    :func:`eval.metrics.rank_run` and ``gain``. Raises :class:`NoSample` without a sample.
+    """
+    sample, human, machine = _sources(store, judge)
+    human_values = _values(human, run, metrics, scoring)
+    machine_values = _values(machine, run, metrics, scoring)
+    return _estimates(human_values, machine_values, sample, machine)
+
+
+def ppi_deltas(
+    store: Store,
+    baseline: Run,
+    candidate: Run,
+    judge: pd.DataFrame,
+    metrics: Sequence[str] = ("mrr@10", "miss@10"),
+    **scoring,
+) -> dict:
+    """PPI figures of the paired per-query deltas candidate − baseline, as :func:`ppi_report`."""
+    sample, human, machine = _sources(store, judge)
+    deltas = []
+    for golden in (human, machine):
+        before, after = (_values(golden, run, metrics, scoring) for run in (baseline, candidate))
+        deltas.append(after - before)
+    return _estimates(*deltas, sample, machine)
+
+
+def _sources(store: Store, judge: pd.DataFrame) -> tuple[pd.DataFrame, Golden, Golden]:
+    """The labelled sample, the humans' golden set and the judge's over every query."""
+    sample = store.human_sample()
+    sample = sample[sample["labelled"]]
+    if sample.empty:
+        raise NoSample()
+    human = golden_from_records(store.golden_records())
+    return sample, human, _judge_golden(human, judge)
+
+
+def _judge_golden(human: Golden, judge: pd.DataFrame) -> Golden:
+    """The judge's golden set: every query the humans did not find unanswerable, done, in
+    full mode, with the judge's labels."""
+    queries = human.queries
+    unanswerable = (queries["status"] == "done") & ~queries["answerable"].astype(bool)
+    queries = queries[~unanswerable].assign(status="done", answerable=True, mode="full")
+    judged = judge[judge["query_id"].isin(queries["query_id"])]
+    return Golden(
+        queries.reset_index(drop=True),
+        judged[["query_id", "doc_id", "grade"]].reset_index(drop=True),
+    )
+
+
+def _values(golden: Golden, run: Run, metrics: Sequence[str], scoring: dict) -> pd.DataFrame:
+    """Per-query values of ``metrics`` on the golden set's scored queries (index query_id)."""
+    gain = scoring.get("gain", "linear")
+    options = {name: value for name, value in scoring.items() if name != "gain"}
+    return per_query_frame(rank_run(golden, run, list(metrics), **options), metrics, gain)
+
+
+def _estimates(
+    human: pd.DataFrame, machine: pd.DataFrame, sample: pd.DataFrame, judge_golden: Golden
+) -> dict:
+    """PPI per slice (``all`` first) and metric, from the humans' values (their scored
+    queries), the judge's (every query) and the labelled sample."""
+    slices = judge_golden.queries.set_index("query_id")["slice"].reindex(machine.index)
+    names = slices.fillna("").replace("", NO_SLICE)
+    groups = {ALL: machine.index}
+    if (names != NO_SLICE).any():
+        groups |= {name: machine.index[names == name] for name in sorted(names.unique())}
+    sampled = sample[sample["query_id"].isin(human.index) & sample["query_id"].isin(machine.index)]
+    result = {}
+    for name, members in groups.items():
+        rows = sampled[sampled["query_id"].isin(members)]
+        figures = {}
+        for metric in machine.columns:
+            figure = _estimate(human[metric], machine[metric], rows, members)
+            if figure is not None:
+                figures[metric] = figure
+        if figures:
+            result[name] = figures
+    return result
+
+
+def _estimate(
+    human: pd.Series, machine: pd.Series, rows: pd.DataFrame, members: pd.Index
+) -> dict | None:
+    """One metric's PPI over ``members``; None when none of its sampled queries has a value."""
+    values = human.reindex(rows["query_id"]).to_numpy(dtype=np.float64)
+    measured = ~np.isnan(values)
+    if not measured.any():
+        return None
+    ids = rows["query_id"].to_numpy()[measured]
+    return ppi_mean(
+        values[measured],
+        machine.reindex(ids).to_numpy(dtype=np.float64),
+        machine.reindex(members).to_numpy(dtype=np.float64),
+        weights=1 / rows["probability"].to_numpy(dtype=np.float64)[measured],
+    ).as_dict()
