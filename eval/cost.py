@@ -389,3 +389,44 @@ def machine_judging_cost(
         wall_seconds=call_seconds / concurrency,
         saved=Cost.of_seconds(filled * human_seconds_per_judgement, hourly_rate),
     )
+
+
+# --- a machine judge's savings under prediction-powered inference ---------------------------------
+
+
+def judge_human_correlation(human: ArrayLike, judge: ArrayLike) -> float:
+    """Pearson's ρ between the humans' and the judge's per-query values on the same queries
+    (the labelled sample); NaN with fewer than 3 queries or when either is constant (no
+    correlation to measure). A judge that errs at random has ρ near 0; one that ranks the
+    queries as the humans do, near 1."""
+    human = np.asarray(human, dtype=np.float64)
+    judge = np.asarray(judge, dtype=np.float64)
+    if human.shape != judge.shape or human.ndim != 1:
+        raise ValueError("the humans' and the judge's values must be paired, one per query")
+    if len(human) < 3 or np.ptp(human) == 0 or np.ptp(judge) == 0:  # std: rounding, not 0
+        return math.nan
+    return float(np.corrcoef(human, judge)[0, 1])
+
+
+def queries_with_judge(human_queries: int, correlation: float) -> int:
+    """Human queries needed for the same CI with the judge's values on every query:
+    ``n_PPI = ⌈n_human × (1 − ρ²)⌉``, at least 1.
+
+    PPI++ with power tuning (the optimal λ = ρ σ_h / σ_j) has the variance
+    ``σ_h² (1 − ρ²) / n + λ² σ_j² / N``; with the judge's values on far more queries than the
+    sample (N ≫ n) the second term vanishes and n human queries do the work of
+    n / (1 − ρ²) alone. The assumption: ρ, measured on the labelled sample, holds on the
+    queries still to label (a random sample keeps it unbiased, not exact). A useless judge
+    (ρ = 0, or not measured: NaN) saves nothing.
+
+    >>> queries_with_judge(400, 0.8), queries_with_judge(400, 0.0)
+    (144, 400)
+    """
+    if human_queries < 0:
+        raise ValueError(f"human_queries must be >= 0, got {human_queries!r}")
+    if math.isnan(correlation):
+        return human_queries
+    if not -1 <= correlation <= 1:
+        raise ValueError(f"a correlation lies in [-1, 1], got {correlation!r}")
+    needed = round(human_queries * (1 - correlation**2), 9)  # 143.99999999999997 is 144
+    return max(1, math.ceil(needed)) if human_queries else 0

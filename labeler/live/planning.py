@@ -12,6 +12,8 @@ import numpy as np
 import pandas as pd
 
 from eval import cost, stats
+from eval.calibration import restricted, with_labels
+from eval.metrics import per_query_frame, rank_run
 from eval.readers import Golden, Run
 from labeler.live.downloads import read_uploaded_run
 from labeler.live.figures import first_relevant
@@ -25,6 +27,7 @@ __all__ = [
     "cost_summary",
     "CostSummary",
     "DEFAULT_RATE",
+    "judge_savings",
     "measured_first_relevant",
     "plans",
     "pool_sizes",
@@ -250,6 +253,72 @@ def plans(
         [(name, depth, price.hours, price.dollars) for name, depth, price in rows],
         columns=["plan", "docs_per_query", "hours", "dollars"],
     )
+
+
+def judge_savings(
+    golden: Golden,
+    run: Run,
+    judge: pd.DataFrame,
+    sample: pd.DataFrame,
+    summary: CostSummary,
+    target: float = TARGET_HALF_WIDTH,
+) -> pd.DataFrame:
+    """What a machine judge saves the humans, per slice (``all`` first), for an MRR@10 CI of
+    ± ``target``: the human queries and hours needed without the judge and with it (its
+    values on every query, the humans' on a random sample: prediction-powered inference).
+
+    Without the judge, n_human is :func:`eval.stats.queries_needed` on the humans' per-query
+    MRR@10 of ``run``; with it, ``n_PPI = n_human × (1 − ρ²)``
+    (:func:`eval.cost.queries_with_judge`), ρ the correlation of the humans' and the judge's
+    per-query values on the labelled queries of ``sample`` (:meth:`Store.human_sample`),
+    assumed to hold on the queries still to label. Hours at the measured seconds of a done
+    query × the measured overlap. DataFrame(slice, sampled, correlation, human_queries,
+    with_judge, queries_saved, hours_without, hours_with, hours_saved); a slice with fewer
+    than 2 sampled queries scored has no figures (NaN).
+    """
+    counted = sample.loc[sample["labelled"], "query_id"]
+    on_sample = restricted(golden, counted)
+    metric = [f"mrr@{CUTOFF}"]
+    values = pd.DataFrame(
+        {
+            labels: per_query_frame(rank_run(which, run, metric), metric)[metric[0]]
+            for labels, which in (
+                ("human", on_sample),
+                ("judge", with_labels(on_sample, judge, "machine")),
+            )
+        }
+    )
+    slices = golden.queries.set_index("query_id")["slice"].reindex(values.index).fillna("")
+    groups = [("all", values), *((name, values[slices == name]) for name in sorted(set(slices)))]
+    seconds = summary.cost.seconds_per_query * summary.annotators_per_query
+    rows = [_savings(name, group, target, seconds, summary.rate) for name, group in groups]
+    return pd.DataFrame(rows, columns=_SAVINGS_COLUMNS)
+
+
+def _savings(name: str, values: pd.DataFrame, target: float, seconds: float, rate: float) -> dict:
+    """One slice's row of :func:`judge_savings`."""
+    row = dict.fromkeys(_SAVINGS_COLUMNS, math.nan) | {"slice": name, "sampled": len(values)}
+    if len(values) < 2:
+        return row
+    rho = cost.judge_human_correlation(values["human"], values["judge"])
+    needed = stats.queries_needed(values["human"].to_numpy(), half_width=target)
+    with_judge = cost.queries_with_judge(needed, rho)
+    without, with_it = (cost.Cost.of_seconds(n * seconds, rate).hours for n in (needed, with_judge))
+    return row | {
+        "correlation": rho,
+        "human_queries": needed,
+        "with_judge": with_judge,
+        "queries_saved": needed - with_judge,
+        "hours_without": without,
+        "hours_with": with_it,
+        "hours_saved": without - with_it,
+    }
+
+
+_SAVINGS_COLUMNS = (
+    "slice", "sampled", "correlation", "human_queries", "with_judge", "queries_saved",
+    "hours_without", "hours_with", "hours_saved",
+)  # fmt: skip
 
 
 def measured_first_relevant(golden: Golden, run: Run) -> np.ndarray:

@@ -6,6 +6,8 @@ every active second spent (U/M, search and skips included), the mean seconds of 
 (its median beside it), the docs it read, queries left. A plan compares
 first-hit labelling with full depth k and with the full pool of several systems, whose
 real size per query comes from the runs' overlap (:func:`eval.cost.pool_depth_per_query`).
+With a random human sample, the human queries and hours a machine judge saves
+(:func:`labeler.live.judge_savings`), beside its token cost.
 """
 
 from __future__ import annotations
@@ -285,6 +287,61 @@ def machine_section(store: Store, summary: live.CostSummary) -> None:
     st.caption("Only a judge that goldset calibrate finds usable on a slice should fill its holes.")
 
 
+@st.cache_data(**context.CACHE)
+def savings(
+    _store: Store, state: live.ProjectState, drawn_at: str, judge: str, rate: float, target: float
+) -> pd.DataFrame | None:
+    """:func:`labeler.live.judge_savings` of the candidate lists with ``judge``; None without
+    a labelled query in the project's random sample (drawn at ``drawn_at``: a new draw is
+    no label event, so it keys the cache too)."""
+    sample = _store.human_sample()
+    if not sample["labelled"].any():
+        return None
+    golden = context.golden_at(state)
+    run = context.run_at(state.candidates(), None)
+    judged = _store.machine_judgments_frame(judge)
+    return live.judge_savings(golden, run, judged, sample, measured(_store, state, rate), target)
+
+
+def savings_section(store: Store, state: live.ProjectState, summary: live.CostSummary) -> None:
+    """The human queries and hours an MRR@10 CI needs per slice, without a machine judge and
+    with its values on every query corrected on the random sample (prediction-powered)."""
+    st.subheader("With a machine judge on every query")
+    names = [row["judge"] for row in store.machine_judges() if row["labels"]]
+    if not names:
+        st.caption("No machine judge has labelled anything yet (goldset judge).")
+        return
+    left, right = st.columns(2)
+    judge = left.selectbox("Judge", names, key="savings_judge")
+    target = right.number_input("Target CI half-width (MRR@10)", 0.005, 0.5, 0.05, 0.005)
+    drawn_at = store.sampling()["drawn_at"] or ""
+    table = savings(store, state, drawn_at, judge, summary.rate, target)
+    if table is None:
+        st.caption(
+            "No figure without a random human sample: draw one (goldset sample --random) "
+            "and label its queries first."
+        )
+        return
+    st.dataframe(
+        table,
+        hide_index=True,
+        column_config={
+            "correlation": st.column_config.NumberColumn("ρ judge-human", format="%.2f"),
+            "human_queries": st.column_config.NumberColumn("Human queries, no judge"),
+            "with_judge": st.column_config.NumberColumn("Human queries, with judge"),
+            **{
+                name: st.column_config.NumberColumn(name.replace("_", " "), format="%.2f")
+                for name in ("hours_without", "hours_with", "hours_saved")
+            },
+        },
+    )
+    st.caption(
+        "With the judge: n × (1 − ρ²) human queries, ρ the correlation of the judge's and "
+        "the humans' per-query MRR@10 on the labelled sample, assumed to hold on the rest. "
+        "The judge must label every query: its cost is in the Machine judging table above."
+    )
+
+
 def main() -> None:
     """Render the cost planner page (reviewers and admins)."""
     context.open_page("reviewer", "Cost planner")
@@ -296,6 +353,7 @@ def main() -> None:
     measured_section(summary)
     plan_section(store, state, summary)
     machine_section(store, summary)
+    savings_section(store, state, summary)
 
 
 main()
