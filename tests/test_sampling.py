@@ -8,6 +8,8 @@ The demo set: 50 queries, 26 in slice ``head`` and 24 in ``tail``.
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from test_live import open_page, opened_by_the_app, table_with
+from test_planner_ppi import label_sample
 
 from labeler import judges
 from labeler.cli import cli
@@ -15,6 +17,7 @@ from labeler.store import DEMO_TASKS, Store
 from labeler.store.sampling import FLOOR_SHARE, active_probabilities
 
 JUDGE = "machine:rule"
+DASHBOARD = "../labeler/views/dashboard.py"
 QUERY_IDS = [f"q{n:02}" for n in range(1, 51)]  # the demo set's, in import order
 
 
@@ -201,3 +204,32 @@ def test_the_sample_command_refuses_what_it_cannot_draw(tmp_path, arguments, mes
     refused = runner.invoke(cli, ["sample", "--db", db, *arguments])
     assert refused.exit_code == 2 and message in refused.output
     assert "Traceback" not in refused.output
+
+
+def test_the_dashboard_shows_the_samples_progress_and_what_the_ppi_figures_are_worth(
+    tmp_path, monkeypatch
+):
+    with Store(tmp_path / "project.db") as store:
+        store.import_tasks(DEMO_TASKS)
+        label_sample(store, copying=True)  # draws a random sample, 20 labelled, judge agrees
+        store.mark(store.human_sample()["query_id"][25], "skip", "ana")
+    with opened_by_the_app(tmp_path / "project.db", monkeypatch):
+        at = open_page(DASHBOARD)
+        assert not at.exception
+        captions = " ".join(caption.value for caption in at.caption)
+        assert "20 of 50 drawn queries labelled (random sample), 0 missing" in captions
+        table = table_with(at, "effective_n").set_index(["slice", "metric"])
+        overall = table.loc[("all", "MRR@10")]
+        assert overall["n_human"] == 20 and overall["n_all"] == 50
+        assert overall["effective_n"] > 20  # a judge that agrees is worth more queries
+        worth = " ".join(block.value for block in at.markdown)
+        assert f"worth **{table.xs('all')['effective_n'].max():,.0f}** human-labelled" in worth
+
+
+def test_the_dashboard_shows_no_sample_panel_without_a_sample(tmp_path, monkeypatch):
+    with Store(tmp_path / "project.db") as store:
+        store.import_tasks(DEMO_TASKS)
+    with opened_by_the_app(tmp_path / "project.db", monkeypatch):
+        at = open_page(DASHBOARD)
+        assert not at.exception
+        assert "Random sample" not in [header.value for header in at.subheader]

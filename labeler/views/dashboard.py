@@ -10,6 +10,10 @@ waits for eval), and then no more often than the computation's pace allows. The 
 are kept in the project, so a server start shows the last ones at once (saying so when
 labels came since, while newer ones are computed).
 
+In sampled labelling (``goldset sample``) a panel shows the sample's progress and, with a
+machine judge, the prediction-powered figures (:mod:`labeler.live.ppi`) and how many
+human-labelled queries they are worth.
+
 Data text (queries, slices, ids) reaches the page only inside dataframe cells and chart
 labels, which show it as text.
 """
@@ -23,6 +27,7 @@ import pandas as pd
 import streamlit as st
 
 from labeler import accounts, live, render
+from labeler.live.ppi import NoSample, ppi_report
 from labeler.store import Store
 from labeler.views import context
 
@@ -262,6 +267,78 @@ def live_figures(store: Store, run: str | None, target: float, rate: float) -> N
         st.caption(" ".join(report["notes"]))
 
 
+@st.cache_data(**context.CACHE)
+def ppi_table(
+    _store: Store, state: live.ProjectState, drawn_at: str, run: str | None, judge: str
+) -> pd.DataFrame:
+    """The PPI figures of ``run`` with ``judge`` (:func:`labeler.live.ppi.ppi_report`), a row
+    per slice and metric; raises :class:`NoSample` before a sampled query is labelled."""
+    figures = ppi_report(
+        _store, context.run_at(state.candidates(), run), _store.machine_judgments_frame(judge)
+    )
+    rows = [
+        {"slice": name, "metric": FIGURE_LABELS.get(metric, metric), **figure}
+        for name, metrics in figures.items()
+        for metric, figure in metrics.items()
+    ]
+    columns = ["slice", "metric", "mean", "low", "high", "effective_n", "n_human", "n_all"]
+    human = ["human_mean", "human_low", "human_high"]
+    return pd.DataFrame(rows, columns=[*columns, *human])
+
+
+@st.fragment(run_every=live.REFRESH_SECONDS)
+def sample_panel(store: Store, run: str | None) -> None:
+    """In sampled labelling: the sample's progress and, with a machine judge, the PPI figures
+    (the judge on every query corrected on the labelled sample) and how many human-labelled
+    queries alone they are worth."""
+    sampling = store.sampling()
+    if sampling["mode"] == "off":
+        return
+    st.subheader("Random sample")
+    drawn, labelled = sampling["drawn"], sampling["labelled"]
+    st.progress(labelled / drawn if drawn else 0.0)
+    st.caption(
+        f"{labelled:,} of {drawn:,} drawn queries labelled ({sampling['mode']} sample), "
+        f"{sampling['missing']:,} missing (skipped or open before the last labelled one), "
+        f"{sampling['waiting']:,} labelled but waiting behind a missing one: the estimate "
+        "counts the drawn order up to its first missing query."
+    )
+    judges = [row["judge"] for row in store.machine_judges() if row["labels"]]
+    if not judges:
+        st.caption("No machine judge has labelled anything: no PPI figure (goldset judge).")
+        return
+    judge = st.selectbox("Judge for the PPI figures", judges, key="dash_ppi_judge")
+    state = live.ProjectState.of(store)
+    try:
+        table = ppi_table(store, state, sampling["drawn_at"] or "", run, judge)
+    except NoSample as refusal:
+        st.caption(str(refusal))  # goldset's own words
+        return
+    worth = table[table["slice"] == "all"]["effective_n"].dropna()
+    if len(worth):
+        st.markdown(
+            f"With the judge on every query, the figures are worth **{worth.max():,.0f}** "
+            f"human-labelled queries (the humans labelled {int(table['n_human'].max()):,})."
+        )
+    st.dataframe(
+        table,
+        hide_index=True,
+        column_config={
+            "slice": "Slice",
+            "metric": "Metric",
+            "mean": st.column_config.NumberColumn("PPI", format="%.3f"),
+            "low": st.column_config.NumberColumn("PPI 95% low", format="%.3f"),
+            "high": st.column_config.NumberColumn("PPI 95% high", format="%.3f"),
+            "effective_n": st.column_config.NumberColumn("Worth human queries", format="%.0f"),
+            "n_human": "Sampled",
+            "n_all": "All queries",
+            "human_mean": st.column_config.NumberColumn("Humans only", format="%.3f"),
+            "human_low": st.column_config.NumberColumn("Humans 95% low", format="%.3f"),
+            "human_high": st.column_config.NumberColumn("Humans 95% high", format="%.3f"),
+        },
+    )
+
+
 def downloads(store: Store, user: dict, run: str | None, target: float, rate: float) -> None:
     """Admins: the golden set (JSONL, TREC qrels) and the shown run's metrics report (JSON,
     CSV), each built when clicked, after the role is checked again in the database."""
@@ -302,6 +379,7 @@ def main() -> None:
     store = context.store()
     run, target, rate = controls(store)
     live_figures(store, run, target, rate)
+    sample_panel(store, run)
     if accounts.has_role(user["role"], "admin"):
         downloads(store, user, run, target, rate)
 
