@@ -43,6 +43,7 @@ from statistics import NormalDist
 import numpy as np
 
 from eval import stats
+from eval.intervals import _t_tail  # P(T > t), t ≥ 0: the t test's tail, as the CIs use it
 
 MRR = "mrr@10"
 MISS = "miss@10"
@@ -113,6 +114,34 @@ class GateVerdict:
 
 
 @dataclass(frozen=True)
+class Estimated:
+    """A rule's delta estimated in closed form rather than resampled (a prediction-powered
+    estimate, :mod:`eval.ppi`): ``delta`` ± Student's t (``df`` degrees of freedom) times
+    ``std_error``, as fractions; ``queries`` the human-labelled ones it rests on;
+    ``baseline`` and ``candidate`` each run's own estimate."""
+
+    delta: float
+    std_error: float
+    df: int
+    queries: int
+    baseline: float
+    candidate: float
+
+    def interval(self, level: float) -> tuple[float, float]:
+        """The two-sided CI at ``level``."""
+        half = stats.student_t_quantile(0.5 + level / 2, self.df) * self.std_error
+        return self.delta - half, self.delta + half
+
+    def beyond(self, limit: float, worse_if: str) -> float:
+        """One-sided p-value that the true delta lies beyond ``limit`` (is violated)."""
+        beyond = self.delta - limit if worse_if == "rise" else limit - self.delta
+        if self.std_error == 0:
+            return 0.0 if beyond > 0 else 1.0
+        t = beyond / self.std_error  # P(T ≥ t): an estimate this far beyond by chance
+        return _t_tail(t, self.df) if t >= 0 else 1 - _t_tail(-t, self.df)
+
+
+@dataclass(frozen=True)
 class _Pending:
     """A rule before its judgement: its per-query deltas and their resampled means."""
 
@@ -124,6 +153,7 @@ class _Pending:
     before: np.ndarray
     after: np.ndarray
     resampled: stats.Resampled | None
+    estimated: Estimated | None = None  # judged on this estimate instead (gate_on_estimates)
 
     @property
     def limit(self) -> float:
@@ -134,10 +164,14 @@ class _Pending:
     @property
     def delta(self) -> float:
         """The mean delta as a fraction (candidate − baseline)."""
+        if self.estimated is not None:
+            return self.estimated.delta
         return float(self.after.mean() - self.before.mean())
 
     def p_violation(self) -> float:
         """One-sided p-value that the rule is violated (0 or 1 on means alone)."""
+        if self.estimated is not None:
+            return self.estimated.beyond(self.limit, self.worse_if)
         if self.resampled is None:
             return 0.0 if self._beyond(self.delta, self.delta) else 1.0
         limit = np.array([self.limit])
@@ -166,7 +200,10 @@ class _Pending:
     def judged(self, alpha: float, new_misses: Mapping[str, int] | None) -> Rule:
         """The rule judged at one-sided level ``alpha`` (its Holm step)."""
         delta = self.delta
-        if self.resampled is None:
+        if self.estimated is not None:
+            level = 1 - 2 * alpha
+            low, high = self.estimated.interval(level)
+        elif self.resampled is None:
             low = high = delta
             level = None
         else:
@@ -189,13 +226,13 @@ class _Pending:
             worse_if=self.worse_if,
             allowance=self.allowance,
             units="points" if self.scale == 100 else "",
-            queries=len(self.before),
+            queries=len(self.before) if self.estimated is None else self.estimated.queries,
             baseline=float(self.before.mean()),
             candidate=float(self.after.mean()),
             delta=delta * self.scale,
             ci=(low * self.scale, high * self.scale),
             ci_level=level,
-            p_violation=None if self.resampled is None else self.p_violation(),
+            p_violation=None if level is None else self.p_violation(),
             p_floor=self._p_floor(),
             status=status,
             more_queries=more,
@@ -208,12 +245,16 @@ class _Pending:
         the per-query deltas hold (normal approximation): the n at which the one-sided bound
         at ``alpha`` clears the limit with probability ``POWER``. None when nothing can."""
         distance = abs(delta - self.limit)
-        spread = float(np.std(self.after - self.before, ddof=1)) if len(self.before) > 1 else 0
+        if self.estimated is not None:  # the spread of one human-labelled query, as PPI sees it
+            spread = self.estimated.std_error * math.sqrt(self.estimated.queries)
+        else:
+            spread = float(np.std(self.after - self.before, ddof=1)) if len(self.before) > 1 else 0
         if distance <= EPSILON or spread == 0:
             return None
         z = NormalDist().inv_cdf(1 - alpha) + NormalDist().inv_cdf(POWER)
         total = math.ceil((z * spread / distance) ** 2)
-        return max(1, total - len(self.before))
+        queries = len(self.before) if self.estimated is None else self.estimated.queries
+        return max(1, total - queries)
 
 
 def release_gate(
@@ -319,6 +360,47 @@ def gate_on_means(
     return GateVerdict(
         _verdict(rules), rules, reasons, _mrr_up_misses_up(rules[1], rules[0]) + warnings
     )
+
+
+def gate_on_estimates(
+    overall: Mapping[str, Estimated],
+    slices: Mapping[str, Estimated] | None = None,
+    *,
+    max_miss_rise: float = 1.0,
+    max_mrr_drop: float = 0.0,
+    max_slice_drop: float = 0.05,
+) -> GateVerdict:
+    """The gate's rules on estimated deltas (``overall``: ``"mrr@10"`` and ``"miss@10"``;
+    ``slices``: each slice's MRR@10), each judged on its estimate's CI at its Holm step's
+    level and its one-sided p-value of violation from the same t distribution: the gate of
+    ``goldset compare --labels ppi``, where the deltas are prediction-powered estimates.
+
+    >>> rise = Estimated(0.05, 0.01, 49, 50, 0.10, 0.15)
+    >>> gate_on_estimates({"miss@10": rise, "mrr@10": Estimated(0, 0.001, 49, 50, .5, .5)}).verdict
+    'fail'
+    """
+    _check_allowances(
+        max_miss_rise=max_miss_rise, max_mrr_drop=max_mrr_drop, max_slice_drop=max_slice_drop
+    )
+
+    def pending(metric: str, name: str | None, estimate: Estimated, allowance: float) -> _Pending:
+        worse_if, scale = ("rise", 100) if metric == MISS else ("fall", 1)
+        before, after = np.array([estimate.baseline]), np.array([estimate.candidate])
+        return _Pending(metric, name, worse_if, allowance, scale, before, after, None, estimate)
+
+    rules = _holm(
+        [
+            pending(MISS, None, overall[MISS], max_miss_rise),
+            pending(MRR, None, overall[MRR], max_mrr_drop),
+            *(
+                pending(MRR, name, estimate, max_slice_drop)
+                for name, estimate in sorted((slices or {}).items())
+            ),
+        ],
+        None,
+    )
+    reasons = [rule.reason for rule in rules if rule.status != KEPT]
+    return GateVerdict(_verdict(rules), rules, reasons, _mrr_up_misses_up(rules[1], rules[0]))
 
 
 def _check_allowances(**allowances: float) -> None:

@@ -76,13 +76,15 @@ INTERVALS = (GUARDED, NORMAL)
 @dataclass(frozen=True)
 class PPIEstimate:
     """A PPI++ estimate of a mean and its CI, beside the humans-only estimate on the same
-    sample. ``weight`` is the power-tuning λ; ``effective_n`` how many human-only queries give
-    the same CI width (both CIs of the same kind). Bounds are NaN when the sample holds fewer
+    sample. ``std_error`` is √Var of the estimate (the CI is ``mean`` ± its quantile times it);
+    ``weight`` is the power-tuning λ; ``effective_n`` how many human-only queries give the same
+    CI width (both CIs of the same kind). Bounds are NaN when the sample holds fewer
     than two queries."""
 
     mean: float
     low: float
     high: float
+    std_error: float
     weight: float
     effective_n: float
     n_human: int
@@ -144,6 +146,7 @@ def ppi_mean(
         mean=mean,
         low=low,
         high=high,
+        std_error=math.sqrt(variance),
         weight=weight,
         effective_n=_effective_n(n, human_variance, variance),
         n_human=n,

@@ -211,3 +211,33 @@ def test_compare_labels_ppi_gives_the_paired_deltas(project, tmp_path):
     )
     assert deltas["all"]["mrr@10"] == pytest.approx(delta)
     assert set(deltas["all"]) == {"mrr@10", "miss@10"}
+
+
+def gate(project, tmp_path, baseline_order, candidate_order) -> tuple[int, dict]:
+    baseline = write_run(tmp_path / "b.trec", baseline_order)
+    candidate = write_run(tmp_path / "c.trec", candidate_order)
+    result = CliRunner().invoke(
+        cli,
+        ["compare", "--db", str(project.path), "--baseline", baseline, "--candidate", candidate]
+        + ["--labels", "ppi", "--judge", JUDGE, "--gate", "--json"],
+    )
+    return result.exit_code, json.loads(result.output)
+
+
+def test_the_gate_with_labels_ppi_judges_the_ppi_deltas(project, tmp_path):
+    draw_and_label(project)
+    code, better = gate(project, tmp_path, plain, good)
+    assert code == 0 and better["gate"]["verdict"] == "pass"
+    code, worse = gate(project, tmp_path, good, plain)
+    assert code == 1 and worse["gate"]["verdict"] == "fail"
+    mrr = next(rule for rule in worse["gate"]["rules"] if rule["name"] == "mrr@10")
+    ppi = worse["ppi"]["figures"]["all"]["mrr@10"]
+    assert mrr["delta"] == pytest.approx(ppi["mean"])  # the PPI delta, not the humans' own
+    assert mrr["delta"] != pytest.approx(ppi["human_mean"])
+    assert mrr["queries"] == LABELLED
+    assert {rule["name"] for rule in worse["gate"]["rules"]} == {
+        "miss@10",
+        "mrr@10",
+        "slice head: mrr@10",
+        "slice tail: mrr@10",
+    }

@@ -354,15 +354,15 @@ def compare(
             for name, run in (("baseline", baseline_run), ("candidate", candidate_run))
         }
     if labels == "ppi":
-        from labeler.live.ppi import ppi_deltas
+        from labeler.live.ppi import ppi_deltas, ppi_gate
 
-        result["ppi"] = ppi_figures(
-            db,
-            judge_name,
-            lambda store, judge: ppi_deltas(
-                store, baseline_run, candidate_run, judge, **_scoring(options)
-            ),
-        )
+        def deltas_and_gate(store, judge) -> dict:
+            runs = (store, baseline_run, candidate_run, judge)
+            # The gate judged on the PPI deltas' CIs replaces the one on the humans' sample.
+            result["gate"] = ppi_gate(*runs, thresholds, **_scoring(options)).as_json()
+            return ppi_deltas(*runs, **_scoring(options))
+
+        result["ppi"] = ppi_figures(db, judge_name, deltas_and_gate)
     click.echo(_compare_output(result, output_format, gate, inconclusive), nl=False)
     if gate:
         sys.exit(_gate_exit(result["gate"]["verdict"], inconclusive))

@@ -7,7 +7,8 @@ labelled queries and their inclusion probabilities) — scores the run under bot
 and hands eval the per-query values: the humans' on the sampled queries, the judge's on every
 query. Per slice and over all queries, each metric (or each paired delta) gets the PPI
 estimate, its CI, λ and the effective number of human queries, beside the humans' own
-estimate on the same sample.
+estimate on the same sample; the release gate can be judged on the PPI deltas
+(:func:`ppi_gate`).
 
 Which queries: every query of the project that the humans have not found unanswerable (a
 query not labelled yet counts: that is the point), scored by the judge as if done in full
@@ -17,14 +18,15 @@ sample, or no sampled query labelled yet: no figure (:class:`NoSample`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
+from eval.gate import MISS, MRR, Estimated, GateVerdict, gate_on_estimates
 from eval.metrics import per_query_frame, rank_run
-from eval.ppi import ppi_mean
+from eval.ppi import PPIEstimate, ppi_mean
 from eval.readers import Golden, Run, golden_from_records
 from eval.report import NO_SLICE
 
@@ -60,7 +62,7 @@ def ppi_report(
     sample, human, machine = _sources(store, judge)
     human_values = _values(human, run, metrics, scoring)
     machine_values = _values(machine, run, metrics, scoring)
-    return _estimates(human_values, machine_values, sample, machine)
+    return _as_dicts(_estimates(human_values, machine_values, sample, machine))
 
 
 def ppi_deltas(
@@ -73,11 +75,50 @@ def ppi_deltas(
 ) -> dict:
     """PPI figures of the paired per-query deltas candidate − baseline, as :func:`ppi_report`."""
     sample, human, machine = _sources(store, judge)
-    deltas = []
-    for golden in (human, machine):
-        before, after = (_values(golden, run, metrics, scoring) for run in (baseline, candidate))
-        deltas.append(after - before)
-    return _estimates(*deltas, sample, machine)
+    (human_before, human_after), (machine_before, machine_after) = (
+        [_values(golden, run, metrics, scoring) for run in (baseline, candidate)]
+        for golden in (human, machine)
+    )
+    return _as_dicts(
+        _estimates(human_after - human_before, machine_after - machine_before, sample, machine)
+    )
+
+
+def ppi_gate(
+    store: Store,
+    baseline: Run,
+    candidate: Run,
+    judge: pd.DataFrame,
+    thresholds: Mapping[str, float] | None = None,
+    **scoring,
+) -> GateVerdict:
+    """The release gate judged on PPI estimates: the paired deltas of miss@10 and MRR@10 over
+    all queries and of MRR@10 per slice (:func:`eval.gate.gate_on_estimates`), each run's
+    own PPI estimate beside. ``thresholds`` are the gate's allowances."""
+    sample, human, machine = _sources(store, judge)
+    metrics = [MRR, MISS]
+    (human_before, human_after), (machine_before, machine_after) = (
+        [_values(golden, run, metrics, scoring) for run in (baseline, candidate)]
+        for golden in (human, machine)
+    )
+    deltas = _estimates(human_after - human_before, machine_after - machine_before, sample, machine)
+    before = _estimates(human_before, machine_before, sample, machine)
+    after = _estimates(human_after, machine_after, sample, machine)
+
+    def estimated(name: str, metric: str) -> Estimated:
+        delta = deltas[name][metric]
+        return Estimated(
+            delta.mean,
+            delta.std_error,
+            max(delta.n_human - 1, 1),  # the guarded interval's Student's t
+            delta.n_human,
+            before[name][metric].mean,
+            after[name][metric].mean,
+        )
+
+    slices = {name: estimated(name, MRR) for name in deltas if name != ALL and MRR in deltas[name]}
+    overall = {metric: estimated(ALL, metric) for metric in metrics}
+    return gate_on_estimates(overall, slices, **(thresholds or {}))
 
 
 def _sources(store: Store, judge: pd.DataFrame) -> tuple[pd.DataFrame, Golden, Golden]:
@@ -110,9 +151,16 @@ def _values(golden: Golden, run: Run, metrics: Sequence[str], scoring: dict) -> 
     return per_query_frame(rank_run(golden, run, list(metrics), **options), metrics, gain)
 
 
+def _as_dicts(estimates: dict) -> dict:
+    return {
+        name: {metric: estimate.as_dict() for metric, estimate in metrics.items()}
+        for name, metrics in estimates.items()
+    }
+
+
 def _estimates(
     human: pd.DataFrame, machine: pd.DataFrame, sample: pd.DataFrame, judge_golden: Golden
-) -> dict:
+) -> dict[str, dict[str, PPIEstimate]]:
     """PPI per slice (``all`` first) and metric, from the humans' values (their scored
     queries), the judge's (every query) and the labelled sample."""
     slices = judge_golden.queries.set_index("query_id")["slice"].reindex(machine.index)
@@ -136,7 +184,7 @@ def _estimates(
 
 def _estimate(
     human: pd.Series, machine: pd.Series, rows: pd.DataFrame, members: pd.Index
-) -> dict | None:
+) -> PPIEstimate | None:
     """One metric's PPI over ``members``; None when none of its sampled queries has a value."""
     values = human.reindex(rows["query_id"]).to_numpy(dtype=np.float64)
     measured = ~np.isnan(values)
@@ -148,4 +196,4 @@ def _estimate(
         machine.reindex(ids).to_numpy(dtype=np.float64),
         machine.reindex(members).to_numpy(dtype=np.float64),
         weights=1 / rows["probability"].to_numpy(dtype=np.float64)[measured],
-    ).as_dict()
+    )
