@@ -6,6 +6,8 @@ judged (issue 26)."""
 import json
 
 import pytest
+import streamlit as st
+from test_app_label import TASKS, heading, open_app, press
 
 from eval.exactness import exact_queries
 from eval.metrics import per_query_values, rank_run
@@ -213,3 +215,28 @@ def test_the_projections_equal_their_rebuild_from_the_log(closed):
     store.rebuild_projections()
     assert {q: store.query_state(q) for q in QUERIES} == live_states
     assert {q: store.labels(q) for q in QUERIES} == live_labels
+
+
+def test_the_label_page_opens_a_verdict_query_at_the_new_runs_doc(tmp_path, monkeypatch):
+    path = tmp_path / "project.db"
+    corpus = write_lines(tmp_path / "corpus.jsonl", [json.dumps({"_id": "q1-new", "text": "t"})])
+    run = write_lines(tmp_path / "second.trec", ["q1 Q0 q1-new 1 9 second"])
+    with Store(path) as store:
+        store.import_records(TASKS)
+    monkeypatch.setenv("GOLDSET_DB", str(path))
+    st.cache_resource.clear()
+    try:
+        press(open_app(), "u")  # q1: unanswerable, at its first candidate
+        with Store(path) as store:
+            store.add_corpus(corpus)
+            store.pool(None, None, [run], depth=1)
+        at = open_app()
+        assert "query number 1" in heading(at)  # back in the queue, for its hole
+        press(at, "1")  # the new run's doc: the answer
+        assert "query number 2" in heading(at)
+    finally:
+        st.cache_resource.clear()
+    with Store(path) as store:
+        state = store.query_state("q1")
+        assert (state["answerable"], state["holes"]) == (True, 0)
+        assert store.labels("q1")["q1-new"] == 1
