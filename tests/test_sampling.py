@@ -233,3 +233,11 @@ def test_the_dashboard_shows_no_sample_panel_without_a_sample(tmp_path, monkeypa
         at = open_page(DASHBOARD)
         assert not at.exception
         assert "Random sample" not in [header.value for header in at.subheader]
+
+
+def test_a_deal_hands_out_the_drawn_queries_first_in_drawn_order(store):
+    store.draw_sample("random", seed=7, budget=4)
+    order = list(store.human_sample()["query_id"])
+    dealable = [query["query_id"] for query in store.dealable_queries()]
+    assert dealable[:4] == order
+    assert dealable[4:] == [q for q in QUERY_IDS if q not in order]

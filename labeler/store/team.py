@@ -88,16 +88,19 @@ class Team(Projections):
 
     def dealable_queries(self, slices: Sequence[str] | None = None) -> list[dict]:
         """Queries that can still be dealt out, in queue order: not done and assigned to nobody
-        (of these ``slices`` when given). Each is a dict: query_id, slice, and ``labelled_by``,
-        the annotators who already worked on it (it must not go to them again)."""
+        (of these ``slices`` when given); in sampled labelling the drawn ones first, in drawn
+        order (see :meth:`draw_sample`), so that a deal spreads the sample evenly. Each is a
+        dict: query_id, slice, and ``labelled_by``, the annotators who already worked on it
+        (it must not go to them again)."""
         where, params = "", []
         if slices is not None:
             where, params = f"AND q.slice IN ({_marks(slices)})", list(slices)
         with self._reading():
             rows = self._rows(
-                f"SELECT q.query_id, q.slice FROM queries q WHERE {TO_DO} AND NOT "
+                "SELECT q.query_id, q.slice FROM queries q LEFT JOIN sample s "
+                f"ON s.query_id = q.query_id WHERE {TO_DO} AND NOT "
                 "EXISTS (SELECT 1 FROM assignments a WHERE a.query_id = q.query_id) "
-                f"{where} ORDER BY q.position",
+                f"{where} ORDER BY s.rank IS NULL, s.rank, q.position",
                 params,
             )
             labelled_by: dict[str, list[str]] = {}
