@@ -44,14 +44,16 @@ the plain ones above.
 **The interval.** ``interval="normal"`` is PPI++'s, θ̂ ± z · √Var with the variances above:
 ppi_py's to the last digit. On few queries and rare events it falls short, as Wald's interval
 does: with hit@10 near 0.93, a sample of 25 often holds no query where the judge and the
-humans disagree, the correction looks exact and the CI holds the truth 76-88% of the time
-instead of 95% (bench/ppi_coverage.py; the humans' own normal CI 85-91%). The default,
+humans disagree, the correction looks exact and the CI holds the truth 72-88% of the time
+instead of 95% (bench/ppi_coverage.py; the humans' own normal CI 84-90%). The default,
 ``interval="guarded"``, keeps the same centre and form with two changes for small samples:
 Student's t quantile with n − 1 degrees of freedom, and the sample's variance counting one
-more query that deviates by b, the largest magnitude among the values (1 for a metric), as
-eval's score interval does (eval/intervals.py) — Var_sample = (Σ w̃² d² + b²) / (n (n + 1)),
-d the deviations. That is room for the disagreement the sample may not have shown; it costs
-little width once n is large. The humans-only CI beside it is computed the same way (λ = 0).
+more query that deviates by b, the values' largest magnitude (1 for a metric once a query
+scores 1), much as eval's score interval adds one (eval/intervals.py): Var_sample =
+(Σ w̃² d² + b²) / (n (n + 1)), d the deviations. That is room for the disagreement the sample
+may not have shown; it costs little width once n is large. Values that are all 0 (no query
+changed, under the humans or the judge) get none, as the release gate's CI stays within the
+deltas seen. The humans-only CI beside it is computed the same way (λ = 0).
 
 The CI is centred on θ̂ either way. ``effective_n`` is n × Var(humans only) / Var(PPI):
 how many human-labelled queries alone would give the same width. Pure computation, no loop
@@ -132,8 +134,9 @@ def ppi_mean(
     if tuned:
         covariance = _mean(w * w * centred_y * centred_hat, None)
         weight = float(np.clip(covariance / judge_variance, 0, 1)) if judge_variance > 0 else 0.0
-    # One more query deviating by the values' largest magnitude (guarded), or none (normal).
-    extra = float(np.abs(np.concatenate([y, y_all])).max()) ** 2 if interval == GUARDED else 0
+    # One more query deviating by b (guarded), or none (normal).
+    largest = float(np.abs(np.concatenate([y, y_all])).max())
+    extra = largest**2 if interval == GUARDED else 0.0
     outside_variance = _outside_variance(y_hat, y_all)
     variance = _variance(centred_y, centred_hat, w, weight * outside, outside_variance, extra)
     human_variance = _variance(centred_y, centred_hat, w, 0.0, 0.0, extra)
