@@ -241,3 +241,12 @@ def test_the_gate_with_labels_ppi_judges_the_ppi_deltas(project, tmp_path):
         "slice head: mrr@10",
         "slice tail: mrr@10",
     }
+
+
+def test_export_does_not_offer_ppi_labels(project, tmp_path):
+    """PPI gives figures, not labels: export keeps its three label sets."""
+    out = tmp_path / "golden.jsonl"
+    args = ["export", "--db", str(project.path), "--labels", "ppi", "--out", str(out)]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 2 and "'ppi' is not one of" in result.output
+    assert not out.exists()

@@ -49,20 +49,30 @@ def fail_on_bad_input(function: Callable) -> Callable:
 
 
 LABELS = ("human", "machine", "both", "ppi")
+EXPORTED_LABELS = LABELS[:3]  # ppi gives figures, not labels to write out
 
 
-def labels_options(command: Callable) -> Callable:
-    """``--labels human|machine|both|ppi`` and ``--judge NAME``: whose labels count."""
+def labels_options(
+    command: Callable | None = None, *, choices: tuple[str, ...] = LABELS
+) -> Callable:
+    """``--labels human|machine|both|ppi`` and ``--judge NAME``: whose labels count;
+    ``labels_options(choices=EXPORTED_LABELS)`` offers only those ``choices``."""
+    if command is None:
+        return functools.partial(labels_options, choices=choices)
     command = click.option(
         "--judge", "judge_name", help="Machine judge NAME for --labels [default: the only one]."
     )(command)
+    ppi = (
+        ", or ppi (the judge's on every query corrected by the humans' on the random sample)"
+        if "ppi" in choices
+        else ""
+    )
     return click.option(
         "--labels",
-        type=click.Choice(LABELS),
+        type=click.Choice(choices),
         default="human",
         show_default=True,
-        help="Whose labels: the humans', a machine judge's, both (humans first), or ppi (the "
-        "judge's on every query corrected by the humans' on the random sample).",
+        help=f"Whose labels: the humans', a machine judge's, both (humans first){ppi}.",
     )(command)
 
 

@@ -206,6 +206,8 @@ def eval_command(
     golden set's version in the project (--db), so that later runs can be compared with it.
     --labels machine|both (with --db) scores with a machine judge's labels instead of, or
     filling the holes beside, the humans'; both reports judged@10 by humans and by the machine.
+    --labels ppi (with --db and a labelled random sample, `goldset sample`) adds the judge's
+    figures on every query corrected by the humans' on the sample, beside the humans' own.
     """
     from eval import report as reports
     from eval.ranking import concurrently
@@ -323,6 +325,7 @@ def compare(
     --inconclusive). --bootstrap 0 judges the means alone. --labels machine|both (with
     --db) compares under a machine judge's labels instead of, or filling the holes beside,
     the humans', as eval does; both reports each run's judged@10 by humans and by the machine.
+    --labels ppi adds the PPI deltas (as eval's) and judges the gate on their CIs.
     """
     from eval import report as reports
     from eval.ranking import concurrently

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from labeler.cli.common import (
+    EXPORTED_LABELS,
     FiniteFloat,
     changing_project,
     count_option,
@@ -258,7 +259,7 @@ def pool(corpus, queries, runs, depth, db):
     show_default=True,
 )
 @click.option("--out", type=click.Path(dir_okay=False, writable=True), required=True)
-@labels_options
+@labels_options(choices=EXPORTED_LABELS)
 @fail_on_bad_input
 def export(db, export_format, out, labels, judge_name):
     """Export the golden set: golden-set JSONL (every query) or TREC qrels.
