@@ -250,3 +250,14 @@ def test_export_does_not_offer_ppi_labels(project, tmp_path):
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 2 and "'ppi' is not one of" in result.output
     assert not out.exists()
+
+
+def test_a_sample_labelled_only_unanswerable_gives_no_figure(project, tmp_path):
+    project.draw_sample("random", seed=5)
+    for query_id in list(project.human_sample()["query_id"])[:3]:
+        project.mark(query_id, "unanswerable", "ana")
+    assert project.sampling()["labelled"] == 3
+    run = write_run(tmp_path / "plain.trec", plain)
+    args = ["eval", "--db", str(project.path), "--run", run, "--labels", "ppi", "--judge", JUDGE]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 2 and result.output.strip() == f"Error: {NO_SAMPLE}"

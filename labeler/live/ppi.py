@@ -74,14 +74,13 @@ def ppi_deltas(
     **scoring,
 ) -> dict:
     """PPI figures of the paired per-query deltas candidate − baseline, as :func:`ppi_report`."""
-    sample, human, machine = _sources(store, judge)
-    (human_before, human_after), (machine_before, machine_after) = (
-        [_values(golden, run, metrics, scoring) for run in (baseline, candidate)]
-        for golden in (human, machine)
+    sample, machine, (human_values, machine_values) = _paired(
+        store, judge, baseline, candidate, metrics, scoring
     )
-    return _as_dicts(
-        _estimates(human_after - human_before, machine_after - machine_before, sample, machine)
+    deltas = _estimates(
+        human_values[1] - human_values[0], machine_values[1] - machine_values[0], sample, machine
     )
+    return _as_dicts(deltas)
 
 
 def ppi_gate(
@@ -95,15 +94,18 @@ def ppi_gate(
     """The release gate judged on PPI estimates: the paired deltas of miss@10 and MRR@10 over
     all queries and of MRR@10 per slice (:func:`eval.gate.gate_on_estimates`), each run's
     own PPI estimate beside. ``thresholds`` are the gate's allowances."""
-    sample, human, machine = _sources(store, judge)
     metrics = [MRR, MISS]
-    (human_before, human_after), (machine_before, machine_after) = (
-        [_values(golden, run, metrics, scoring) for run in (baseline, candidate)]
-        for golden in (human, machine)
+    sample, machine, (human_values, machine_values) = _paired(
+        store, judge, baseline, candidate, metrics, scoring
     )
-    deltas = _estimates(human_after - human_before, machine_after - machine_before, sample, machine)
-    before = _estimates(human_before, machine_before, sample, machine)
-    after = _estimates(human_after, machine_after, sample, machine)
+    before, after, deltas = (
+        _estimates(human, judged, sample, machine)
+        for human, judged in (
+            (human_values[0], machine_values[0]),
+            (human_values[1], machine_values[1]),
+            (human_values[1] - human_values[0], machine_values[1] - machine_values[0]),
+        )
+    )
 
     def estimated(name: str, metric: str) -> Estimated:
         delta = deltas[name][metric]
@@ -129,6 +131,24 @@ def _sources(store: Store, judge: pd.DataFrame) -> tuple[pd.DataFrame, Golden, G
         raise NoSample()
     human = golden_from_records(store.golden_records())
     return sample, human, _judge_golden(human, judge)
+
+
+def _paired(
+    store: Store,
+    judge: pd.DataFrame,
+    baseline: Run,
+    candidate: Run,
+    metrics: Sequence[str],
+    scoring: dict,
+) -> tuple[pd.DataFrame, Golden, tuple[list[pd.DataFrame], list[pd.DataFrame]]]:
+    """The labelled sample, the judge's golden set, and the per-query values of [baseline,
+    candidate] under the humans' labels and under the judge's."""
+    sample, human, machine = _sources(store, judge)
+    values = tuple(
+        [_values(golden, run, metrics, scoring) for run in (baseline, candidate)]
+        for golden in (human, machine)
+    )
+    return sample, machine, values
 
 
 def _judge_golden(human: Golden, judge: pd.DataFrame) -> Golden:
@@ -179,6 +199,8 @@ def _estimates(
                 figures[metric] = figure
         if figures:
             result[name] = figures
+    if ALL not in result:  # every labelled sampled query was found unanswerable
+        raise NoSample()
     return result
 
 
