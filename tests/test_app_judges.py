@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 from click.testing import CliRunner
+from helpers.fake_judge import FakeJudge, Reply
 from test_live import open_page, opened_by_the_app, table_with
 
 from labeler.cli import cli
 from labeler.store import Store
-from tests.helpers.fake_judge import FakeJudge, Reply
 
 PAGE = "../labeler/views/judges.py"
 

@@ -161,3 +161,16 @@ def test_no_store_module_reaches_back_into_the_facade():
 def test_no_module_runs_past_six_hundred_lines(path):
     # Physical lines, as an editor counts them: a module past this holds more than one room.
     assert len(path.read_text(encoding="utf-8").splitlines()) <= 600
+
+
+def test_no_test_imports_the_tests_folder_as_a_package():
+    # tests/ is a plain folder (pytest puts it on sys.path: `from helpers.x import`). A test
+    # dependency (ppi-python) installs a package named `tests` into site-packages, and a
+    # regular package beats a folder without __init__.py: `from tests.x import` would load it.
+    importing = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in sorted((ROOT / "tests").rglob("*.py"))
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        if re.match(r"\s*(from|import) tests\b", line)
+    ]
+    assert not importing, importing

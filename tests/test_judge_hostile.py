@@ -15,12 +15,12 @@ import sqlite3
 
 import pytest
 from click.testing import CliRunner
+from helpers.fake_judge import FakeJudge, Reply, completion, http_head
+from test_judges import JUDGE, goldset_judge, run_judge, tasks
 
 from labeler import judges
 from labeler.cli import cli
 from labeler.store import Store
-from tests.helpers.fake_judge import FakeJudge, Reply, completion, http_head
-from tests.test_judges import JUDGE, goldset_judge, run_judge, tasks
 
 BODY = completion('{"grade": 1, "reason": "on topic"}', {"prompt_tokens": 5})
 

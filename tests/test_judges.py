@@ -10,11 +10,11 @@ import threading
 
 import pytest
 from click.testing import CliRunner
+from helpers.fake_judge import FakeJudge, Reply
 
 from labeler import judges
 from labeler.cli import cli
 from labeler.store import Store
-from tests.helpers.fake_judge import FakeJudge, Reply
 
 JUDGE = "machine:fake"
 
