@@ -58,9 +58,10 @@ def test_ten_megabytes_of_text_round_trips(store):
 
 
 def test_hostile_doc_id_and_query_id_are_kept_as_given(store):
-    # Markup and a right-to-left override are kept; a control character (\x00, \t) is refused
-    # in an id (tests/test_malformed_catalogue.py).
-    weird = "<b>q</b>\u202e"
+    # Markup and letters of other scripts are kept; a control character (\x00, \t), whitespace
+    # and an invisible format character (a right-to-left override) are refused in an id
+    # (tests/test_malformed_catalogue.py).
+    weird = "<b>q</b>\u05d0&amp;"
     store.import_records(
         [{"query_id": weird, "query": "q", "candidates": [{"doc_id": weird, "text": "t"}]}]
     )
