@@ -187,3 +187,20 @@ def test_an_export_that_fails_halfway_leaves_the_previous_file(tmp_path):
         golden.write_qrels(records, qrels)
     assert qrels.read_text() == "q1 0 d1 1\n"
     assert [path.name for path in tmp_path.iterdir()] == ["golden.qrels"]
+
+
+def test_the_qrels_export_says_which_queries_it_leaves_out(labelled, tmp_path):
+    # Qrels hold the done, answerable queries: the rest is only in the JSONL, and the command
+    # says so (a team reading the qrels alone would not know the unanswerable q45 exists).
+    out = tmp_path / "golden.qrels"
+    result = CliRunner().invoke(
+        cli, ["export", "--db", str(labelled.path), "--format", "qrels", "--out", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    in_qrels = {line.split()[0] for line in out.read_text().splitlines()}
+    assert in_qrels == {"q01", "q02", "q03", "q04", "q07", "q08"}
+    # 50 queries: 6 in the qrels, q45 unanswerable, q05 skipped, q06 started; 41 pending (q09
+    # holds only a note, q10's one judgement was undone)
+    assert result.output.splitlines()[-1] == (
+        "left out (in --format jsonl only): 1 unanswerable, 1 skipped, 1 in progress, 41 pending"
+    )

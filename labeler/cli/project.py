@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from contextlib import closing
 from typing import TYPE_CHECKING
 
@@ -286,9 +287,35 @@ def export(db, export_format, out, labels, judge_name):
         click.echo(f"wrote {count} queries to {out}")
         return
     with open_store(db) as store:
-        count = store.write_jsonl(out) if export_format == "jsonl" else store.write_qrels(out)
-    unit = "queries" if export_format == "jsonl" else "judgements"
-    click.echo(f"wrote {count} {unit} to {out}")
+        if export_format == "jsonl":
+            click.echo(f"wrote {store.write_jsonl(out)} queries to {out}")
+            return
+        count = store.write_qrels(out)
+        progress = list(store.progress().values())
+    click.echo(f"wrote {count} judgements to {out}")
+    left_out = qrels_left_out(progress)
+    if left_out:
+        click.echo(f"left out (in --format jsonl only): {left_out}")
+
+
+def qrels_left_out(progress: Iterable[Mapping[str, int]]) -> str:
+    """The queries TREC qrels leave out, counted by why (from ``Store.progress`` per slice):
+    unanswerable ones (no relevant doc to list: only the JSONL says "unanswerable", and eval
+    leaves them out of the means) and those not done. Empty when none is left out."""
+    progress = list(progress)
+    totals = {
+        words: sum(counts[key] for counts in progress) for key, words in LEFT_OUT_OF_QRELS.items()
+    }
+    return ", ".join(f"{n} {words}" for words, n in totals.items() if n)
+
+
+# What `Store.progress` counts that qrels cannot hold (done, answerable queries are in them).
+LEFT_OUT_OF_QRELS = {
+    "unanswerable": "unanswerable",
+    "skipped": "skipped",
+    "in_progress": "in progress",
+    "pending": "pending",
+}
 
 
 # The measured work figures that `goldset status --json` adds, as `goldset cost --db` has them.
