@@ -225,3 +225,19 @@ def test_goldset_eval_prints_exact_at_10_per_slice_and_the_lower_bound(labelled)
     # 17 answerable, the api ones exact; not the 3 misses (their verdict did not cover the
     # new run's docs: holes until judged)
     assert table["all"][:4] == ["35.3%", "6", "of", "17"] and "≥" in table["all"]
+
+
+def test_a_done_query_with_holes_assigned_later_is_still_to_do(labelled):
+    store, second = labelled
+    store.pool(None, None, [second], 10)
+    holed = sorted(
+        q
+        for q in answer_key()
+        if store.query_state(q, "ana")["status"] == "done"
+        and store.query_state(q, "ana").get("holes")
+    )
+    assert holed  # the reversed run left holes on done queries
+    store.assign("ana", holed)
+    # Dealt after the holes appeared, the assignment is open: the queue offers every one.
+    assert store.assignment_counts()["ana"]["open"] == len(holed)
+    assert offered(store, "ana") == set(holed)

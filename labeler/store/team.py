@@ -42,8 +42,11 @@ class Team(Projections):
         ).fetchone()[0]
         added = 0
         for query_id in dict.fromkeys(query_ids):
-            status = conn.execute(
-                "SELECT status FROM query_state WHERE query_id = ? AND annotator = ?",
+            # Still to do for them, as projections._is_open says: not done nor skipped, or
+            # done with holes left (no state yet: to do).
+            to_do = conn.execute(
+                "SELECT status NOT IN ('done', 'skipped') OR holes > 0 FROM query_state "
+                "WHERE query_id = ? AND annotator = ?",
                 (query_id, annotator),
             ).fetchone()
             cursor = conn.execute(
@@ -53,7 +56,7 @@ class Team(Projections):
                     annotator,
                     query_id,
                     start + added + 1,
-                    int(not status or status[0] not in ("done", "skipped")),
+                    int(to_do is None or bool(to_do[0])),
                     golden.now(),
                 ),
             )
