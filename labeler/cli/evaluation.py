@@ -316,7 +316,7 @@ def compare(
             --gate --format markdown >> "$GITHUB_STEP_SUMMARY"
         goldset compare --db project.db --baseline old.trec --candidate new.trec --labels both
 
-    The gate judges three rules on the bootstrap CI of each paired delta: miss@10 may not
+    The gate judges three rules on a 95% CI of each paired delta (docs/gate.md): miss@10 may not
     rise by more than --max-miss-rise points, MRR@10 may not fall by more than
     --max-mrr-drop, no slice's MRR@10 by more than --max-slice-drop. A rule is violated when
     its whole CI is beyond the allowance, kept when it is wholly within, undecided otherwise
@@ -435,7 +435,7 @@ def _worst_table(worst: list[dict]) -> str:
         {
             "query": entry["query"][:40],
             "slice": entry["slice"],
-            "first_relevant_rank": _rank(entry["first_relevant_rank"]),
+            "first_relevant_rank": gate_output.rank_text(entry["first_relevant_rank"]),
             **{
                 spec: fixed(entry[spec]) for spec in ("mrr@10", "hit@1", "miss@10") if spec in entry
             },
@@ -460,7 +460,8 @@ def _compare_text(result: dict, gate: bool) -> str:
             for spec, m in entry["metrics"].items()
         )
         lines.append(f"  slice {name} ({entry['queries']} queries): {deltas}")
-    lines += _changed_text(result["changed_queries"])
+    changed = gate_output.changed_lines(result["changed_queries"])
+    lines += [*changed, ""] if changed else []
     verdict = result["gate"]
     if gate:
         lines.append(f"gate: {GATE_TITLES[verdict['verdict']]}")
@@ -489,36 +490,6 @@ def _compared_row(entry: dict) -> dict[str, str]:
 
 
 GATE_TITLES = {"pass": "PASSED", "fail": "FAILED", "inconclusive": "INCONCLUSIVE"}
-CHANGED_SHOWN = 10  # queries listed per kind of change in the text output
-CHANGED_TITLES = {
-    "new_misses": "new misses (a relevant doc in the top 10 before, none now)",
-    "new_hits": "new hits (none in the top 10 before, one now)",
-    "worse": "worse (first relevant doc lower)",
-    "better": "better (first relevant doc higher)",
-}
-
-
-def _changed_text(changed: dict[str, list[dict]]) -> list[str]:
-    """A short section per kind of changed query, largest change first, capped with a count."""
-    lines = []
-    for name, title in CHANGED_TITLES.items():
-        items = changed[name]
-        if not items:
-            continue
-        lines += ["", f"{title}: {len(items)}"]
-        for item in items[:CHANGED_SHOWN]:
-            where = f" ({item['slice']})" if item["slice"] else ""
-            lines.append(
-                f"  {item['query_id']}{where}: rank {_rank(item['baseline_rank'])} → "
-                f"{_rank(item['candidate_rank'])}"
-            )
-        if len(items) > CHANGED_SHOWN:
-            lines.append(f"  … and {len(items) - CHANGED_SHOWN} more (--json lists them all)")
-    return [*lines, ""] if lines else lines
-
-
-def _rank(rank: int | None) -> str:
-    return "none" if rank is None else str(rank)
 
 
 def _figure(entry: dict, text: str) -> str:

@@ -92,7 +92,7 @@ def markdown(result: dict) -> str:
     ]
     for spec, entry in result["metrics"].items():
         lines.append(_metric_row(spec, entry))
-    lines += _changed_markdown(result["changed_queries"])
+    lines += changed_lines(result["changed_queries"], markdown=True)
     return "\n".join(lines) + "\n"
 
 
@@ -132,25 +132,34 @@ def _metric_row(spec: str, entry: dict) -> str:
     )
 
 
-def _changed_markdown(changed: dict[str, list[dict]]) -> list[str]:
+def changed_lines(changed: dict[str, list[dict]], markdown: bool = False) -> list[str]:
+    """A short section per kind of changed query, largest change first, capped with a count:
+    the CLI's text, or Markdown (data escaped, titles in bold)."""
+    quote = _md if markdown else str
+    bullet = "- " if markdown else "  "
     lines = []
     for name, title in CHANGED_TITLES.items():
         items = changed[name]
         if not items:
             continue
-        lines += ["", f"**{title}: {len(items)}**", ""]
+        if markdown:
+            lines += ["", f"**{title}: {len(items)}**", ""]
+        else:
+            lines += ["", f"{title.lower()}: {len(items)}"]
         for item in items[:CHANGED_SHOWN]:
-            where = f" ({_md(item['slice'])})" if item["slice"] else ""
+            where = f" ({quote(item['slice'])})" if item["slice"] else ""
             lines.append(
-                f"- {_md(item['query_id'])}{where}: rank {_rank(item['baseline_rank'])} → "
-                f"{_rank(item['candidate_rank'])}"
+                f"{bullet}{quote(item['query_id'])}{where}: rank {rank_text(item['baseline_rank'])}"
+                f" → {rank_text(item['candidate_rank'])}"
             )
         if len(items) > CHANGED_SHOWN:
-            lines.append(f"- … and {len(items) - CHANGED_SHOWN} more (the JSON lists them all)")
+            more = "the JSON lists" if markdown else "--json lists"
+            lines.append(f"{bullet}… and {len(items) - CHANGED_SHOWN} more ({more} them all)")
     return lines
 
 
-def _rank(rank: int | None) -> str:
+def rank_text(rank: int | None) -> str:
+    """A rank as printed: ``none`` where no relevant doc was found."""
     return "none" if rank is None else str(rank)
 
 

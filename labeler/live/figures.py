@@ -80,7 +80,7 @@ def report_table(report: Mapping) -> pd.DataFrame:
 
 def unanswerable_shares(golden: Golden, bootstrap: int = BOOTSTRAP, seed: int = SEED) -> dict:
     """Share of done queries flagged unanswerable, overall (``all``) and per slice, each
-    with its bootstrap 95% CI: ``{slice: {"queries": n, "mean": ..., "ci95": [...]}}``."""
+    with its 95% CI: ``{slice: {"queries": n, "mean": ..., "ci95": [...]}}``."""
     done = golden.query_column("status") == "done"
     flags = (~golden.answerable[done]).astype(float)[:, None]
     per_query = PerQuery(golden.query_column("query_id")[done], (UNANSWERABLE,), flags)

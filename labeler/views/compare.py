@@ -4,7 +4,7 @@ run's unjudged top k as work ("label the holes"), and keep results in the run li
 - Runs are uploaded (TREC or JSONL) or held in the project (its candidate lists, its pooled
   runs). Each is evaluated with judged@10 beside every figure: unjudged documents count as
   not relevant, and judged@10 says how far that assumption carries.
-- Two runs are compared on the same queries with paired bootstrap CIs of each delta, per
+- Two runs are compared on the same queries with a paired 95% CI of each delta, per
   slice, and the release gate's verdict (as ``goldset compare --gate``).
 - The run history (``goldset eval --record`` and the Record button here) is drawn as a trend
   per metric and slice, one line per golden-set version: figures of different versions are
@@ -119,7 +119,7 @@ def evaluate_section(
     table = live.runs_table(reports, shown)
     st.dataframe(table, hide_index=True, height=context.rows_height(table))
     st.caption(
-        "Mean [bootstrap 95% CI] per run. Judged@10 (last row): the share of each run's top "
+        "Mean [95% CI] per run. Judged@10 (last row): the share of each run's top "
         "10 that is judged. Unjudged documents count as not relevant, so a low judged@10 "
         "understates the run: label its holes."
     )

@@ -79,7 +79,7 @@ def headline(table: pd.DataFrame) -> None:
 
 
 def mrr_chart(table: pd.DataFrame) -> alt.Chart:
-    """MRR@10 per slice with its bootstrap 95% CI as an error bar (the whole set first)."""
+    """MRR@10 per slice with its 95% CI as an error bar (the whole set first)."""
     data = table[(table["metric"] == "mrr@10") & table["value"].notna()]
     order = list(data["slice"])
     base = alt.Chart(data).encode(
@@ -204,7 +204,7 @@ def live_figures(store: Store, run: str | None, target: float, rate: float) -> N
         },
     )  # fmt: skip
     st.caption(
-        "Mean [bootstrap 95% CI] over the answerable done queries; the unanswerable share is "
+        "Mean [95% CI] over the answerable done queries; the unanswerable share is "
         "over all done queries. Judged@10: how much of the top 10 is judged (unjudged "
         "documents count as not relevant)."
     )
