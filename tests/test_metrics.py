@@ -250,8 +250,9 @@ def test_rank_run_orders_rows_best_first_within_each_query():
     [
         ("map@10", "unknown metric"),
         ("ndcg", "needs a cutoff"),
-        ("mrr@0", "positive integer"),
-        ("hit@ten", "positive integer"),
+        ("mrr@0", "a whole number from 1"),
+        ("hit@ten", "a whole number from 1"),
+        ("mrr@1000000001", "to 1,000,000,000"),  # past any ranking: refused, no overflow
     ],
 )
 def test_parse_metric_rejects_bad_specs(spec, message):
