@@ -59,7 +59,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "e2e")]  # the client, the runners
 
 from e2e_proxy import caddy_proxy  # noqa: E402
-from e2e_support import free_port, wait_healthy  # noqa: E402
+from e2e_support import free_port, serving  # noqa: E402
 from helpers.stream_client import StreamAnnotator, browser_cookies  # noqa: E402
 
 from labeler.launch import DB_ENV, streamlit_command  # noqa: E402
@@ -99,20 +99,8 @@ def app_process(db: Path, extra_flags: list[str]) -> Iterator[tuple[str, subproc
     """One app process, started as ``goldset app`` starts it, on a free loopback port."""
     port = free_port()
     command = [*streamlit_command("127.0.0.1", port), *extra_flags]
-    with tempfile.TemporaryFile("w+") as log:
-        process = subprocess.Popen(
-            command, env={**os.environ, DB_ENV: str(db)}, stdout=log, stderr=subprocess.STDOUT
-        )
-        url = f"http://127.0.0.1:{port}"
-        try:
-            wait_healthy(url, process, timeout=120)
-            yield url, process
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
+    with serving(command, port, {DB_ENV: str(db)}, timeout=120) as served:
+        yield served
 
 
 @contextmanager

@@ -13,8 +13,6 @@ press, or never freed cycles, grows by tens of MiB here.
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -27,7 +25,7 @@ from labeler.store import Store
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "e2e"))  # the app runner's helpers
 
-from e2e_support import free_port, wait_healthy  # noqa: E402
+from e2e_support import free_port, serving  # noqa: E402
 
 PRESSES = 2_000
 SETTLED_AFTER = 300  # presses before the first reading: caches and the session are built
@@ -66,20 +64,9 @@ def project(tmp_path) -> Path:
 def server(project):
     """The app on ``project``, started with the command and settings of ``goldset app``."""
     port = free_port()
-    process = subprocess.Popen(
-        streamlit_command("127.0.0.1", port),
-        env={**os.environ, DB_ENV: str(project)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_healthy(url, process, timeout=60)
-        yield url, process
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+    command = streamlit_command("127.0.0.1", port)
+    with serving(command, port, {DB_ENV: str(project)}, timeout=60) as served:
+        yield served
 
 
 async def type_presses(annotator: StreamAnnotator, count: int) -> None:

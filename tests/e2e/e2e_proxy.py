@@ -6,7 +6,6 @@ one the tests and the team benchmark run.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -15,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from e2e_support import REPO, free_port, wait_healthy
+from e2e_support import REPO, free_port, serving
 
 SCALING_DOC = REPO / "docs" / "scaling.md"
 CADDY = shutil.which("caddy") or "/usr/bin/caddy"
@@ -39,7 +38,6 @@ def caddy_proxy(upstreams: Sequence[str]) -> Iterator[tuple[str, subprocess.Pope
         caddyfile = Path(home) / "Caddyfile"
         caddyfile.write_text(documented_caddyfile(), encoding="utf-8")
         environment = {
-            **os.environ,
             "HOME": home,  # Caddy keeps its state under XDG_DATA_HOME or HOME
             "XDG_DATA_HOME": home,
             "XDG_CONFIG_HOME": home,
@@ -47,16 +45,5 @@ def caddy_proxy(upstreams: Sequence[str]) -> Iterator[tuple[str, subprocess.Pope
             "GOLDSET_PROCESSES": " ".join(upstreams),
         }
         command = [CADDY, "run", "--config", str(caddyfile), "--adapter", "caddyfile"]
-        process = subprocess.Popen(
-            command, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-        )
-        url = f"http://127.0.0.1:{port}"
-        try:
-            wait_healthy(url, process)
-            yield url, process
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        with serving(command, port, environment) as served:
+            yield served

@@ -6,11 +6,13 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 from playwright.sync_api import Page
 
@@ -24,19 +26,54 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 30.0) -> None:
-    """Poll Streamlit's health endpoint until it answers, or fail with the server's output."""
+def wait_healthy(
+    url: str, process: subprocess.Popen, timeout: float = 30.0, log: IO[str] | None = None
+) -> None:
+    """Poll Streamlit's health endpoint until it answers, or fail with the server's output
+    (its ``log`` file, else its pipe)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"streamlit exited early:\n{process.stdout.read()}")
+            stream = log if log is not None else process.stdout
+            if log is not None:
+                log.seek(0)
+            raise RuntimeError(f"the server exited early:\n{stream.read() if stream else ''}")
         try:
             with urllib.request.urlopen(f"{url}/_stcore/health", timeout=1) as response:
                 if response.status == 200:
                     return
         except OSError:
             time.sleep(0.2)
-    raise RuntimeError(f"streamlit did not become healthy at {url} within {timeout} s")
+    raise RuntimeError(f"the server did not become healthy at {url} within {timeout} s")
+
+
+@contextmanager
+def serving(
+    command: list[str], port: int, env: dict[str, str] | None = None, timeout: float = 30.0
+) -> Iterator[tuple[str, subprocess.Popen]]:
+    """Run ``command`` (a server that listens on 127.0.0.1:``port`` and answers
+    ``/_stcore/health``: an app, or the proxy in front of apps) from the repository, with
+    ``env`` over this environment; yield its base URL and its process once it is healthy, and
+    stop it after. Its output goes to a temporary file, never a pipe nobody reads (a long run
+    would fill the pipe and block the server)."""
+    with tempfile.TemporaryFile("w+") as log:
+        process = subprocess.Popen(
+            command,
+            cwd=REPO,
+            env={**os.environ, **(env or {})},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        try:
+            wait_healthy(f"http://127.0.0.1:{port}", process, timeout, log)
+            yield f"http://127.0.0.1:{port}", process
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
 
 
 @contextmanager
@@ -48,24 +85,8 @@ def streamlit_app(script: Path, env: dict[str, str] | None = None) -> Iterator[s
         "--server.address", "127.0.0.1", "--server.port", str(port),
         "--server.headless", "true", "--browser.gatherUsageStats", "false",
     ]  # fmt: skip
-    process = subprocess.Popen(
-        command,
-        cwd=REPO,
-        env={**os.environ, **(env or {})},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_healthy(url, process)
+    with serving(command, port, env) as (url, _):
         yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
 
 
 def wait_idle(page: Page, timeout: float = 15_000) -> None:

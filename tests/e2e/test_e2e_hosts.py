@@ -5,7 +5,6 @@ the loopback names and the hosts named with ``goldset app --allow-host`` get the
 from __future__ import annotations
 
 import http.client
-import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -13,7 +12,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from e2e_support import REPO, free_port, streamlit_app, wait_healthy, wait_keys_ready
+from e2e_support import free_port, serving, streamlit_app, wait_keys_ready
 from playwright.sync_api import Browser, BrowserType, Page, expect
 
 from labeler.auth import hash_password
@@ -119,22 +118,8 @@ def goldset_app(db: Path, *options: str) -> Iterator[int]:
     """Run ``goldset app --db DB OPTIONS`` on a free port; yield the port."""
     port = free_port()
     command = [sys.executable, "-m", "labeler.cli", "app", "--db", str(db), "--no-open"]
-    process = subprocess.Popen(
-        [*command, "--port", str(port), *options],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        wait_healthy(f"http://127.0.0.1:{port}", process)
+    with serving([*command, "--port", str(port), *options], port):
         yield port
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
 
 
 @pytest.fixture
