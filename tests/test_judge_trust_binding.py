@@ -10,20 +10,12 @@ candidate relevant and the judge calls it irrelevant: q1 waits for a second opin
 import pytest
 from click.testing import CliRunner
 from test_live import open_page, opened_by_the_app
+from test_second_opinions import JUDGE, machine_label
 
-from labeler import judges
 from labeler.cli import cli
 from labeler.store import Store
 
-JUDGE = "machine:rule"
 PAGE = "../labeler/views/judges.py"
-
-
-def machine_label(store, query_id, doc_id, grade, model="rule", prompt="0" * 64):
-    pair = judges.Pair(query_id, doc_id, "", "", "")
-    call = judges.Call("ok", 0.2, 30, 6, grade=grade, reason="rule")
-    context = {"judge": JUDGE, "model": model, "prompt_sha256": prompt}
-    store.record_judge_calls(judges.call_rows(pair, [call], context))
 
 
 @pytest.fixture

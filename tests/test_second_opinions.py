@@ -13,10 +13,13 @@ from labeler.store import Store
 JUDGE = "machine:rule"
 
 
-def machine_label(store: Store, query_id: str, doc_id: str, grade: int) -> None:
+def machine_label(
+    store: Store, query_id: str, doc_id: str, grade: int, model: str = "rule", prompt="0" * 64
+) -> None:
+    """The machine judge ``JUDGE`` (``model``, prompt hash ``prompt``) grades one pair."""
     pair = judges.Pair(query_id, doc_id, "", "", "")
     call = judges.Call("ok", 0.2, 30, 6, grade=grade, reason="rule")
-    context = {"judge": JUDGE, "model": "rule", "prompt_sha256": "0" * 64}
+    context = {"judge": JUDGE, "model": model, "prompt_sha256": prompt}
     store.record_judge_calls(judges.call_rows(pair, [call], context))
 
 
