@@ -99,6 +99,15 @@ def comparison(
     return live.compare_pair(context.golden_at(state), *_pair, keep_order=keep_order)
 
 
+@st.cache_data(**context.CACHE)
+def holes_preview(
+    state: live.ProjectState, _store: Store, _upload: tuple[str, bytes], key: str, depth: int
+) -> dict:
+    """What labelling an uploaded run's holes would add at ``state`` (``key``: the upload's
+    content hash): read once per project state, not on every rerun of the page."""
+    return live.holes_preview(_store, *_upload, depth)
+
+
 def run_key(run: Run, uploads: dict[str, tuple]) -> tuple:
     """What identifies a run for the caches: an upload's content, or the project run's name."""
     upload = uploads.get(run.name)
@@ -248,7 +257,9 @@ def rank_change_chart(changed: pd.DataFrame) -> alt.Chart:
     )  # fmt: skip
 
 
-def label_the_holes(store: Store, user: dict, uploads: dict[str, tuple], reports: dict) -> None:
+def label_the_holes(
+    store: Store, user: dict, state: live.ProjectState, uploads: dict[str, tuple], reports: dict
+) -> None:
     """Admins: add an uploaded run's unjudged top k as new work, so that it is measured
     fairly. The role is checked again in the database when the button is pressed."""
     st.subheader("Label the holes")
@@ -262,7 +273,8 @@ def label_the_holes(store: Store, user: dict, uploads: dict[str, tuple], reports
     if judged is not None:
         st.caption(f"judged@10 of this run: {judged:.1%} of its top 10 is judged.")
     try:
-        preview = live.holes_preview(store, *uploads[name], int(depth))
+        upload = uploads[name]
+        preview = holes_preview(state, store, upload, live.run_sha256(upload[1]), int(depth))
     except ValueError as error:
         context.show_error("This run cannot be pooled:", error)
         return
@@ -385,7 +397,7 @@ def main() -> None:
         if len(runs) >= 2:
             paired_section(state, runs, uploads, slice_name, keep_order)
         if accounts.has_role(user["role"], "admin"):
-            label_the_holes(store, user, uploads, reports)
+            label_the_holes(store, user, state, uploads, reports)
             record_section(store, user, state, runs, uploads)
     else:
         st.caption("Upload run files or choose runs held in the project to evaluate them.")
