@@ -47,7 +47,8 @@ def test_a_grade_right_after_a_refused_history_key_is_a_grade(page: Page, serve_
     open_app(page, serve_app(demo_db))
     skip(page, 1)  # one entry in the history: H 7 names none
     page.keyboard.type("h71", delay=50)
-    expect(page.get_by_text("No history entry '7'.")).to_be_visible()
+    # The refusal of "7" may be drawn and replaced within one rerun (the 1 comes 50 ms after):
+    # what matters is that the 1 was not eaten. tests/test_key_table.py checks the refusal.
     expect(query_heading(page)).to_have_text(SDK_QUERIES[2])  # the 1 completed q02
     wait_idle(page)
     assert judged_sequence(demo_db) == [("q02", 1, 1)]
