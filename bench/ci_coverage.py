@@ -32,7 +32,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from eval.stats import resample_means, score_interval, student_t_quantile
+from goldset.eval.stats import resample_means, score_interval, student_t_quantile
 
 RANKS = np.arange(1, 11)
 TEST_SHARES = np.array([0.40, 0.15, 0.08, 0.06, 0.04, 0.03, 0.03, 0.02, 0.02, 0.02])

@@ -50,8 +50,8 @@ from _common import add_project_options, measure
 from import_speed import import_synthetic
 from streamlit.testing.v1 import AppTest
 
-from labeler import live
-from labeler.store import Store
+from goldset.labeler import live
+from goldset.labeler.store import Store
 
 OUT = Path(__file__).resolve().parent / "out"
 REPO = Path(__file__).resolve().parents[1]
@@ -242,7 +242,7 @@ def main() -> None:
     parser.add_argument("--server-life", type=Path, help=argparse.SUPPRESS)  # time_page's child
     options = parser.parse_args()
     if options.server_life:
-        importlib.import_module("labeler.app")  # what `streamlit run` imports at its start
+        importlib.import_module("goldset.labeler.app")  # what `streamlit run` imports at its start
         print(READY_PREFIX, flush=True)
         server_life(options.server_life, options.label_timeout)
         return

@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from labeler.store import Store
+from goldset.labeler.store import Store
 
 WORDS = [
     *("parse", "retry", "upload", "stream", "bucket", "token", "client", "request", "timeout"),

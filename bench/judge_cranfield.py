@@ -19,7 +19,7 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-from labeler.store import Store
+from goldset.labeler.store import Store
 
 CRANFIELD = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "cranfield"
 RUNS = ("bm25", "tfidf-title")

@@ -29,8 +29,8 @@ from pathlib import Path
 from _common import add_project_options
 from import_speed import import_synthetic
 
-from labeler.judging import LabelSession
-from labeler.store import Store
+from goldset.labeler.judging import LabelSession
+from goldset.labeler.store import Store
 
 OUT = Path(__file__).resolve().parent / "out"
 PATTERN = ["1", "0", "1", "0", "0", "1", "s", "0", "0", "0", "1", "z", "0", "1"]

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from import_speed import write_tasks
 
-from labeler.store import Store
+from goldset.labeler.store import Store
 
 LABELLED = 500  # queries in the project before the import, for the writers to judge
 

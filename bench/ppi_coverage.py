@@ -27,10 +27,10 @@ from pathlib import Path
 
 import numpy as np
 
-from eval.metrics import per_query_values, rank_run, reciprocal_of
-from eval.ppi import INTERVALS, ppi_mean
-from eval.ranking import NOT_RANKED
-from eval.readers import golden_from_records, read_run
+from goldset.eval.metrics import per_query_values, rank_run, reciprocal_of
+from goldset.eval.ppi import INTERVALS, ppi_mean
+from goldset.eval.ranking import NOT_RANKED
+from goldset.eval.readers import golden_from_records, read_run
 
 CRANFIELD = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "cranfield"
 RUNS = ("bm25", "tfidf-title")

@@ -29,7 +29,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from eval.stats import bootstrap_ci, paired_bootstrap, randomization_test
+from goldset.eval.stats import bootstrap_ci, paired_bootstrap, randomization_test
 
 # Share of queries whose first relevant doc is at rank 1..10, then none in the top 10.
 RANK_SHARES = np.array([0.40, 0.15, 0.08, 0.06, 0.04, 0.03, 0.03, 0.02, 0.02, 0.02, 0.15])

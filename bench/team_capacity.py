@@ -9,7 +9,7 @@
 Builds (or reuses, ``--db``) the project of keypress_speed.py (100,000 queries x 20
 candidates), adds ``--annotators`` fresh users, each dealt queries nobody else has (so that the
 export tells whose judgements are whose), and serves it as ``goldset app`` does
-(``labeler.launch.streamlit_command``: the shipped settings); with ``--processes`` above 1,
+(``goldset.labeler.launch.streamlit_command``: the shipped settings); with ``--processes`` above 1,
 that many processes behind Caddy with the Caddyfile of docs/scaling.md. Each annotator is a
 light client speaking the app's own protocol over its websocket
 (``tests/helpers/stream_client.py``: signed in with the session cookie, presses sent through
@@ -62,8 +62,8 @@ from e2e_proxy import caddy_proxy  # noqa: E402
 from e2e_support import free_port, serving  # noqa: E402
 from helpers.stream_client import StreamAnnotator, browser_cookies  # noqa: E402
 
-from labeler.launch import DB_ENV, streamlit_command  # noqa: E402
-from labeler.store import Store  # noqa: E402
+from goldset.labeler.launch import DB_ENV, streamlit_command  # noqa: E402
+from goldset.labeler.store import Store  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "out"
 DEFAULT_DB = OUT / "team-100000.db"

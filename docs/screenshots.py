@@ -24,8 +24,8 @@ sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "e2e")]  # the tests' 
 from e2e_support import free_port, wait_healthy, wait_idle  # noqa: E402
 from test_live import label  # noqa: E402 - judges top-down to a first relevant rank
 
-from labeler import live  # noqa: E402
-from labeler.store import DEMO_TASKS, Store  # noqa: E402
+from goldset.labeler import live  # noqa: E402
+from goldset.labeler.store import DEMO_TASKS, Store  # noqa: E402
 
 PAGES = {  # name: URL path of the page
     "label": "",

@@ -4,14 +4,14 @@ Two questions, per slice:
 
 - **Agreement**, on every (query, doc) pair that both the machine and the humans labelled,
   with relevance as the project defines it (grade ≥ the threshold): Cohen's kappa with a
-  bootstrap 95% CI over queries (:mod:`eval.agreement`); the machine's true-positive rate
+  bootstrap 95% CI over queries (:mod:`goldset.eval.agreement`); the machine's true-positive rate
   (of the pairs the humans call relevant, the share it calls relevant) and true-negative rate,
   each with a **Wilson score** 95% interval; the 2×2 relevance confusion matrix and the
   graded one.
 - **Metric impact**: each run's MRR@10, hit@1 and miss@10 under the machine's labels and
   under the humans', on the same queries (those the machine labelled), with a paired
-  bootstrap CI of the difference (:func:`eval.stats.paired_bootstrap`); and whether the
-  release gate between two runs (:func:`eval.report.compare_runs`) decides the same.
+  bootstrap CI of the difference (:func:`goldset.eval.stats.paired_bootstrap`); and whether the
+  release gate between two runs (:func:`goldset.eval.report.compare_runs`) decides the same.
 
 A plain verdict per slice follows from stated thresholds (:data:`THRESHOLDS`). Pure
 computation over frames: the caller brings the labels.
@@ -25,11 +25,11 @@ from statistics import NormalDist
 import numpy as np
 import pandas as pd
 
-from eval import agreement
-from eval.metrics import evaluate
-from eval.readers import Golden, Run
-from eval.report import NO_SLICE, compare_runs, slice_groups
-from eval.stats import paired_bootstrap
+from goldset.eval import agreement
+from goldset.eval.metrics import evaluate
+from goldset.eval.readers import Golden, Run
+from goldset.eval.report import NO_SLICE, compare_runs, slice_groups
+from goldset.eval.stats import paired_bootstrap
 
 IMPACT_METRICS = ("mrr@10", "hit@1", "miss@10")
 LABEL_SETS = ("human", "machine", "both")
@@ -337,7 +337,7 @@ def verdict(
 
 
 def _pair_slices(pairs: pd.DataFrame) -> dict[str, pd.Index]:
-    """Row labels of ``pairs`` per slice, as :func:`eval.report.slice_groups` names them."""
+    """Row labels of ``pairs`` per slice, as :func:`goldset.eval.report.slice_groups` names them."""
     if not pairs["slice"].astype(bool).any():
         return {}
     names = pairs["slice"].replace("", NO_SLICE).to_numpy()

@@ -7,8 +7,8 @@ import re
 
 import numpy as np
 
-from eval.metrics import NOT_RANKED, Ranking, reciprocal_rank
-from eval.readers import Golden
+from goldset.eval.metrics import NOT_RANKED, Ranking, reciprocal_rank
+from goldset.eval.readers import Golden
 
 CHANGE_CUTOFF = 10  # changed queries are read at rank 10, as the gate's mrr@10 and miss@10
 

@@ -14,7 +14,7 @@ slow. Two cheaper tools do most of the work here:
 
 A string column is an Arrow array, or (as the plain parser reads a small file) a numpy array
 of ``str`` objects: every helper here takes both and answers alike, the numpy form without
-ever importing pyarrow (see :mod:`eval.arrow`).
+ever importing pyarrow (see :mod:`goldset.eval.arrow`).
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from eval.arrow import arrow_loaded, pa, pc
-from eval.groups import PADDING, group_begins, group_matrix, ranges
+from goldset.eval.arrow import arrow_loaded, pa, pc
+from goldset.eval.groups import PADDING, group_begins, group_matrix, ranges
 
 if TYPE_CHECKING:  # pandas is not imported on the eval path: its import would dominate a small eval
     import pandas as pd
@@ -464,7 +464,7 @@ def _rows_of_suspect_groups(begins: np.ndarray, values: Strings) -> np.ndarray:
 
     Each group's fingerprints fill one row of a matrix, padded with the largest value, and
     the matrix is sorted row by row: sorting many short rows is much quicker than sorting
-    one long array (see :mod:`eval.groups`), and needs no group in the key.
+    one long array (see :mod:`goldset.eval.groups`), and needs no group in the key.
     """
     count = len(values)
     lengths = np.diff(begins, append=count)

@@ -26,8 +26,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from eval.metrics import PerQuery
-from eval.ranking import NOT_RANKED, Ranking
+from goldset.eval.metrics import PerQuery
+from goldset.eval.ranking import NOT_RANKED, Ranking
 
 EXACT_METRICS = ("mrr", "hit")  # the figures whose exactness exact@k tells
 EXACT_CUTOFF = 10  # the k of exact@k in reports

@@ -42,8 +42,8 @@ from statistics import NormalDist
 
 import numpy as np
 
-from eval import stats
-from eval.intervals import _t_tail  # P(T > t), t ≥ 0: the t test's tail, as the CIs use it
+from goldset.eval import stats
+from goldset.eval.intervals import _t_tail  # P(T > t), t ≥ 0: the t test's tail, as the CIs use it
 
 MRR = "mrr@10"
 MISS = "miss@10"
@@ -116,7 +116,7 @@ class GateVerdict:
 @dataclass(frozen=True)
 class Estimated:
     """A rule's delta estimated in closed form rather than resampled (a prediction-powered
-    estimate, :mod:`eval.ppi`): ``delta`` ± Student's t (``df`` degrees of freedom) times
+    estimate, :mod:`goldset.eval.ppi`): ``delta`` ± Student's t (``df`` degrees of freedom) times
     ``std_error``, as fractions; ``queries`` the human-labelled ones it rests on;
     ``baseline`` and ``candidate`` each run's own estimate."""
 

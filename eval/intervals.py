@@ -5,7 +5,7 @@ with the per-query variance that μ implies, rather than the one the sample show
 queries at 0 (miss-heavy RR@10, hit@10) the sample says little about the spread, and a
 bootstrap, which can only reshuffle the few hits, falls short of its promise (docs/gate.md,
 bench/ci_coverage.py). :func:`score_p_value` is the same test's p-value at 0. The checks of
-per-query inputs shared with :mod:`eval.stats` live here too.
+per-query inputs shared with :mod:`goldset.eval.stats` live here too.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Per-query retrieval metrics, trec_eval-conformant: the textbook.
 
 Each metric is one short function over a :class:`~eval.ranking.Ranking` (a run ranked as
-trec_eval ranks it and joined with the judgements, see :mod:`eval.ranking`), computed for
+trec_eval ranks it and joined with the judgements, see :mod:`goldset.eval.ranking`), computed for
 all queries at once: ``np.bincount`` over the query index does the per-query sums, so there
 is no Python loop per query. In the formulas, ``rel(i)`` is 1 when the doc at rank i is
 relevant (judged with grade >= the threshold), ``g(i)`` its grade (0 when unjudged) and
@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from eval.ranking import NOT_RANKED, Ranking, rank
-from eval.readers import Golden, Run
+from goldset.eval.ranking import NOT_RANKED, Ranking, rank
+from goldset.eval.readers import Golden, Run
 
 if TYPE_CHECKING:  # only per_query_frame and evaluate build frames: eval itself needs no pandas
     import pandas as pd
@@ -215,7 +215,7 @@ def rank_run(golden: Golden, run: Run, metrics: Sequence[str] | None = None, **o
     Only the rows the metrics need are kept: metrics cut at k need each query's top k rows;
     ``mrr`` without a cutoff needs all the rows of the queries that have no relevant doc in
     those ranks. The ranking refuses other metrics that would need deeper ranks.
-    ``options`` are those of :func:`eval.ranking.rank`: rel_threshold, depth, keep_order,
+    ``options`` are those of :func:`goldset.eval.ranking.rank`: rel_threshold, depth, keep_order,
     abstain_below and single_precision.
     """
     if metrics is None:

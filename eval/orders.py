@@ -15,9 +15,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from eval.metrics import PerQuery, per_query_values, rank_run
-from eval.ranking import Ranking
-from eval.readers import Golden, Run
+from goldset.eval.metrics import PerQuery, per_query_values, rank_run
+from goldset.eval.ranking import Ranking
+from goldset.eval.readers import Golden, Run
 
 ORDER_METRICS = ("mrr@10", "hit@10")  # the figures whose two orders a report gives
 
@@ -50,7 +50,7 @@ def two_orders(
     """The figures of :data:`ORDER_METRICS` in both orders of ``run`` when its tied scores
     make them differ, else None. ``ranking`` and ``per_query``: the run as the report ranked
     it (by score, or in its own order with ``keep_order``); ``options`` as
-    :func:`eval.ranking.rank`'s. Returns ``{"tied_queries": n, "score_order": {metric:
+    :func:`goldset.eval.ranking.rank`'s. Returns ``{"tied_queries": n, "score_order": {metric:
     mean}, "own_order": {metric: mean}}``. The other order is ranked only when there are
     ties: a run without any costs one pass over its rows."""
     metrics = [spec for spec in ORDER_METRICS if spec in per_query.metrics]

@@ -69,7 +69,7 @@ from statistics import NormalDist
 import numpy as np
 from numpy.typing import ArrayLike
 
-from eval.intervals import student_t_quantile
+from goldset.eval.intervals import student_t_quantile
 
 NORMAL, GUARDED = "normal", "guarded"
 INTERVALS = (GUARDED, NORMAL)

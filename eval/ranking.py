@@ -2,7 +2,7 @@
 
 A run becomes a :class:`Ranking`: the retrieved rows of every scored query, sorted as
 trec_eval sorts them (query, then score descending, then doc_id descending in byte order),
-each with its rank and its judged grade. The metrics (:mod:`eval.metrics`) are small
+each with its rank and its judged grade. The metrics (:mod:`goldset.eval.metrics`) are small
 functions over those flat arrays.
 
 Ranking ten million rows stays cheap because little work touches every row: runs are
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from eval.columns import (
+from goldset.eval.columns import (
     PairIndex,
     as_strings,
     filter_rows,
@@ -36,8 +36,8 @@ from eval.columns import (
     take_distinct,
     take_rows,
 )
-from eval.groups import ranges
-from eval.readers import PLAIN_MAX_LINES, Golden, Run, ready_for_threads
+from goldset.eval.groups import ranges
+from goldset.eval.readers import PLAIN_MAX_LINES, Golden, Run, ready_for_threads
 
 if TYPE_CHECKING:  # a small file's ids are numpy arrays: pyarrow is imported only for a large one
     import pyarrow as pa

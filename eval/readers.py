@@ -3,8 +3,8 @@
 Everything is read into two plain shapes, :class:`Golden` and :class:`Run`, so that the
 metrics never care where their input came from. Bad input raises :class:`InputError`,
 whose message names the file, the line and the field. How TREC text is read (blank lines,
-comments, whitespace, numbers) is set out once in :mod:`eval.trec`; the rules for JSON
-values and the golden-set record in :mod:`eval.validation`.
+comments, whitespace, numbers) is set out once in :mod:`goldset.eval.trec`; the rules for JSON
+values and the golden-set record in :mod:`goldset.eval.validation`.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from eval import trec, validation
-from eval.arrow import arrow_loaded, load_arrow, pa, pc
-from eval.columns import (
+from goldset.eval import trec, validation
+from goldset.eval.arrow import arrow_loaded, load_arrow, pa, pc
+from goldset.eval.columns import (
     PairIndex,
     arrow_array,
     arrow_strings,
@@ -31,9 +31,9 @@ from eval.columns import (
     lookup,
     strings_column,
 )
-from eval.errors import InputError
-from eval.trec import Layout, Rows
-from eval.validation import GOLDEN_STATUSES, decoded_lines, json_lines
+from goldset.eval.errors import InputError
+from goldset.eval.trec import Layout, Rows
+from goldset.eval.validation import GOLDEN_STATUSES, decoded_lines, json_lines
 
 if TYPE_CHECKING:  # pandas only where a caller asks for a frame: a small eval never does
     import pandas as pd
@@ -189,7 +189,7 @@ class Golden:
     def digests(self) -> tuple[int, int]:
         """The two sums of row hashes behind :attr:`version`: of the queries (id, slice,
         status, answerable) and of the judgements (query id, doc id, grade). Being sums, they
-        can be brought up to date query by query (:func:`eval.splice.updated_digests`)."""
+        can be brought up to date query by query (:func:`goldset.eval.splice.updated_digests`)."""
         queries = [self.query_column(name) for name in ("query_id", "slice", "status")]
         queries.append(self.query_column("answerable"))
         query_hashes = [_text_fingerprints(column) for column in queries]
@@ -275,13 +275,13 @@ def ready_for_threads() -> None:
     """Import now, on the calling thread, what eval's threads import on first use: pyarrow
     and the Arrow parsers (a large file), SHA-256 (a golden set's version).
 
-    :func:`eval.ranking.concurrently` calls it before it starts its threads. Two threads
+    :func:`goldset.eval.ranking.concurrently` calls it before it starts its threads. Two threads
     making a module's first import at the same moment can meet it half-initialised in
     CPython 3.11 ("cannot import name 'BuildInfo' from partially initialized module
     'pyarrow.lib'"): it failed 1 eval of a 200,000-line messy run in about 100, even with
     eval.arrow's lock (which pyarrow's own lazy imports bypass).
     """
-    from eval import trec_arrow  # noqa: F401 - imported for the threads that read with it
+    from goldset.eval import trec_arrow  # noqa: F401 - imported for the threads that read with it
 
     load_arrow()
     _sha256_module()
@@ -361,7 +361,7 @@ def read_golden(path: str | Path, parser: Parser = "auto") -> Golden:
 
 def golden_from_records(records: Iterable[dict], source: str = "<records>") -> Golden:
     """Build a :class:`Golden` from golden-set JSONL objects (docs/formats.md, "The golden set"),
-    each checked by :func:`eval.validation.golden_record` (as the importer checks them).
+    each checked by :func:`goldset.eval.validation.golden_record` (as the importer checks them).
 
     ``records`` may also yield ``(line_number, record)`` pairs, so that errors name the line.
     """
@@ -439,7 +439,7 @@ def read_rows(path: Path, layout: Layout, parser: Parser = "auto") -> Rows:
         parser = "plain" if _read_plainly(path) else "fast"
     if parser == "plain":
         return trec.read_plain(path, layout)
-    from eval import trec_arrow  # a file for Arrow: its parsers are loaded only for one
+    from goldset.eval import trec_arrow  # a file for Arrow: its parsers are loaded only for one
 
     if parser == "fast":
         rows = trec_arrow.read_fast(path, layout, _first_content_line(path))
@@ -451,7 +451,8 @@ def read_rows(path: Path, layout: Layout, parser: Parser = "auto") -> Rows:
 
 
 def worth_reading_together(*paths: str | Path) -> bool:
-    """Whether these files are worth reading on threads at once (``eval.ranking.concurrently``):
+    """Whether these files are worth reading on threads at once
+    (``goldset.eval.ranking.concurrently``):
     only when one of them is large enough for Arrow, whose readers release the GIL; the
     plain parser holds it, and two threads of it would only take turns."""
     return any(not _read_plainly(Path(path)) for path in paths if Path(path).is_file())
@@ -472,7 +473,11 @@ def run_from_frame(
     """
     lines = np.arange(1, len(frame) + 1)
     ids = frame[["query_id", "doc_id"]].astype(str).set_axis(lines)
-    rows = Rows.from_frame(ids, frame["score"].astype("float64"))
+    import pandas as pd
+
+    # A score that is not a number becomes NaN, refused below with its line, as in a file.
+    scores = pd.to_numeric(frame["score"], errors="coerce").astype("float64")
+    rows = Rows.from_frame(ids, scores)
     return _run_from_rows(rows, name, source, query_ids)
 
 

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from eval.changes import changed_queries, rank_or_none
-from eval.columns import as_strings, lookup, sorted_codes
-from eval.exactness import EXACT_CUTOFF, exactness_report, inexact_lines
-from eval.metrics import (
+from goldset.eval.changes import changed_queries, rank_or_none
+from goldset.eval.columns import as_strings, lookup, sorted_codes
+from goldset.eval.exactness import EXACT_CUTOFF, exactness_report, inexact_lines
+from goldset.eval.metrics import (
     DEFAULT_METRICS,
     LOWER_BOUND_FROM_FIRST_HIT,
     PerQuery,
@@ -25,9 +25,9 @@ from eval.metrics import (
     per_query_values,
     rank_run,
 )
-from eval.orders import two_orders
-from eval.ranking import comparable_scores, concurrently, same_ids, worth_threads
-from eval.readers import Golden, Run
+from goldset.eval.orders import two_orders
+from goldset.eval.ranking import comparable_scores, concurrently, same_ids, worth_threads
+from goldset.eval.readers import Golden, Run
 
 if TYPE_CHECKING:  # frames in, frames out for the app's callers; `goldset eval` never loads it
     import pandas as pd
@@ -44,7 +44,7 @@ def summarise(
     first_hit: pd.Series | np.ndarray | None = None,
 ) -> dict[str, dict[str, object]]:
     """Mean of each metric column with its 95% score CI (None if bootstrap is 0; see
-    :func:`eval.stats.bootstrap_ci`).
+    :func:`goldset.eval.stats.bootstrap_ci`).
 
     A NaN value is a figure not measured on that query (recall and nDCG on first-hit labels):
     the column's mean and CI are over the other queries, and the entry says how many
@@ -58,7 +58,9 @@ def summarise(
     values = per_query.values
     entries: dict[int, dict[str, object]] = {}
     if bootstrap:
-        from eval.stats import bootstrap_ci  # loaded only for CIs: a quick eval goes without
+        from goldset.eval.stats import (
+            bootstrap_ci,  # loaded only for CIs: a quick eval goes without
+        )
     for columns, rows in _measured_groups(values):
         measured = values[:, columns] if rows.all() else values[rows][:, columns]
         means = measured.mean(axis=0) if len(measured) else np.full(len(columns), np.nan)
@@ -90,7 +92,7 @@ def _first_hit_rows(
 def _measured_groups(*matrices: np.ndarray) -> list[tuple[list[int], np.ndarray]]:
     """The columns grouped by the rows where they are measured (not NaN in any of
     ``matrices``): ``(columns, rows)`` pairs, ``rows`` a mask. Usually one group of all rows;
-    columns of one group are resampled together, as :mod:`eval.stats` expects."""
+    columns of one group are resampled together, as :mod:`goldset.eval.stats` expects."""
     measured = np.logical_and.reduce([~np.isnan(matrix) for matrix in matrices])
     groups: dict[bytes, list[int]] = {}
     for column in range(measured.shape[1]):
@@ -322,7 +324,7 @@ def build_report(
     relevant docs, judged@k entries say so (``"judged_relevant_only": true``).
     ``ranked``: the run already ranked for ``metrics`` with the same options, its per-query
     values and the golden set's version, when a caller keeps them up to date query by
-    query (:mod:`eval.splice`); then nothing is ranked or hashed here.
+    query (:mod:`goldset.eval.splice`); then nothing is ranked or hashed here.
     """
     options = dict(rel_threshold=rel_threshold, depth=depth, keep_order=keep_order)
     options["single_precision"] = single_precision  # scores as trec_eval 9 (see rank)
@@ -382,8 +384,8 @@ def compare_runs(
     measured (recall, nDCG on first-hit labels) has no delta. ``changed_queries`` lists the
     queries behind the means (:func:`changed_queries`). ``gate`` holds the release gate's
     verdict (pass, fail or inconclusive) judged on the per-query RR@10 and miss@10 with the same
-    resamples and seed (``thresholds`` go to :func:`eval.gate.release_gate`; ``bootstrap=0``
-    judges the means alone); ``options`` to :func:`eval.ranking.rank`.
+    resamples and seed (``thresholds`` go to :func:`goldset.eval.gate.release_gate`; ``bootstrap=0``
+    judges the means alone); ``options`` to :func:`goldset.eval.ranking.rank`.
     """
     metrics = [*metrics, *(spec for spec in ("mrr@10", "miss@10") if spec not in metrics)]
     runs = {"baseline": baseline, "candidate": candidate}
@@ -413,7 +415,7 @@ def compare_runs(
         for name, rows in slices.items()
     }
     changed = changed_queries(golden, rankings["baseline"], rankings["candidate"])
-    from eval.gate import MISS, MRR, release_gate  # only compare has a gate
+    from goldset.eval.gate import MISS, MRR, release_gate  # only compare has a gate
 
     gate_columns = [before.metrics.index(MRR), before.metrics.index(MISS)]
     verdict = release_gate(
@@ -468,7 +470,7 @@ def paired_summary(
     first_hit = _first_hit_rows(first_hit, baseline)
     before, after = baseline.values, candidate.values
     entries: dict[int, dict[str, object]] = {}
-    from eval import stats
+    from goldset.eval import stats
 
     for columns, rows in _measured_groups(before, after):
         old = before[:, columns] if rows.all() else before[rows][:, columns]

@@ -2,7 +2,8 @@
 ranking and the golden set's version of the whole set are spliced from what was kept and
 what those queries give, instead of being computed again over every query.
 
-Both equal what :func:`eval.metrics.rank_run` and :attr:`eval.readers.Golden.version` give
+Both equal what :func:`goldset.eval.metrics.rank_run` and
+:attr:`goldset.eval.readers.Golden.version` give
 on the updated golden set (tests/test_live_incremental.py holds them equal): a query's rows
 of a ranking depend only on its own labels and results, and the version sums a hash per row.
 
@@ -20,10 +21,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from eval.columns import as_strings, lookup
-from eval.groups import ranges
-from eval.ranking import Ranking
-from eval.readers import Golden
+from goldset.eval.columns import as_strings, lookup
+from goldset.eval.groups import ranges
+from goldset.eval.ranking import Ranking
+from goldset.eval.readers import Golden
 
 __all__ = ["spliced_ranking", "updated_digests"]
 

@@ -6,7 +6,7 @@ Everything is seeded through ``np.random.default_rng(seed)``: the same inputs an
 the same numbers, always.
 
 The CIs of :func:`bootstrap_ci` and :func:`paired_bootstrap` are score intervals by default
-(:func:`eval.intervals.score_interval`), which need no resampling: with most queries at 0
+(:func:`goldset.eval.intervals.score_interval`), which need no resampling: with most queries at 0
 the sample's spread says little, and a bootstrap, which can only reshuffle the few hits,
 falls short. On RR@10 with 90% of 50 queries at 0, 95% percentile and BCa intervals held the
 true mean 90-93% of the time, the score interval 97%; at 200 queries BCa and the score
@@ -41,7 +41,7 @@ from functools import partial
 import numpy as np
 from numpy.typing import ArrayLike
 
-from eval.intervals import (
+from goldset.eval.intervals import (
     check_confidence,
     per_query_matrix,
     score_interval,

@@ -30,7 +30,7 @@ Three parsers give that reading, row for row and byte for byte:
   (one space or one tab between exactly the expected fields). It declines (None) anything
   else.
 
-This module holds the reading and the plain parser; :mod:`eval.trec_arrow` the other two.
+This module holds the reading and the plain parser; :mod:`goldset.eval.trec_arrow` the other two.
 """
 
 from __future__ import annotations
@@ -44,16 +44,16 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from eval.arrow import pa
-from eval.columns import (
+from goldset.eval.arrow import pa
+from goldset.eval.columns import (
     PairIndex,
     arrow_strings,
     factorize_runs,
     first_repeat,
     runs_of_equals,
 )
-from eval.errors import InputError
-from eval.validation import INT64_MAX, INT64_MIN, control_character
+from goldset.eval.errors import InputError
+from goldset.eval.validation import INT64_MAX, INT64_MIN, control_character
 
 if TYPE_CHECKING:  # only Rows.from_frame takes pandas input; the eval path never imports it
     import pandas as pd

@@ -1,4 +1,4 @@
-"""The Arrow parsers of TREC files (see :mod:`eval.trec` for the reading they give).
+"""The Arrow parsers of TREC files (see :mod:`goldset.eval.trec` for the reading they give).
 
 - :func:`read_general`: Arrow, vectorised, any layout. A file it would refuse goes to
   :func:`~eval.trec.read_plain`, so a refusal names the same line and field whichever path
@@ -17,9 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from eval.arrow import pa, pc, pcsv
-from eval.columns import arrow_array, as_numpy, factorize_runs, string_buffers
-from eval.trec import GRADE, SCORE, Layout, Rows, read_plain
+from goldset.eval.arrow import pa, pc, pcsv
+from goldset.eval.columns import arrow_array, as_numpy, factorize_runs, string_buffers
+from goldset.eval.trec import GRADE, SCORE, Layout, Rows, read_plain
 
 # Bytes read at a time by the layout check of the fast path; bytes its quick look takes.
 BLOCK_BYTES = 1 << 22
@@ -121,7 +121,7 @@ def read_fast(path: Path, layout: Layout, first_line: str) -> Rows | None:
     delimiter = "\t" if "\t" in first_line else " "
     if layout.header or not _starts_clean(path, delimiter):
         return None
-    from eval.ranking import concurrently  # imported here: eval.ranking imports this module
+    from goldset.eval.ranking import concurrently  # imported here: eval.ranking imports this module
 
     # The layout check reads the file on its own thread while Arrow parses it on others
     # (numpy and Arrow release the GIL as they work).

@@ -10,7 +10,7 @@ values here, so that one input is accepted or refused alike everywhere:
   ``str.split`` on them all). JSON could hold it, but then a project could not be exported as
   qrels. Nor invisible format characters (Unicode's Cf: a zero-width space, a BOM, a bidi
   control): ``q1`` and ``q1`` followed by one would be two ids that look alike. (TREC text
-  itself is read as trec_eval reads it: see :mod:`eval.trec`.) A name (an
+  itself is read as trec_eval reads it: see :mod:`goldset.eval.trec`.) A name (an
   annotator's, a reviewer's, a run's) may hold spaces, not control characters;
 - a grade is an integer that fits int64 (and 0..max_grade where the project sets a scale);
 - a score is a number; NaN is refused; ``finite`` scores (a task's) refuse ±inf, a run's may be
@@ -36,7 +36,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-from eval.errors import InputError
+from goldset.eval.errors import InputError
 
 Where = tuple[str, int | None]
 

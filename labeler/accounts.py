@@ -1,8 +1,9 @@
 """Who may do what, and who is signed in: roles, password sign-in with a lockout, browser
 sessions, and the users as admins see them.
 
-Over the store: every read and write goes through :class:`labeler.store.Store` (no SQL here);
-the password hashes themselves are :mod:`labeler.auth`'s. No Streamlit either: the sign-in
+Over the store: every read and write goes through :class:`goldset.labeler.store.Store` (no SQL
+here);
+the password hashes themselves are :mod:`goldset.labeler.auth`'s. No Streamlit either: the sign-in
 page, the pages' role checks and the CLI call these functions.
 """
 
@@ -12,9 +13,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from weakref import WeakKeyDictionary
 
-from labeler import golden
-from labeler.auth import LOCAL_ANNOTATOR, check_login, new_token, token_hash
-from labeler.store import ROLES, Store
+from goldset.labeler import golden
+from goldset.labeler.auth import LOCAL_ANNOTATOR, check_login, new_token, token_hash
+from goldset.labeler.store import ROLES, Store
 
 # Roles are nested: each can do what the one before it can, and more.
 ROLE_LEVEL = {role: level for level, role in enumerate(ROLES)}

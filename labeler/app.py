@@ -5,9 +5,9 @@ project database, default ``data/goldset.db``).
 
 This file is both the script Streamlit runs for every page view (as ``__main__``) and the
 server: ``streamlit run`` finds ``app = App(...)`` below and serves it, which adds the endpoint
-that sets the session cookie (:mod:`labeler.session_cookie`) to Streamlit's own server, and,
-before anything else, the check of every request's host (:mod:`labeler.hosts`: loopback names
-and the hosts named in ``GOLDSET_ALLOWED_HOSTS``; no other host gets the app).
+that sets the session cookie (:mod:`goldset.labeler.session_cookie`) to Streamlit's own server, and,
+before anything else, the check of every request's host (:mod:`goldset.labeler.hosts`: loopback
+names and the hosts named in ``GOLDSET_ALLOWED_HOSTS``; no other host gets the app).
 """
 
 import logging
@@ -15,9 +15,9 @@ import secrets
 
 import streamlit as st
 
-from labeler import hosts, session_cookie, signin
-from labeler.accounts import has_role
-from labeler.views import context
+from goldset.labeler import hosts, session_cookie, signin
+from goldset.labeler.accounts import has_role
+from goldset.labeler.views import context
 
 LOG = logging.getLogger("goldset")
 # url paths of the pages laid out wide
@@ -81,7 +81,7 @@ else:  # imported by `streamlit run` to serve the app
     from starlette.middleware import Middleware
     from streamlit.starlette import App
 
-    from labeler import live  # noqa: F401
+    from goldset.labeler import live  # noqa: F401
 
     # What is imported now lives as long as the server: Python's full collections skip it
     # from here on (a full pass over it took 100-300 ms of CPU, holding the GIL).

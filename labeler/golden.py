@@ -22,8 +22,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TextIO
 
-from eval.validation import GOLDEN_MODES
-from labeler.pooling import holes, run_settled
+from goldset.eval.validation import GOLDEN_MODES
+from goldset.labeler.pooling import holes, run_settled
 
 MODES = GOLDEN_MODES  # the labelling modes, as the golden-set schema names them
 VERDICTS = ("unanswerable", "miss")
@@ -123,7 +123,7 @@ def derive_state(events: Sequence[Event], context: QueryContext) -> QueryState:
       known, or none within the pool); full mode — every candidate judged.
     - First-hit mode: a relevant candidate with at least one pooled run settled is enough
       for ``done`` (the query is in the golden set); the docs that the other runs still rank
-      above their first relevant one are its ``holes`` (see :func:`labeler.pooling.holes`),
+      above their first relevant one are its ``holes`` (see :func:`goldset.labeler.pooling.holes`),
       work left that never takes the query out of the golden set. Pooling a new run thus
       adds holes to a done query instead of reopening it.
     - A verdict (unanswerable / miss) grades 0 every candidate not judged before it among
@@ -209,7 +209,7 @@ def holes_left(
     context: QueryContext,
     uncovered: bool = False,
 ) -> int:
-    """The holes of a query (see :func:`labeler.pooling.holes`) judged with these candidate
+    """The holes of a query (see :func:`goldset.labeler.pooling.holes`) judged with these candidate
     ``grades``: counted on a query done by a relevant candidate in first-hit mode (a
     full-mode query is done by its labels only once all are graded), or done by a verdict
     that did not cover every candidate (``uncovered``: a later pool's docs, unjudged)."""

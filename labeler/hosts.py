@@ -32,7 +32,7 @@ from collections.abc import Collection, Iterable, Mapping
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from labeler.auth import is_loopback
+from goldset.labeler.auth import is_loopback
 
 if TYPE_CHECKING:  # plain ASGI: `goldset app` imports this module before any server exists
     from starlette.types import ASGIApp, Receive, Scope, Send

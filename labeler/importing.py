@@ -1,7 +1,7 @@
 """Parsing and validating tasks to label (JSONL or CSV, see README, Formats) into Task rows.
 
 Everything is checked before anything is written, and every error is an
-:class:`eval.readers.InputError` naming the file, the line and the field, so an import is
+:class:`goldset.eval.readers.InputError` naming the file, the line and the field, so an import is
 all-or-nothing. A line may also be a golden-set record (``judgments`` instead of
 ``candidates``): a golden set exported by goldset can be imported again.
 """
@@ -19,11 +19,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from eval import validation
-from eval.readers import InputError, decoded_lines, json_lines
-from eval.trec import SCORE
-from eval.validation import id_character, identifier, optional_text, text_or_none
-from labeler.golden import to_log_time
+from goldset.eval import validation
+from goldset.eval.readers import InputError, decoded_lines, json_lines
+from goldset.eval.trec import SCORE
+from goldset.eval.validation import id_character, identifier, optional_text, text_or_none
+from goldset.labeler.golden import to_log_time
 
 TASK_KEYS = ("query_id", "query", "slice", "candidates", "metadata")
 GOLDEN_KEYS = (

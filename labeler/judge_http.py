@@ -1,4 +1,4 @@
-"""One HTTP exchange with a judge endpoint (see :mod:`labeler.judges`): to the named URL
+"""One HTTP exchange with a judge endpoint (see :mod:`goldset.labeler.judges`): to the named URL
 only, within one deadline, and a body no larger than MAX_BODY_BYTES.
 
 urllib follows a redirect with the request's headers, its key among them, to whatever host

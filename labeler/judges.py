@@ -17,7 +17,7 @@ Safety and honesty, in short:
   project allows (``GOLDSET_JUDGE_*``, ``OPENAI_API_KEY``, or one an admin registered), never
   from any variable of the server that a form names.
 - Each attempt has a deadline for the whole exchange (connect, headers, body) and a body cap
-  (:mod:`labeler.judge_http`); whatever the connection, the HTTP parser, the JSON parser or
+  (:mod:`goldset.labeler.judge_http`); whatever the connection, the HTTP parser, the JSON parser or
   the store raise becomes that pair's recorded outcome with a one-line reason, never a
   traceback.
 - Every HTTP attempt is recorded (model, prompt hash, tokens from ``usage``, seconds,
@@ -41,8 +41,8 @@ from pathlib import Path
 from string import Template
 from urllib.parse import urlsplit
 
-from eval.validation import RepeatedKey, control_character, json_document
-from labeler import judge_http
+from goldset.eval.validation import RepeatedKey, control_character, json_document
+from goldset.labeler import judge_http
 
 DEFAULT_PROMPT = Path(__file__).with_name("judge_prompt.md")
 DEFAULT_API_KEY_ENV = "GOLDSET_JUDGE_API_KEY"
@@ -580,7 +580,7 @@ def judge_project(
     rows: Sequence[Mapping[str, str]],
     concurrency: int = 4,
 ) -> JudgingSummary:
-    """Judge ``rows`` (from :meth:`labeler.store.Store.machine_pairs`) and keep every call
+    """Judge ``rows`` (from :meth:`goldset.labeler.store.Store.machine_pairs`) and keep every call
     and label in ``store`` as each pair finishes, so that a stop loses nothing recorded."""
     context = {"judge": judge, "model": endpoint.model, "prompt_sha256": prompt.sha256}
 

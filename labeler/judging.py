@@ -1,4 +1,4 @@
-"""What one annotator's key presses mean: a thin layer over :class:`labeler.store.Store`.
+"""What one annotator's key presses mean: a thin layer over :class:`goldset.labeler.store.Store`.
 
 No Streamlit here: the label page renders a :class:`QueryView` and sends every key (typed or
 clicked) to :meth:`LabelSession.press`. Each press costs a few indexed reads and at most one
@@ -12,8 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 
-from labeler import accounts, keys, team
-from labeler.store import StaleTarget, Store, is_busy, is_write_failure
+from goldset.labeler import accounts, keys, team
+from goldset.labeler.store import StaleTarget, Store, is_busy, is_write_failure
 
 # Active time per judgement is the time since the previous action, capped: reading a candidate
 # takes seconds to a minute, so a longer gap means the annotator stepped away (a call, a break)
@@ -171,7 +171,7 @@ class LabelSession:
 
     @property
     def accepted_keys(self) -> list[str]:
-        """Every key the page sends (see :func:`labeler.keys.accepted_keys`)."""
+        """Every key the page sends (see :func:`goldset.labeler.keys.accepted_keys`)."""
         return keys.accepted_keys(self.protocol["max_grade"])
 
     def view(self) -> QueryView | None:
@@ -243,7 +243,7 @@ class LabelSession:
 
     def may_open(self, query_id: str) -> bool:
         """Whether this annotator may see and act on ``query_id`` (see
-        :func:`labeler.team.may_open`, the one rule)."""
+        :func:`goldset.labeler.team.may_open`, the one rule)."""
         return team.may_open(self.store, self.annotator, query_id)
 
     def reopen(self, query_id: str) -> None:
@@ -278,7 +278,7 @@ class LabelSession:
         lag_seconds: float = 0.0,
         target: dict | None = None,
     ) -> None:
-        """Apply a key typed in a browser page (see :mod:`labeler.keys`).
+        """Apply a key typed in a browser page (see :mod:`goldset.labeler.keys`).
 
         ``target`` is what the page showed when the key was typed: ``query`` (its id) and,
         for a grade, ``doc`` and ``grade`` (the card's grade then, None = unjudged). The
@@ -323,7 +323,8 @@ class LabelSession:
             self.message = "Not saved: the database is busy (a long import?). Click again."
 
     def press(self, key: str, seconds: float | None = None, target: dict | None = None) -> None:
-        """Apply one key of the key table (:data:`labeler.keys.KEY_ACTIONS`) or a grade digit.
+        """Apply one key of the key table (:data:`goldset.labeler.keys.KEY_ACTIONS`) or a grade
+        digit.
 
         A grade aimed at the search (``target["attach"]``: the page showed the results)
         attaches the selected result with that grade; otherwise it grades a card. After H,

@@ -9,7 +9,7 @@ the browser once the caller returned (a press that raises one of ``retry_on`` st
 unacknowledged and is sent again). Given a ``panel`` model, the component also shows each
 press's effect at once, before the server answers (see ``keys.js``).
 
-:data:`KEY_ACTIONS` is the key table: the server (:mod:`labeler.judging`) dispatches on it,
+:data:`KEY_ACTIONS` is the key table: the server (:mod:`goldset.labeler.judging`) dispatches on it,
 and :func:`listen` hands it to the browser as the component's data, so that the page's
 immediate feedback and the server read the same keys. Streamlit is imported only by
 :func:`listen`: the table is read by code that has no page.

@@ -4,7 +4,8 @@
 The command becomes ``python -m streamlit run labeler/app.py`` (the process is replaced, so
 signals such as SIGTERM reach Streamlit itself); the database path travels in the
 ``GOLDSET_DB`` environment variable, the host names the app answers to besides loopback ones
-in ``GOLDSET_ALLOWED_HOSTS`` (:mod:`labeler.hosts`). Streamlit reads ``.streamlit/config.toml``
+in ``GOLDSET_ALLOWED_HOSTS`` (:mod:`goldset.labeler.hosts`). Streamlit reads
+``.streamlit/config.toml``
 only from the current directory, so every setting of the project's config (theme, address,
 toolbar...) is passed on the command line, from the copy shipped in the package: the app looks
 and behaves the same whatever directory the command is started from, from a clone or from an
@@ -26,8 +27,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from labeler import hosts
-from labeler.auth import is_loopback
+from goldset.labeler import hosts
+from goldset.labeler.auth import is_loopback
 
 PACKAGE = Path(__file__).resolve().parent
 APP = PACKAGE / "app.py"

@@ -1,7 +1,7 @@
 """Depth-k pooling of several systems' runs, fused display order, and the first-hit schedule.
 
-Pure functions, no database: :class:`labeler.store.Store` reads the inputs with them and keeps
-the results. A *ranking* is one system's list for one query, best first, as a list of doc ids.
+Pure functions, no database: :class:`goldset.labeler.store.Store` reads the inputs with them and
+keeps the results. A *ranking* is one system's list for one query, best first, as a list of doc ids.
 
 The first-hit schedule is what makes labelling a pool cheap: a query is complete once, for
 every pooled run, its first relevant doc within depth k is known (every doc above it judged
@@ -16,9 +16,9 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from eval.ranking import comparable_scores
-from eval.readers import InputError, json_lines, read_run
-from eval.validation import checked_id, id_character, identifier, optional_text
+from goldset.eval.ranking import comparable_scores
+from goldset.eval.readers import InputError, json_lines, read_run
+from goldset.eval.validation import checked_id, id_character, identifier, optional_text
 
 RRF_K = 60  # the constant of Cormack et al.'s reciprocal-rank fusion
 
@@ -203,7 +203,7 @@ def _check_project_ids(path: str | Path, rankings: Mapping[str, list[tuple[str, 
 
 def corpus_documents(docs: Iterable[CorpusDoc]) -> dict[str, tuple[int, str, dict]]:
     """A corpus's documents as the store's import takes documents (as
-    :func:`labeler.importing.collect_documents` gives a tasks file's): doc_id -> (line, "",
+    :func:`goldset.labeler.importing.collect_documents` gives a tasks file's): doc_id -> (line, "",
     {title, text, metadata}), an empty title or text meaning none given."""
     return {
         doc.doc_id: (doc.line, "", {"title": doc.title, "text": doc.text, "metadata": doc.metadata})

@@ -6,13 +6,14 @@ set from JavaScript can never be HttpOnly. Streamlit 1.67 serves every app throu
 and an app that declares ``app = streamlit.starlette.App(...)`` may add routes to that server
 (``labeler/app.py`` does; ``streamlit run`` and ``goldset app`` both pick it up, and nothing
 beyond Streamlit's own dependencies is needed). So after a sign-in the page posts a one-time
-ticket here (:mod:`labeler.signin`), and this response sets the cookie.
+ticket here (:mod:`goldset.labeler.signin`), and this response sets the cookie.
 
 The cookie is ``HttpOnly`` (no script can read it), ``SameSite=Strict`` and ``Secure`` over
 HTTPS. Strict costs nothing here: the app's own page opens the websocket that carries the cookie,
 so even a link followed from another site (a mail, a chat) arrives signed in, while no other site
 can make the browser send it or plant one. Only the app's own page on an allowed host may
-claim a cookie (:func:`labeler.hosts.is_from_own_page`: browsers send ``Origin`` with a POST).
+claim a cookie (:func:`goldset.labeler.hosts.is_from_own_page`: browsers send ``Origin`` with a
+POST).
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
-from labeler import accounts, hosts
-from labeler.launch import DB_ENV
-from labeler.store import Store
+from goldset.labeler import accounts, hosts
+from goldset.labeler.launch import DB_ENV
+from goldset.labeler.store import Store
 
 COOKIE = "goldset_session"
 CLAIM_PATH = "/goldset/session"

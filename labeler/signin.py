@@ -1,9 +1,10 @@
 """Sign-in that survives a reload: the page's side of goldset's server-side sessions.
 
 A sign-in (password or identity provider) opens a session in the project database
-(:func:`labeler.accounts.start_session`); a tiny component then posts the session's one-time ticket
-to :mod:`labeler.session_cookie`, whose HTTP response sets the HttpOnly cookie. A reload or a
-new tab of the same browser sends that cookie with its websocket handshake
+(:func:`goldset.labeler.accounts.start_session`); a tiny component then posts the session's
+one-time ticket
+to :mod:`goldset.labeler.session_cookie`, whose HTTP response sets the HttpOnly cookie. A reload or
+a new tab of the same browser sends that cookie with its websocket handshake
 (``st.context.cookies``) and resumes the session. Every run re-reads the session from the
 database, so a logout, a removed user or a new role signs out every tab at its next run.
 """
@@ -14,9 +15,9 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from labeler import accounts
-from labeler.session_cookie import CLAIM_PATH, COOKIE
-from labeler.store import Store
+from goldset.labeler import accounts
+from goldset.labeler.session_cookie import CLAIM_PATH, COOKIE
+from goldset.labeler.store import Store
 
 SESSION_KEY = "browser_session"  # this tab's session id
 TICKET_KEY = "session_ticket"  # the ticket the page has not yet traded for its cookie

@@ -1,9 +1,10 @@
 """Team labelling over the store: dealing queries with a blind overlap, agreement figures,
-and the adjudication queue (who may decide is :mod:`labeler.accounts`' role check).
+and the adjudication queue (who may decide is :mod:`goldset.labeler.accounts`' role check).
 
-Composition only: every read and write goes through :class:`labeler.store.Store` (no SQL here)
-and every statistic through :mod:`eval.agreement` (no formula here). No Streamlit either: the
-review and admin pages, and the CLI, call these functions.
+Composition only: every read and write goes through :class:`goldset.labeler.store.Store` (no SQL
+here)
+and every statistic through :mod:`goldset.eval.agreement` (no formula here). No Streamlit either:
+the review and admin pages, and the CLI, call these functions.
 """
 
 from __future__ import annotations
@@ -15,12 +16,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from eval import agreement, metrics
-from eval.ranking import NOT_RANKED
-from labeler import golden
-from labeler.accounts import authorize, has_role
-from labeler.golden import QueryState
-from labeler.store import Store
+from goldset.eval import agreement, metrics
+from goldset.eval.ranking import NOT_RANKED
+from goldset.labeler import golden
+from goldset.labeler.accounts import authorize, has_role
+from goldset.labeler.golden import QueryState
+from goldset.labeler.store import Store
 
 MRR_CUTOFF = 10  # the queue is ordered by the effect on MRR@10
 FIGURE_NAMES = {
@@ -118,7 +119,7 @@ def _overlap_sample(queries: Sequence[dict], share: float, rng: np.random.Genera
 def may_open(store: Store, user: str, query_id: str) -> bool:
     """Whether ``user`` may see and act on query ``query_id`` (label it, view it, undo on it):
     a reviewer or an admin (their role read from the database now) any query of the project,
-    anyone else only a query of their own queue (:meth:`labeler.store.Store.in_queue`: their
+    anyone else only a query of their own queue (:meth:`goldset.labeler.store.Store.in_queue`: their
     assigned queries, or the shared queue when they have none) — never a query dealt to
     others, blind overlap included. The one rule that every path opening a query calls."""
     try:
@@ -148,7 +149,7 @@ class _Ratings:
 
 def agreement_report(store: Store, *, n_resamples: int = 1000, seed: int = 0) -> dict:
     """Agreement on the doubly judged queries (done by two or more annotators): overall, per
-    annotator pair and per slice. Each group has four figures (see :mod:`eval.agreement`):
+    annotator pair and per slice. Each group has four figures (see :mod:`goldset.eval.agreement`):
 
     - ``relevance_kappa``: Cohen's kappa of relevant (grade ≥ the project's threshold) vs not,
       over docs judged by both of a pair; pooled over pairs, the alphabetically first name
@@ -366,7 +367,7 @@ def adjudication_queue(store: Store, *, include_decided: bool = False) -> list[d
     docs graded differently, then queue order. Decided queries leave the queue unless
     ``include_decided``. Each entry: query_id, query, slice, position, kinds, rr_gap,
     mrr_effect, ``labels`` (annotator -> {first_relevant_rank, answerable, judgments}) and
-    ``decision`` (a :class:`labeler.golden.Decision` or None).
+    ``decision`` (a :class:`goldset.labeler.golden.Decision` or None).
     """
     decisions = store.decisions()
     progress = store.progress()
@@ -438,7 +439,7 @@ def adopt(store: Store, query_id: str, reviewer: str, annotator: str, note: str 
 
 
 def decide(store: Store, query_id: str, reviewer: str, *decision: object, **options: object) -> int:
-    """Record a reviewer's decision on a query, :meth:`labeler.store.Store.adjudicate` with
+    """Record a reviewer's decision on a query, :meth:`goldset.labeler.store.Store.adjudicate` with
     its arguments (judgments, answerable; ``adopted``, ``note``), once the team's rule allows
     it: only a registered reviewer or admin decides. Returns the decision id."""
     user = store.annotator(reviewer)

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from eval.agreement import (
+from goldset.eval.agreement import (
     alpha_from_coincidences,
     cohen_kappa,
     coincidences,

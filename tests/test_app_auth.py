@@ -14,9 +14,9 @@ from streamlit.testing.v1 import AppTest
 from streamlit.web.server.app_discovery import discover_asgi_app
 from test_app_team import OIDC
 
-from labeler import signin
-from labeler.accounts import end_session, resume_session, start_session
-from labeler.auth import (
+from goldset.labeler import signin
+from goldset.labeler.accounts import end_session, resume_session, start_session
+from goldset.labeler.auth import (
     LOCAL_ANNOTATOR,
     check_login,
     hash_password,
@@ -24,11 +24,11 @@ from labeler.auth import (
     validate_user_name,
     verify_password,
 )
-from labeler.cli import cli
-from labeler.launch import APP, DB_ENV, app_environment, check_host, streamlit_command
-from labeler.session_cookie import CLAIM_PATH, COOKIE, claim
-from labeler.store import DEMO_TASKS, Store
-from labeler.views import context
+from goldset.labeler.cli import cli
+from goldset.labeler.launch import APP, DB_ENV, app_environment, check_host, streamlit_command
+from goldset.labeler.session_cookie import CLAIM_PATH, COOKIE, claim
+from goldset.labeler.store import DEMO_TASKS, Store
+from goldset.labeler.views import context
 
 
 def test_password_hash_verifies_the_password_and_nothing_else():

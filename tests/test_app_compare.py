@@ -12,10 +12,10 @@ from click.testing import CliRunner
 from streamlit.testing.v1 import AppTest
 from test_live import label, labelled_demo, open_page, opened_by_the_app, table_with
 
-from labeler import live
-from labeler.auth import hash_password
-from labeler.cli import cli
-from labeler.store import Store
+from goldset.labeler import live
+from goldset.labeler.auth import hash_password
+from goldset.labeler.cli import cli
+from goldset.labeler.store import Store
 
 COMPARE = "../labeler/views/compare.py"
 

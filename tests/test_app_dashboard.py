@@ -11,10 +11,10 @@ from streamlit.testing.v1 import AppTest
 from test_app_planner import pooled  # noqa: F401 - the pooled project, a fixture
 from test_live import demo_opened_by_the_app, open_page, table_with
 
-from labeler import live
-from labeler.auth import hash_password
-from labeler.cli import cli
-from labeler.store import Store
+from goldset.labeler import live
+from goldset.labeler.auth import hash_password
+from goldset.labeler.cli import cli
+from goldset.labeler.store import Store
 
 APP = "../labeler/app.py"
 DASHBOARD = "../labeler/views/dashboard.py"

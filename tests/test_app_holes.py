@@ -9,7 +9,7 @@ import pytest
 from test_app_compare import click, project, trec, upload  # noqa: F401 (project: a fixture)
 from test_live import open_page, table_with
 
-from labeler.store import Store
+from goldset.labeler.store import Store
 
 FOUND = ("q01", "q02", "q04")  # the demo's queries done at a relevant candidate
 ANSWERABLE = 4  # done and answerable: those and q03, a miss

@@ -8,8 +8,8 @@ from click.testing import CliRunner
 from helpers.fake_judge import FakeJudge, Reply
 from test_live import open_page, opened_by_the_app, table_with
 
-from labeler.cli import cli
-from labeler.store import Store
+from goldset.labeler.cli import cli
+from goldset.labeler.store import Store
 
 PAGE = "../labeler/views/judges.py"
 

@@ -4,9 +4,9 @@ import sqlite3
 
 import pytest
 
-from labeler.judging import IDLE_CAP_SECONDS, ActiveTime, LabelSession
-from labeler.keys import KeyCursor, KeyPress
-from labeler.store import Store
+from goldset.labeler.judging import IDLE_CAP_SECONDS, ActiveTime, LabelSession
+from goldset.labeler.keys import KeyCursor, KeyPress
+from goldset.labeler.store import Store
 
 TASKS = [
     {
@@ -167,7 +167,7 @@ def test_a_press_names_what_the_page_showed():
 def test_a_press_while_another_writer_holds_the_database_is_not_applied_and_can_be_retried(
     project,
 ):
-    from labeler.judging import StillBusy
+    from goldset.labeler.judging import StillBusy
 
     blocker = sqlite3.connect(project, isolation_level=None)
     with Store(project, timeout=0.05) as store:

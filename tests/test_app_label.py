@@ -12,8 +12,8 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from labeler.auth import hash_password
-from labeler.store import Store
+from goldset.labeler.auth import hash_password
+from goldset.labeler.store import Store
 
 APP = "../labeler/app.py"
 TASKS = [
@@ -468,7 +468,7 @@ def test_a_query_with_no_candidates_asks_for_a_verdict_at_once(tmp_path, monkeyp
 
 
 def test_the_key_help_lists_every_key_of_the_table(project):
-    from labeler.keys import KEY_ACTIONS
+    from goldset.labeler.keys import KEY_ACTIONS
 
     at = open_app()
     help_html = next(h.proto.body for h in at.sidebar.get("html") if "gs-keymap" in h.proto.body)

@@ -14,9 +14,9 @@ from helpers.team import TASKS, team_project, type_keys
 from streamlit.testing.v1 import AppTest
 from test_second_opinions import JUDGE, machine_label
 
-from labeler import team
-from labeler.auth import LOCAL_ANNOTATOR
-from labeler.store import VERDICTS, Store
+from goldset.labeler import team
+from goldset.labeler.auth import LOCAL_ANNOTATOR
+from goldset.labeler.store import VERDICTS, Store
 
 APP = "../labeler/app.py"
 PAGE = "views/my_queries.py"

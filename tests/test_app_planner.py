@@ -11,11 +11,11 @@ from click.testing import CliRunner
 from streamlit.testing.v1 import AppTest
 from test_live import demo_opened_by_the_app, open_page, opened_by_the_app, table_with
 
-from eval.cost import expected_first_hit_depth, pool_depth_per_query
-from eval.readers import read_run
-from labeler import live
-from labeler.cli import cli
-from labeler.store import Store
+from goldset.eval.cost import expected_first_hit_depth, pool_depth_per_query
+from goldset.eval.readers import read_run
+from goldset.labeler import live
+from goldset.labeler.cli import cli
+from goldset.labeler.store import Store
 
 PLANNER = "../labeler/views/planner.py"
 

@@ -4,7 +4,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from labeler.render import (
+from goldset.labeler.render import (
     candidate_card,
     clip,
     highlight,

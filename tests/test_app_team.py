@@ -12,9 +12,9 @@ import streamlit as st
 from helpers.team import PASSWORD, PLANTED_KAPPA, PLANTED_QUEUE, plant, team_project
 from streamlit.testing.v1 import AppTest
 
-from labeler.accounts import LOCK_AFTER_FAILURES
-from labeler.auth import hash_password
-from labeler.store import Store
+from goldset.labeler.accounts import LOCK_AFTER_FAILURES
+from goldset.labeler.auth import hash_password
+from goldset.labeler.store import Store
 
 APP = "../labeler/app.py"
 REVIEW = "views/review.py"

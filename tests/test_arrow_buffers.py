@@ -1,4 +1,4 @@
-"""eval.columns.arrow_array and as_numpy: Arrow arrays built and read through their buffers.
+"""goldset.eval.columns.arrow_array and as_numpy: Arrow arrays built and read through their buffers.
 
 Without pandas loaded they avoid pyarrow's conversions (which import pandas); they must give
 exactly what pyarrow's own give. The buffer path only runs in a process without pandas, so
@@ -19,14 +19,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from eval.columns import arrow_array, as_numpy
+from goldset.eval.columns import arrow_array, as_numpy
 
 CONVERT = """
 import json, sys
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from eval.columns import arrow_array, as_numpy
+from goldset.eval.columns import arrow_array, as_numpy
 
 strings = arrow_array(["q1", "", "d\u00e9j\u00e0 vu", "\u00a0x"])
 booleans = arrow_array(np.array([True, False, True, True, False, True, False, False, True]))
@@ -80,7 +80,7 @@ def test_the_first_imports_of_pyarrow_are_made_one_thread_at_a_time(monkeypatch)
     import pyarrow.compute
     import pyarrow.csv  # noqa: F401 - the slow import below hands back the real modules
 
-    from eval import arrow
+    from goldset.eval import arrow
 
     busy, most, count = 0, 0, threading.Lock()
     imported: list[str] = []

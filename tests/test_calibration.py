@@ -12,12 +12,12 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from eval import calibration
-from eval.agreement import cohen_kappa
-from eval.readers import Golden, golden_from_records, run_from_frame
-from labeler import judges
-from labeler.cli import cli
-from labeler.store import Store
+from goldset.eval import calibration
+from goldset.eval.agreement import cohen_kappa
+from goldset.eval.readers import Golden, golden_from_records, run_from_frame
+from goldset.labeler import judges
+from goldset.labeler.cli import cli
+from goldset.labeler.store import Store
 
 QUERIES, DOCS = 40, 5
 JUDGE = "machine:rule"

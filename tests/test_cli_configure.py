@@ -4,9 +4,9 @@ import json
 
 from click.testing import CliRunner
 
-from labeler.cli import cli
-from labeler.judging import LabelSession
-from labeler.store import DEMO_TASKS, Store
+from goldset.labeler.cli import cli
+from goldset.labeler.judging import LabelSession
+from goldset.labeler.store import DEMO_TASKS, Store
 
 
 def goldset(*args: str):

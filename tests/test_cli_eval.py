@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from eval.metrics import DEFAULT_METRICS
-from labeler.cli import cli
+from goldset.eval.metrics import DEFAULT_METRICS
+from goldset.labeler.cli import cli
 
 
 def golden_file(path: Path, *queries: dict) -> Path:

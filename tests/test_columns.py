@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eval.columns import PairIndex, fingerprints, first_repeat, take_rows
+from goldset.eval.columns import PairIndex, fingerprints, first_repeat, take_rows
 
 ROWS_PER_GROUP = 100
 GROUPS = 12_000  # a run-like column of 1.2M rows
@@ -87,12 +87,12 @@ def test_first_repeat_on_groups_of_any_sizes_agrees_with_pandas(lengths, long_gr
 
 
 def test_values_sharing_a_fingerprint_are_not_a_repeat(monkeypatch):
-    import eval.columns
+    from goldset.eval import columns
 
     # Every string's short fingerprint is alike: every group is suspect, and only the
     # comparison of the strings can tell them apart.
     monkeypatch.setattr(
-        eval.columns, "short_fingerprints", lambda values: np.zeros(len(values), np.uint32)
+        columns, "short_fingerprints", lambda values: np.zeros(len(values), np.uint32)
     )
     groups = np.repeat(np.arange(3), 4)
     values = [f"d{number}" for number in range(12)]
@@ -133,12 +133,10 @@ def test_pair_index_matches_group_and_string_both():
 
 
 def test_pair_index_tries_the_next_equal_key_when_fingerprints_collide(monkeypatch):
-    import eval.columns
+    from goldset.eval import columns
 
     # Every string hashes alike: only the string comparison can tell them apart.
-    monkeypatch.setattr(
-        eval.columns, "fingerprints", lambda values: np.zeros(len(values), np.uint64)
-    )
+    monkeypatch.setattr(columns, "fingerprints", lambda values: np.zeros(len(values), np.uint64))
     table = PairIndex(np.zeros(3, dtype=np.int64), pa.array(["x", "y", "z"]))
     found = table.find(np.zeros(4, dtype=np.int64), pa.array(["z", "x", "w", "y"]))
     assert found.tolist() == [2, 0, -1, 1]

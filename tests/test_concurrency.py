@@ -9,7 +9,7 @@ import multiprocessing
 
 import pytest
 
-from labeler.store import DEMO_TASKS, Store
+from goldset.labeler.store import DEMO_TASKS, Store
 
 WRITERS = 8
 JUDGEMENTS = 500

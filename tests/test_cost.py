@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from eval.cost import (
+from goldset.eval.cost import (
     Cost,
     compare_plans,
     expected_first_hit_depth,
@@ -17,7 +17,7 @@ from eval.cost import (
     measured_cost,
     pool_depth_per_query,
 )
-from labeler.cli import cli
+from goldset.labeler.cli import cli
 
 # --- planned cost --------------------------------------------------------------------------
 

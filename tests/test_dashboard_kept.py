@@ -11,9 +11,9 @@ import pytest
 import streamlit as st
 from test_live import demo_opened_by_the_app, eventually, label, labelled_demo, open_page
 
-from labeler import live
-from labeler.live import kept
-from labeler.store import Store
+from goldset.labeler import live
+from goldset.labeler.live import kept
+from goldset.labeler.store import Store
 
 DASHBOARD = "../labeler/views/dashboard.py"
 STALE_START = "These figures are from before the newest labels"
@@ -72,7 +72,7 @@ def test_a_server_start_serves_the_kept_figures_without_waiting_for_a_computatio
         computing.wait(timeout=30)
         return computed(*args, **kwargs)
 
-    monkeypatch.setattr("labeler.live.refresher.snapshot", held_up)
+    monkeypatch.setattr("goldset.labeler.live.refresher.snapshot", held_up)
     restarted = live.dashboard_refresher(demo_path, None)  # a new server: nothing in memory
     state = now(demo_path)
     assert restarted.current(state)

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from labeler.cli import cli
-from labeler.store import DEMO_TASKS, ProjectError, Store
+from goldset.labeler.cli import cli
+from goldset.labeler.store import DEMO_TASKS, ProjectError, Store
 
 PAGE = 4096
 
@@ -237,7 +237,7 @@ def test_the_app_shows_why_a_project_cannot_be_opened(tmp_path, monkeypatch, fau
 @pytest.fixture
 def checked_in_background(monkeypatch):
     """Every project counts as large: the app's open checks its integrity in the background."""
-    from labeler.store import connection
+    from goldset.labeler.store import connection
 
     monkeypatch.setattr(connection, "BACKGROUND_CHECK_BYTES", 0)
     return connection

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 import pytest
 
-from labeler.cli import cli
+from goldset.labeler.cli import cli
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from eval.metrics import METRICS
-from labeler import golden, judges
-from labeler.cli import cli
-from labeler.store import DEMO_TASKS, Store
+from goldset.eval.metrics import METRICS
+from goldset.labeler import golden, judges
+from goldset.labeler.cli import cli
+from goldset.labeler.store import DEMO_TASKS, Store
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"

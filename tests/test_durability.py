@@ -8,12 +8,12 @@ import sys
 
 import pytest
 
-from labeler.store import DEMO_TASKS, Store, migrations
+from goldset.labeler.store import DEMO_TASKS, Store, migrations
 
 # Judges the demo's candidates one after another, printing each event id once judge() returned.
 WORKER = """
 import sys
-from labeler.store import Store
+from goldset.labeler.store import Store
 
 store = Store(sys.argv[1])
 pairs = [(q, c["doc_id"]) for q in [f"q{n:02d}" for n in range(1, 51)] for c in store.candidates(q)]

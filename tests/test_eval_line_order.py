@@ -14,9 +14,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from eval.errors import InputError
-from eval.metrics import per_query_values, rank_run
-from eval.readers import read_golden, read_run
+from goldset.eval.errors import InputError
+from goldset.eval.metrics import per_query_values, rank_run
+from goldset.eval.readers import read_golden, read_run
 
 METRICS = ("mrr", "mrr@3", "hit@1", "precision@5", "recall@5", "ndcg@5", "judged@5")
 

@@ -18,11 +18,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from eval import columns, trec
-from eval.columns import to_pylist
-from eval.errors import InputError
-from eval.readers import read_golden, read_run
-from eval.report import build_report, compare_runs
+from goldset.eval import columns, trec
+from goldset.eval.columns import to_pylist
+from goldset.eval.errors import InputError
+from goldset.eval.readers import read_golden, read_run
+from goldset.eval.report import build_report, compare_runs
 
 CRANFIELD = Path(__file__).parent.parent.parent / "shared" / "datasets" / "cranfield"
 
@@ -33,13 +33,14 @@ import sys, threading
 started = []
 start = threading.Thread.start
 threading.Thread.start = lambda thread: (started.append(thread), start(thread))[1]
-from labeler.cli import cli
+from goldset.labeler.cli import cli
 try:
     cli(sys.argv[1:])
 except SystemExit as done:
     assert done.code in (0, None), done.code
 heavy = ("pyarrow", "pandas", "streamlit", "sqlite_utils", "sqlite3", "numpy.ma",
-         "labeler.cli.project", "labeler.cli.team", "labeler.cli.judges")  # other commands
+         "goldset.labeler.cli.project", "goldset.labeler.cli.team", "goldset.labeler.cli.judges")
+         # other commands
 print("MODULES " + " ".join(sorted(name for name in heavy if name in sys.modules)))
 print(f"THREADS {len(started)}")
 """
@@ -72,7 +73,7 @@ def test_eval_of_a_small_golden_set_imports_neither_pyarrow_nor_pandas_nor_start
 
 
 # Run in a fresh interpreter after the ``goldset`` console script's entry point
-# (``labeler.cli:main``, or ``cli`` run in-process as a test runs it): whether the cycle
+# (``goldset.labeler.cli:main``, or ``cli`` run in-process as a test runs it): whether the cycle
 # collector runs, and whether glibc's malloc maps a 64 MiB block on its own (its default)
 # rather than carving it from memory it keeps.
 PROCESS_STATE_AFTER = """
@@ -91,7 +92,7 @@ def report():
 
 atexit.register(report)
 entry, sys.argv = sys.argv[1], ["goldset", *sys.argv[2:]]
-from labeler.cli import cli, main
+from goldset.labeler.cli import cli, main
 if entry == "main":
     main()
 else:
@@ -155,7 +156,7 @@ class Recorder:  # asked first for every module not imported yet
 
 sys.meta_path.insert(0, Recorder())
 sys.argv = ["goldset", *sys.argv[1:]]
-from labeler.cli import main
+from goldset.labeler.cli import main
 try:
     main()
 finally:
@@ -283,7 +284,7 @@ def test_quick_pass_takes_a_clean_run_and_leaves_a_comment_to_the_loop():
 
 
 def test_concurrently_gives_results_in_order_and_raises_the_first_failure_in_order():
-    from eval.ranking import concurrently
+    from goldset.eval.ranking import concurrently
 
     def fail(message: str):
         raise InputError("f", 1, None, message)

@@ -16,9 +16,9 @@ import pandas as pd
 from hypothesis import given
 from hypothesis import strategies as st
 
-from eval.readers import Golden, read_golden, read_run
-from eval.report import build_report, compare_runs
-from labeler.cli.text import text_table
+from goldset.eval.readers import Golden, read_golden, read_run
+from goldset.eval.report import build_report, compare_runs
+from goldset.labeler.cli.text import text_table
 
 CRANFIELD = Path(__file__).parent.parent.parent / "shared" / "datasets" / "cranfield"
 
@@ -44,7 +44,7 @@ def golden_from_pandas(qrels_tsv: Path) -> Golden:
 def test_cranfield_eval_json_equals_the_report_of_the_golden_set_read_by_pandas():
     qrels, run = CRANFIELD / "qrels.tsv", CRANFIELD / "runs" / "bm25.trec"
     done = subprocess.run(
-        [sys.executable, "-m", "labeler.cli", "eval", "--golden", qrels, "--run", run]
+        [sys.executable, "-m", "goldset.labeler.cli", "eval", "--golden", qrels, "--run", run]
         + ["--bootstrap", "1000", "--seed", "0", "--json"],
         capture_output=True,
         text=True,

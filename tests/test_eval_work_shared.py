@@ -5,10 +5,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import eval.columns
-from eval import readers
-from eval.metrics import rank_run, reciprocal_rank
-from eval.ranking import prepare
+from goldset.eval import columns, readers
+from goldset.eval.metrics import rank_run, reciprocal_rank
+from goldset.eval.ranking import prepare
 
 
 def write(path, lines):
@@ -19,13 +18,13 @@ def write(path, lines):
 def counting_indexes(monkeypatch) -> list[int]:
     """Count the PairIndex built from now on (their rows)."""
     built = []
-    original = eval.columns.PairIndex.__init__
+    original = columns.PairIndex.__init__
 
     def counted(self, groups, values, hashes=None):
         built.append(len(groups))
         original(self, groups, values, hashes)
 
-    monkeypatch.setattr(eval.columns.PairIndex, "__init__", counted)
+    monkeypatch.setattr(columns.PairIndex, "__init__", counted)
     return built
 
 
@@ -91,7 +90,7 @@ def test_a_judgement_of_an_unlisted_query_counts_in_the_version_and_nowhere_else
 )
 def test_each_querys_ideal_grades_are_its_positive_grades_best_first(judgements, unjudged):
     # Few grades take the counting sort; a grade in the hundreds (few judgements) the sort.
-    from eval.ranking import _ideal_grades
+    from goldset.eval.ranking import _ideal_grades
 
     query_count = max((query for query, _ in judgements), default=-1) + 1 + unjudged
     query_index = np.array([query for query, _ in judgements], dtype=np.int32)

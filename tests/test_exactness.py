@@ -4,8 +4,8 @@ labels — against a hand computation and a brute-force per-query reference on r
 import numpy as np
 from test_metrics import golden, ranked, run
 
-from eval.exactness import exact_queries, exactness_report, unjudged_above_first_hit
-from eval.metrics import per_query_values, rank_run
+from goldset.eval.exactness import exact_queries, exactness_report, unjudged_above_first_hit
+from goldset.eval.metrics import per_query_values, rank_run
 
 METRICS = ("mrr@3", "hit@3")
 
@@ -94,7 +94,7 @@ def test_labels_of_another_kind_get_no_exactness():
 
 
 def test_a_comparison_warns_where_a_runs_figures_are_lower_bounds():
-    from eval.report import compare_runs
+    from goldset.eval.report import compare_runs
 
     gold = first_hit(
         {"query_id": "a", "judgments": {"x": 0, "y": 1}},

@@ -5,10 +5,10 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from labeler import golden
-from labeler.cli import cli
-from labeler.importing import GOLDEN_KEYS
-from labeler.store import DEMO_TASKS, Store
+from goldset.labeler import golden
+from goldset.labeler.cli import cli
+from goldset.labeler.importing import GOLDEN_KEYS
+from goldset.labeler.store import DEMO_TASKS, Store
 
 MISSED_ANSWER = "cirrus/auth/v1.py#LegacyAuthClient"
 

@@ -11,9 +11,9 @@ import pytest
 from click.testing import CliRunner
 from test_live import demo_opened_by_the_app, open_page
 
-from labeler import live
-from labeler.cli import cli
-from labeler.store import Store
+from goldset.labeler import live
+from goldset.labeler.cli import cli
+from goldset.labeler.store import Store
 
 
 @pytest.fixture

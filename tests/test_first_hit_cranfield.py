@@ -13,8 +13,8 @@ import pytrec_eval
 from click.testing import CliRunner
 from helpers.trec_formats import read_qrels_dict, read_run_dict
 
-from eval.report import NOT_MEASURED
-from labeler.cli import cli
+from goldset.eval.report import NOT_MEASURED
+from goldset.labeler.cli import cli
 
 DEPTH = 10
 

@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from eval.gate import FAMILY_ALPHA, SCHEMA, gate_on_means, release_gate
+from goldset.eval.gate import FAMILY_ALPHA, SCHEMA, gate_on_means, release_gate
 
 RR = 0  # the column of RR@10 in the gate's per-query values; miss@10 is column 1
 

@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 from helpers.trec_formats import read_qrels_dict
 
-from labeler.cli import cli
-from labeler.cli.gate_output import markdown
+from goldset.labeler.cli import cli
+from goldset.labeler.cli.gate_output import markdown
 
 QUERY_IDS = [f"q{i:03d}" for i in range(100)]
 

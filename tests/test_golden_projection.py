@@ -1,5 +1,5 @@
 """The golden projection: each query's golden label, written by the one merge rule
-(``labeler.golden.merge``) in the transaction of every event and decision, and read by
+(``goldset.labeler.golden.merge``) in the transaction of every event and decision, and read by
 export, ``eval --db`` and the dashboard. Rebuilt from the log alone, it equals the live one."""
 
 import sqlite3
@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_round_trip import tasks
 
-from eval.readers import Golden, golden_from_records
-from labeler import judges
-from labeler.store import Store
+from goldset.eval.readers import Golden, golden_from_records
+from goldset.labeler import judges
+from goldset.labeler.store import Store
 
 JUDGE = "machine:rule"
 

@@ -2,7 +2,7 @@
 would silently split every history into "before" and "after". Change these strings only
 together with a migration of the recorded runs."""
 
-from eval.readers import golden_from_records, read_golden
+from goldset.eval.readers import golden_from_records, read_golden
 
 SMALL_SET = [
     {

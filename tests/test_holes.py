@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from eval.exactness import exactness_report
-from eval.metrics import per_query_values, rank_run
-from eval.report import slice_rows
-from labeler import live
-from labeler.store import Store
+from goldset.eval.exactness import exactness_report
+from goldset.eval.metrics import per_query_values, rank_run
+from goldset.eval.report import slice_rows
+from goldset.labeler import live
+from goldset.labeler.store import Store
 
 SLICES = ("api", "how-to", "errors")
 DOCS = 12  # per query: q{n}-d1 .. q{n}-d12, the first run ranks them in that order
@@ -212,7 +212,7 @@ def test_pooling_the_same_run_again_with_ties_ordered_otherwise_demotes_nothing(
 def test_goldset_eval_prints_exact_at_10_per_slice_and_the_lower_bound(labelled):
     from click.testing import CliRunner
 
-    from labeler.cli import cli
+    from goldset.labeler.cli import cli
 
     store, second = labelled
     store.pool(None, None, [second], 10)

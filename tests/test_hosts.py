@@ -11,11 +11,11 @@ import pytest
 from click.testing import CliRunner
 from starlette.applications import Starlette
 
-from labeler import hosts, launch, session_cookie
-from labeler.accounts import start_session
-from labeler.auth import hash_password
-from labeler.cli import cli
-from labeler.store import Store
+from goldset.labeler import hosts, launch, session_cookie
+from goldset.labeler.accounts import start_session
+from goldset.labeler.auth import hash_password
+from goldset.labeler.cli import cli
+from goldset.labeler.store import Store
 
 NAMED = {"labels.test"}
 

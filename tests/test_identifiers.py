@@ -4,8 +4,8 @@ import doctest
 
 import pytest
 
-from labeler import identifiers
-from labeler.identifiers import identifier_parts, split_camel_case
+from goldset.labeler import identifiers
+from goldset.labeler.identifiers import identifier_parts, split_camel_case
 
 
 @pytest.mark.parametrize(

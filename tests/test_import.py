@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from eval.readers import InputError
-from labeler.store import DEMO_TASKS, Store
+from goldset.eval.readers import InputError
+from goldset.labeler.store import DEMO_TASKS, Store
 
 TASK = {
     "query_id": "q17",
@@ -129,7 +129,7 @@ def test_an_empty_file_is_refused(store, tmp_path):
 def test_import_command_reports_counts_and_errors(tmp_path):
     from click.testing import CliRunner
 
-    from labeler.cli import cli
+    from goldset.labeler.cli import cli
 
     db = str(tmp_path / "project.db")
     runner = CliRunner()

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from labeler.judging import LabelSession
-from labeler.store import Store
+from goldset.labeler.judging import LabelSession
+from goldset.labeler.store import Store
 
 ACCEPTED = Path(__file__).parent / "accepted"
 

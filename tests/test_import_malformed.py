@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from helpers.projects import demo_project, project_state
 
-from eval.readers import InputError
-from labeler.store import Store
+from goldset.eval.readers import InputError
+from goldset.labeler.store import Store
 
 MALFORMED = Path(__file__).parent / "malformed"
 EXPECTED = json.loads((MALFORMED / "expected.json").read_text())

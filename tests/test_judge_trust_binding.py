@@ -12,8 +12,8 @@ from click.testing import CliRunner
 from test_live import open_page, opened_by_the_app
 from test_second_opinions import JUDGE, machine_label
 
-from labeler.cli import cli
-from labeler.store import Store
+from goldset.labeler.cli import cli
+from goldset.labeler.store import Store
 
 PAGE = "../labeler/views/judges.py"
 

@@ -12,9 +12,9 @@ import pytest
 from click.testing import CliRunner
 from helpers.fake_judge import FakeJudge, Reply
 
-from labeler import judges
-from labeler.cli import cli
-from labeler.store import Store
+from goldset.labeler import judges
+from goldset.labeler.cli import cli
+from goldset.labeler.store import Store
 
 JUDGE = "machine:fake"
 

@@ -1,4 +1,4 @@
-"""One key table for the server and the browser: ``labeler.keys.KEY_ACTIONS`` is what
+"""One key table for the server and the browser: ``goldset.labeler.keys.KEY_ACTIONS`` is what
 ``judging`` dispatches on and what ``keys.js`` receives as the component's data, so the two
 cannot disagree (tests/e2e/test_e2e_key_table.py runs keys.js with it in Chromium)."""
 
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from labeler import keys
-from labeler.judging import LabelSession
-from labeler.store import Store
+from goldset.labeler import keys
+from goldset.labeler.judging import LabelSession
+from goldset.labeler.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]
 KEYS_JS = ROOT / "labeler" / "keys.js"

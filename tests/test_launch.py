@@ -8,9 +8,9 @@ import tomllib
 
 from click.testing import CliRunner
 
-from labeler import launch
-from labeler.cli import cli
-from labeler.store import Store
+from goldset.labeler import launch
+from goldset.labeler.cli import cli
+from goldset.labeler.store import Store
 
 REPO_CONFIG = launch.PACKAGE.parent / ".streamlit" / "config.toml"
 

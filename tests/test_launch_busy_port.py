@@ -11,9 +11,9 @@ from collections.abc import Iterator
 import pytest
 from click.testing import CliRunner
 
-from labeler import launch
-from labeler.cli import cli
-from labeler.store import Store
+from goldset.labeler import launch
+from goldset.labeler.cli import cli
+from goldset.labeler.store import Store
 
 
 @pytest.fixture
@@ -52,7 +52,7 @@ def test_goldset_app_on_a_busy_port_refuses_in_one_line_before_serving(
 def test_the_real_command_exits_before_streamlit_starts(project, held_port):
     # The whole command, as a user types it: the check runs before the process becomes the
     # server (if it did not, Streamlit would start, say "serving" first, and exit 1).
-    command = [sys.executable, "-m", "labeler.cli", "app", "--db", project]
+    command = [sys.executable, "-m", "goldset.labeler.cli", "app", "--db", project]
     result = subprocess.run(
         [*command, "--port", str(held_port), "--no-open"],
         capture_output=True,

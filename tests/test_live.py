@@ -24,11 +24,11 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 from test_pool_cranfield import label_pool, run_at_depth
 
-from eval import cost
-from eval.readers import Golden, golden_from_records, read_golden, run_from_frame
-from eval.report import build_report
-from labeler import live
-from labeler.store import DEMO_TASKS, Store
+from goldset.eval import cost
+from goldset.eval.readers import Golden, golden_from_records, read_golden, run_from_frame
+from goldset.eval.report import build_report
+from goldset.labeler import live
+from goldset.labeler.store import DEMO_TASKS, Store
 
 # The MRR worked example (first relevant at ranks 1, 3, none, 2) on the demo's first four
 # queries, then two unanswerable queries and one skipped.

@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 from test_live import label, labelled_demo
 
-from eval.metrics import DEFAULT_METRICS, Ranking, rank_run
-from labeler import live
-from labeler.live.incremental import Labelled, LiveGolden, LiveWork
-from labeler.store import Store
+from goldset.eval.metrics import DEFAULT_METRICS, Ranking, rank_run
+from goldset.labeler import live
+from goldset.labeler.live.incremental import Labelled, LiveGolden, LiveWork
+from goldset.labeler.store import Store
 
 
 def judge_fully(store: Store, query_id: str, grades: list[int], annotator: str = "ana") -> None:

@@ -15,9 +15,9 @@ import time
 
 import pytest
 
-from labeler.store import Store
-from labeler.store import connection as store_connection
-from labeler.store import imports as store_imports  # the import's pacing lives there
+from goldset.labeler.store import Store
+from goldset.labeler.store import connection as store_connection
+from goldset.labeler.store import imports as store_imports  # the import's pacing lives there
 
 CANDIDATES = 20
 
@@ -310,7 +310,7 @@ def test_a_failing_import_leaves_nothing_behind(project, monkeypatch):
 
 KILLED_IMPORT = """
 import sys
-from labeler.store import Store, imports
+from goldset.labeler.store import Store, imports
 imports.STAGE_SECONDS, imports.STAGE_PAUSE = 0.005, 0.05
 Store(sys.argv[1]).import_tasks(sys.argv[2])
 """
@@ -495,7 +495,7 @@ def test_re_deriving_labelled_queries_publishes_in_statements_not_per_query(tmp_
 
 
 def test_a_golden_import_writes_the_golden_projection_that_its_rows_merge_to(tmp_path):
-    from labeler.store.golden_rows import golden_labels, stored_golden
+    from goldset.labeler.store.golden_rows import golden_labels, stored_golden
 
     source, target = tmp_path / "source.db", tmp_path / "target.db"
     with Store(source) as store:
@@ -710,7 +710,7 @@ def test_judgements_during_a_pool_over_known_queries_are_all_stored_exactly_once
 
 KILLED_POOL = """
 import sys
-from labeler.store import Store, imports
+from goldset.labeler.store import Store, imports
 imports.STAGE_SECONDS, imports.STAGE_PAUSE = 0.005, 0.05
 Store(sys.argv[1]).pool(None, None, [sys.argv[2]], depth=10)
 """

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from eval.cost import labelling_cost, machine_judging_cost
+from goldset.eval.cost import labelling_cost, machine_judging_cost
 
 
 def test_tokens_are_priced_per_million_as_providers_quote_them():

@@ -23,7 +23,7 @@ import pytest
 from click.testing import CliRunner
 from helpers.projects import demo_project, project_state
 
-from labeler.cli import cli
+from goldset.labeler.cli import cli
 
 TASK = {"query_id": "mal-ok", "query": "a query", "candidates": [{"doc_id": "x1", "score": 1.0}]}
 GOLDEN = {"query_id": "mal-gold", "query": "a query", "status": "done", "judgments": {"d1": 1}}

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from eval.metrics import (
+from goldset.eval.metrics import (
     DEFAULT_METRICS,
     evaluate,
     metric_values,
@@ -15,7 +15,7 @@ from eval.metrics import (
     rank_run,
     ranks_needed,
 )
-from eval.readers import golden_from_records, run_from_frame
+from goldset.eval.readers import golden_from_records, run_from_frame
 
 
 def golden(*queries: dict):

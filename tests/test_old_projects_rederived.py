@@ -7,7 +7,7 @@ import sqlite3
 
 import pytest
 
-from labeler.store import Store
+from goldset.labeler.store import Store
 
 
 def old_schema(path) -> None:

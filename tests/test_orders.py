@@ -3,9 +3,9 @@ with ties by doc id, as trec_eval; or its own line order), reports give both fig
 
 from test_metrics import golden, run
 
-from eval.metrics import per_query_values, rank_run
-from eval.orders import tied_queries, two_orders
-from eval.report import build_report
+from goldset.eval.metrics import per_query_values, rank_run
+from goldset.eval.orders import tied_queries, two_orders
+from goldset.eval.report import build_report
 
 METRICS = ("mrr@10", "hit@10")
 
@@ -47,7 +47,7 @@ def test_goldset_eval_prints_both_orders_figures(tmp_path):
 
     from click.testing import CliRunner
 
-    from labeler.cli import cli
+    from goldset.labeler.cli import cli
 
     golden_file = tmp_path / "golden.jsonl"
     golden_file.write_text(

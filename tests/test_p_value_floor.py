@@ -8,9 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from eval.stats import p_value_text, paired_bootstrap
-from labeler import live
-from labeler.cli.gate_output import p_text
+from goldset.eval.stats import p_value_text, paired_bootstrap
+from goldset.labeler import live
+from goldset.labeler.cli.gate_output import p_text
 
 
 def compared(p_value: float | None, **floor: float | None) -> dict:

@@ -7,9 +7,14 @@ import pytest
 from click.testing import CliRunner
 from test_app_auth import admin_page, click, field, lone_project, page_text  # noqa: F401
 
-from labeler.auth import MIN_PASSWORD_LENGTH, hash_password, validate_password, verify_password
-from labeler.cli import cli
-from labeler.store import Store
+from goldset.labeler.auth import (
+    MIN_PASSWORD_LENGTH,
+    hash_password,
+    validate_password,
+    verify_password,
+)
+from goldset.labeler.cli import cli
+from goldset.labeler.store import Store
 
 REFUSAL = "a password needs at least 8 characters"
 SHORT = "a" * (MIN_PASSWORD_LENGTH - 1)

@@ -15,9 +15,9 @@ import math
 import pytest
 from test_live import open_page, opened_by_the_app, table_with
 
-from eval.cost import judge_human_correlation, queries_with_judge
-from labeler import judges, live
-from labeler.store import DEMO_TASKS, Store
+from goldset.eval.cost import judge_human_correlation, queries_with_judge
+from goldset.labeler import judges, live
+from goldset.labeler.store import DEMO_TASKS, Store
 
 PLANNER = "../labeler/views/planner.py"
 JUDGE = "machine:rule"

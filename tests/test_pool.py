@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from eval.ranking import rank
-from eval.readers import InputError, golden_from_records, read_run
-from labeler.pooling import fuse, next_to_judge, run_settled
-from labeler.store import Store
+from goldset.eval.ranking import rank
+from goldset.eval.readers import InputError, golden_from_records, read_run
+from goldset.labeler.pooling import fuse, next_to_judge, run_settled
+from goldset.labeler.store import Store
 
 
 def test_fusion_favours_docs_that_several_runs_rank_high():
@@ -180,7 +180,7 @@ def test_candidate_run_frame_gives_a_pooled_run_and_the_fused_lists(tmp_path, be
 def test_pool_command(tmp_path, beir):
     from click.testing import CliRunner
 
-    from labeler.cli import cli
+    from goldset.labeler.cli import cli
 
     corpus, queries, runs = beir
     args = ["pool", "--corpus", str(corpus), "--queries", str(queries), "--depth", "2"]
@@ -208,7 +208,7 @@ def test_a_run_is_pooled_once_over_the_projects_own_queries_and_documents(tmp_pa
 def test_pool_command_refuses_two_runs_of_one_name_without_a_traceback(tmp_path, beir):
     from click.testing import CliRunner
 
-    from labeler.cli import cli
+    from goldset.labeler.cli import cli
 
     corpus, queries, runs = beir
     twin = tmp_path / "other"

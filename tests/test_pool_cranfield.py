@@ -14,9 +14,9 @@ import pytest
 import pytrec_eval
 from click.testing import CliRunner
 
-from eval.readers import read_run
-from labeler.cli import cli
-from labeler.store import Store
+from goldset.eval.readers import read_run
+from goldset.labeler.cli import cli
+from goldset.labeler.store import Store
 
 RUNS = ("bm25", "tfidf-title")
 DEPTH = 10

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
 
-from eval.ppi import ppi_mean
+from goldset.eval.ppi import ppi_mean
 
 Z = NormalDist().inv_cdf(0.975)
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from eval.gate import FAMILY_ALPHA, Estimated, gate_on_estimates
-from eval.intervals import student_t_quantile
+from goldset.eval.gate import FAMILY_ALPHA, Estimated, gate_on_estimates
+from goldset.eval.intervals import student_t_quantile
 
 STILL = Estimated(0.0, 0.001, 49, 50, 0.10, 0.10)  # miss@10: no change, tightly known
 

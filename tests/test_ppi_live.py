@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from eval.ppi import ppi_mean
-from labeler import judges
-from labeler.cli import cli
-from labeler.live.ppi import NO_SAMPLE, NoSample, ppi_deltas, ppi_report
-from labeler.store import Store
+from goldset.eval.ppi import ppi_mean
+from goldset.labeler import judges
+from goldset.labeler.cli import cli
+from goldset.labeler.live.ppi import NO_SAMPLE, NoSample, ppi_deltas, ppi_report
+from goldset.labeler.store import Store
 
 QUERIES, DOCS, LABELLED = 40, 5, 16
 JUDGE = "machine:rule"
@@ -110,7 +110,7 @@ def expected(store: Store, rank_of, members: list[int]) -> dict:
 
 def test_the_report_is_eval_ppi_on_the_sample_and_every_query(project, tmp_path):
     draw_and_label(project)
-    from eval.readers import read_run
+    from goldset.eval.readers import read_run
 
     run = read_run(write_run(tmp_path / "plain.trec", plain))
     judge = project.machine_judgments_frame(JUDGE)
@@ -130,7 +130,7 @@ def test_weights_are_the_inverse_inclusion_probabilities(project, tmp_path):
     draw_and_label(project, budget=7)  # 7 of 40: 4 of one slice, 3 of the other
     probabilities = set(project.human_sample()["probability"].round(6))
     assert len(probabilities) == 2
-    from eval.readers import read_run
+    from goldset.eval.readers import read_run
 
     run = read_run(write_run(tmp_path / "plain.trec", plain))
     figures = ppi_report(project, run, project.machine_judgments_frame(JUDGE), ["mrr@10"])
@@ -139,7 +139,7 @@ def test_weights_are_the_inverse_inclusion_probabilities(project, tmp_path):
 
 
 def test_no_sample_no_figure(project, tmp_path):
-    from eval.readers import read_run
+    from goldset.eval.readers import read_run
 
     run = read_run(write_run(tmp_path / "plain.trec", plain))
     with pytest.raises(NoSample):
@@ -204,7 +204,7 @@ def test_compare_labels_ppi_gives_the_paired_deltas(project, tmp_path):
     human_plain = np.mean([1 / (relevant_doc(q) + 1) for q in labelled])
     assert delta["human_mean"] == pytest.approx(1 - human_plain)
     assert delta["mean"] > 0 and plain_figure["mean"] < 1
-    from eval.readers import read_run
+    from goldset.eval.readers import read_run
 
     deltas = ppi_deltas(
         project, read_run(baseline), read_run(candidate), project.machine_judgments_frame(JUDGE)

@@ -25,9 +25,9 @@ from helpers.trec_formats import (
     read_trec_eval_output,
 )
 
-import eval.ranking
-from eval.metrics import evaluate
-from eval.readers import read_golden, read_run
+from goldset.eval import ranking
+from goldset.eval.metrics import evaluate
+from goldset.eval.readers import read_golden, read_run
 
 TOLERANCE = 1e-9
 CRANFIELD_MEASURES = (
@@ -68,7 +68,7 @@ def evaluate_files(golden_path, run_path, metrics, rel_threshold=1) -> pd.DataFr
 def ranking_threads(request, monkeypatch):
     """Rank on one thread, or (as a large run is) each half of the queries on its own."""
     if request.param != "one thread":
-        monkeypatch.setattr(eval.ranking, "THREADED_ROWS", 0)
+        monkeypatch.setattr(ranking, "THREADED_ROWS", 0)
 
 
 @pytest.mark.parametrize("rel_threshold", [1, 2])

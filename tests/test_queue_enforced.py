@@ -11,9 +11,9 @@ import streamlit as st
 from helpers.team import team_project
 from streamlit.testing.v1 import AppTest
 
-from labeler import team
-from labeler.judging import LabelSession
-from labeler.store import Store
+from goldset.labeler import team
+from goldset.labeler.judging import LabelSession
+from goldset.labeler.store import Store
 
 APP = "../labeler/app.py"
 # ana's queue is q1 and q2; q3 and q4 are a blind overlap dealt to bob and carl; q5 and q6

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from pandas.testing import assert_frame_equal
 
-from eval.metrics import evaluate
-from eval.readers import InputError, read_golden, read_run
+from goldset.eval.metrics import evaluate
+from goldset.eval.readers import InputError, read_golden, read_run
 
 
 def write(path: Path, content: str | bytes) -> Path:

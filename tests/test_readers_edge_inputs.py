@@ -18,9 +18,9 @@ import pytest
 import pytrec_eval
 from click.testing import CliRunner
 
-from eval.metrics import evaluate
-from eval.readers import InputError, read_golden, read_run
-from labeler.cli import cli
+from goldset.eval.metrics import evaluate
+from goldset.eval.readers import InputError, read_golden, read_run
+from goldset.labeler.cli import cli
 
 MEASURES = {
     "recip_rank": "mrr",

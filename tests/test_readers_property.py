@@ -16,9 +16,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from eval import trec, trec_arrow
-from eval.columns import to_pylist
-from eval.errors import InputError
+from goldset.eval import trec, trec_arrow
+from goldset.eval.columns import to_pylist
+from goldset.eval.errors import InputError
 
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -30,12 +30,12 @@ from starlette.applications import Starlette
 from streamlit.testing.v1 import AppTest
 from test_hosts import Recorder, call, status
 
-from eval import validation
-from labeler import hosts, importing, session_cookie
-from labeler.auth import hash_password
-from labeler.cli import cli
-from labeler.launch import DB_ENV
-from labeler.store import DEMO_TASKS, Store
+from goldset.eval import validation
+from goldset.labeler import hosts, importing, session_cookie
+from goldset.labeler.auth import hash_password
+from goldset.labeler.cli import cli
+from goldset.labeler.launch import DB_ENV
+from goldset.labeler.store import DEMO_TASKS, Store
 
 
 def header(messages: list[dict], name: bytes) -> list[bytes]:

@@ -25,10 +25,10 @@ import pytest
 from click.testing import CliRunner
 from helpers.projects import project_state
 
-from eval import validation
-from labeler import importing
-from labeler.cli import cli
-from labeler.store import Store
+from goldset.eval import validation
+from goldset.labeler import importing
+from goldset.labeler.cli import cli
+from goldset.labeler.store import Store
 
 SPACED = {
     "query_id": "legacy one",
@@ -43,7 +43,10 @@ PENDING = {"query_id": "pending one", "query": "q", "status": "pending", "judgme
 def goldset(*args: str) -> subprocess.CompletedProcess:
     """The goldset command in a fresh interpreter, its output and error captured."""
     return subprocess.run(
-        [sys.executable, "-m", "labeler.cli", *args], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "goldset.labeler.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 

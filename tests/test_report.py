@@ -8,9 +8,9 @@ import json
 import pandas as pd
 import pytest
 
-from eval.metrics import rank_run
-from eval.readers import InputError, golden_from_records, read_run, run_from_frame
-from eval.report import NO_SLICE, NOT_MEASURED, build_report, changed_queries, compare_runs
+from goldset.eval.metrics import rank_run
+from goldset.eval.readers import InputError, golden_from_records, read_run, run_from_frame
+from goldset.eval.report import NO_SLICE, NOT_MEASURED, build_report, changed_queries, compare_runs
 
 
 def labels(*queries: dict):

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from labeler.store import Store
+from goldset.labeler.store import Store
 
 
 def tasks(count: int, prefix: str = "t") -> list[dict]:

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from labeler.cli import cli
-from labeler.pooling import file_sha256
-from labeler.store import Store
+from goldset.labeler.cli import cli
+from goldset.labeler.pooling import file_sha256
+from goldset.labeler.store import Store
 
 TASKS = [
     {

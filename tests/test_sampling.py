@@ -11,10 +11,10 @@ from click.testing import CliRunner
 from test_live import open_page, opened_by_the_app, table_with
 from test_planner_ppi import label_sample
 
-from labeler import judges
-from labeler.cli import cli
-from labeler.store import DEMO_TASKS, Store
-from labeler.store.sampling import FLOOR_SHARE, active_probabilities
+from goldset.labeler import judges
+from goldset.labeler.cli import cli
+from goldset.labeler.store import DEMO_TASKS, Store
+from goldset.labeler.store.sampling import FLOOR_SHARE, active_probabilities
 
 JUDGE = "machine:rule"
 DASHBOARD = "../labeler/views/dashboard.py"

@@ -7,8 +7,8 @@ the first candidate); the trusted judge labels some pairs.
 
 import pytest
 
-from labeler import judges
-from labeler.store import Store
+from goldset.labeler import judges
+from goldset.labeler.store import Store
 
 JUDGE = "machine:rule"
 

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 from helpers.stream_client import StreamAnnotator, browser_cookies
 
-from labeler.launch import DB_ENV, streamlit_command
-from labeler.store import Store
+from goldset.labeler.launch import DB_ENV, streamlit_command
+from goldset.labeler.store import Store
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "e2e"))  # the app runner's helpers
 

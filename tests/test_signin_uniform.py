@@ -10,10 +10,23 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from labeler import accounts, auth
-from labeler.accounts import BUSY_LOGIN, LOCK_AFTER_FAILURES, LOCK_MINUTES, WRONG_LOGIN, sign_in
-from labeler.auth import DECOY_HASH, SCRYPT_N, SCRYPT_P, SCRYPT_R, check_login, hash_password
-from labeler.store import Store
+from goldset.labeler import accounts, auth
+from goldset.labeler.accounts import (
+    BUSY_LOGIN,
+    LOCK_AFTER_FAILURES,
+    LOCK_MINUTES,
+    WRONG_LOGIN,
+    sign_in,
+)
+from goldset.labeler.auth import (
+    DECOY_HASH,
+    SCRYPT_N,
+    SCRYPT_P,
+    SCRYPT_R,
+    check_login,
+    hash_password,
+)
+from goldset.labeler.store import Store
 
 NOON = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
 RIGHT = "right password"

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from eval.stats import (
+from goldset.eval.stats import (
     _percentile_interval,
     bootstrap_ci,
     paired_bootstrap,

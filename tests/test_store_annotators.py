@@ -3,7 +3,7 @@ password hashes; hashing and login are the app's."""
 
 import pytest
 
-from labeler.store import DEMO_TASKS, Store
+from goldset.labeler.store import DEMO_TASKS, Store
 
 
 @pytest.fixture

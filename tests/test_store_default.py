@@ -2,8 +2,8 @@
 
 import json
 
-from labeler import store as store_module
-from labeler.store import DEMO_TASKS, Store
+from goldset.labeler import store as store_module
+from goldset.labeler.store import DEMO_TASKS, Store
 
 WORKED_EXAMPLE = [
     "parse ISO-8601 duration",

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from labeler.store import Store
+from goldset.labeler.store import Store
 
 HOSTILE = [
     "<script>alert(1)</script>",

@@ -8,7 +8,7 @@ import sqlite3
 
 import pytest
 
-from labeler.store import DEMO_TASKS, Store
+from goldset.labeler.store import DEMO_TASKS, Store
 
 
 @pytest.fixture
@@ -275,7 +275,7 @@ def test_one_undo_takes_back_a_verdict_and_its_assertion(store):
 
 
 def test_judging_what_a_page_showed_is_refused_once_it_changed(store):
-    from labeler.store import StaleTarget
+    from goldset.labeler.store import StaleTarget
 
     first = store.candidates("q02")[0]["doc_id"]
     store.judge("q02", first, 0, "ana", expected_grade=None)

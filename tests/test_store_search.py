@@ -3,7 +3,7 @@
 import pytest
 import sqlite_utils
 
-from labeler.store import DEMO_TASKS, Store, migrations
+from goldset.labeler.store import DEMO_TASKS, Store, migrations
 
 
 def test_search_finds_documents_by_their_words(tmp_path):

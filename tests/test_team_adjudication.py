@@ -8,9 +8,9 @@ import pytest
 from click.testing import CliRunner
 from helpers.team import PLANTED_QUEUE, plant, team_project
 
-from labeler.cli import cli
-from labeler.store import Store
-from labeler.team import adjudication_queue, adopt
+from goldset.labeler.cli import cli
+from goldset.labeler.store import Store
+from goldset.labeler.team import adjudication_queue, adopt
 
 
 @pytest.fixture

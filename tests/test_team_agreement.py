@@ -15,9 +15,9 @@ from helpers.team import (
     type_keys,
 )
 
-from labeler.cli import cli
-from labeler.store import Store
-from labeler.team import agreement_report
+from goldset.labeler.cli import cli
+from goldset.labeler.store import Store
+from goldset.labeler.team import agreement_report
 
 
 @pytest.fixture

@@ -7,10 +7,10 @@ import pytest
 from click.testing import CliRunner
 from helpers.team import type_keys
 
-from labeler.cli import cli
-from labeler.judging import LabelSession
-from labeler.store import DEMO_TASKS, Store
-from labeler.team import deal
+from goldset.labeler.cli import cli
+from goldset.labeler.judging import LabelSession
+from goldset.labeler.store import DEMO_TASKS, Store
+from goldset.labeler.team import deal
 
 TEAM = ["ana", "bob", "cy"]
 

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from click.testing import CliRunner
 
-from labeler import accounts
-from labeler.accounts import (
+from goldset.labeler import accounts
+from goldset.labeler.accounts import (
     ATTEMPT_TIMEOUT,
     BUSY_LOGIN,
     LOCK_AFTER_FAILURES,
@@ -27,7 +27,7 @@ from labeler.accounts import (
     start_session,
     user_rows,
 )
-from labeler.auth import (
+from goldset.labeler.auth import (
     IMPORT_ANNOTATOR,
     LOCAL_ANNOTATOR,
     check_login,
@@ -36,8 +36,8 @@ from labeler.auth import (
     validate_user_name,
     verify_password,
 )
-from labeler.cli import cli
-from labeler.store import Store
+from goldset.labeler.cli import cli
+from goldset.labeler.store import Store
 
 NOON = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
 LOCKED = accounts._locked_message("2026-01-05T12:15:00.000000Z")

@@ -15,9 +15,9 @@ import pytest
 import pytrec_eval
 from click.testing import CliRunner
 
-from eval.metrics import evaluate
-from eval.readers import read_golden, read_run
-from labeler.cli import cli
+from goldset.eval.metrics import evaluate
+from goldset.eval.readers import read_golden, read_run
+from goldset.labeler.cli import cli
 
 PROBES = {
     "inf beside 1e308": ("inf", "1e308"),  # 1e308 overflows a float to inf

@@ -23,8 +23,8 @@ from helpers.trec_formats import (
     read_trec_eval_output,
 )
 
-from eval.metrics import evaluate
-from eval.readers import read_golden, read_run
+from goldset.eval.metrics import evaluate
+from goldset.eval.readers import read_golden, read_run
 
 ALL_FAMILIES = ("recip_rank", "success", "P", "recall", "ndcg_cut")
 

@@ -9,10 +9,10 @@ import pytest
 import streamlit as st
 from test_app_label import TASKS, heading, open_app, press
 
-from eval.exactness import exact_queries
-from eval.metrics import per_query_values, rank_run
-from labeler import live
-from labeler.store import Store
+from goldset.eval.exactness import exact_queries
+from goldset.eval.metrics import per_query_values, rank_run
+from goldset.labeler import live
+from goldset.labeler.store import Store
 
 METRICS = ("mrr@10", "hit@10")
 QUERIES = ("miss", "unanswerable", "hit")

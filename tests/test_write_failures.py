@@ -15,10 +15,10 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from labeler import render
-from labeler.judging import LabelSession, StillBusy, WriteFailed
-from labeler.keys import KeyCursor
-from labeler.store import Store
+from goldset.labeler import render
+from goldset.labeler.judging import LabelSession, StillBusy, WriteFailed
+from goldset.labeler.keys import KeyCursor
+from goldset.labeler.store import Store
 
 APP = "../labeler/app.py"
 UNLIMITED_PAGES = 1073741823  # SQLite's default max_page_count
@@ -55,7 +55,8 @@ class Browser:
 
     def send(self) -> int:
         """Send the log; the server applies what is new until a press cannot be stored (as
-        :func:`labeler.keys.listen` does). Returns how many presses are still unacknowledged."""
+        :func:`goldset.labeler.keys.listen` does). Returns how many presses are still
+        unacknowledged."""
         store = self.session.store
         for press in self.cursor.take_new({"page": "page-1", "entries": self.log}, None):
             try:

@@ -67,7 +67,7 @@ class LazyGroup(click.Group):
         if name not in COMMANDS:
             return None
         module, attribute = COMMANDS[name].split(":")
-        return getattr(importlib.import_module(f"labeler.cli.{module}"), attribute)
+        return getattr(importlib.import_module(f"goldset.labeler.cli.{module}"), attribute)
 
 
 # The commands that end in seconds and build large arrays: they run with Python's cycle

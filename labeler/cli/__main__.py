@@ -1,5 +1,5 @@
-"""``python -m labeler.cli``, as the benchmarks and ``-X importtime`` run it."""
+"""``python -m goldset``, as the benchmarks and ``-X importtime`` run it."""
 
-from labeler.cli import main
+from goldset.labeler.cli import main
 
 main()

@@ -19,7 +19,7 @@ import click
 if TYPE_CHECKING:
     import pandas as pd
 
-    from labeler.store import Store
+    from goldset.labeler.store import Store
 
 
 def fail_on_bad_input(function: Callable) -> Callable:
@@ -103,7 +103,7 @@ def count_option(
 
 
 def db_option(command: Callable) -> Callable:
-    """``--db PATH``, defaulting to the default project (``labeler.store.DEFAULT_DB``)."""
+    """``--db PATH``, defaulting to the default project (``goldset.labeler.store.DEFAULT_DB``)."""
     return click.option(
         "--db",
         type=click.Path(dir_okay=False),
@@ -120,7 +120,7 @@ def open_store(db: str | None, *, write: bool = False, create: bool = False) -> 
     created by whichever command uses it first; a path that is not an intact goldset project
     is refused with one line, exit 2 (an input error), before anything is written.
     """
-    from labeler.store import DEFAULT_DB, ProjectError, Store
+    from goldset.labeler.store import DEFAULT_DB, ProjectError, Store
 
     try:
         if db is None or Path(db).resolve() == DEFAULT_DB:
@@ -169,7 +169,7 @@ def _undo_creation(path: Path, *, emptied: bool) -> None:
 
 def machine_labels(store: Store, judge_name: str | None) -> tuple[str, pd.DataFrame]:
     """The judge's identity and labels; with no name, the project's only machine judge."""
-    from labeler.judges import judge_identity
+    from goldset.labeler.judges import judge_identity
 
     if judge_name is None:
         known = [row["judge"] for row in store.machine_judges()]

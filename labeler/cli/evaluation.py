@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from labeler.cli import gate_output
-from labeler.cli.common import (
+from goldset.labeler.cli import gate_output
+from goldset.labeler.cli.common import (
     FiniteFloat,
     count_option,
     fail_on_bad_input,
@@ -24,12 +24,12 @@ from labeler.cli.common import (
     open_store,
     seed_option,
 )
-from labeler.cli.exactness import exactness_text, orders_text
-from labeler.cli.ppi_output import ppi_figures, ppi_text
-from labeler.cli.text import fixed, percent, signed, text_table
+from goldset.labeler.cli.exactness import exactness_text, orders_text
+from goldset.labeler.cli.ppi_output import ppi_figures, ppi_text
+from goldset.labeler.cli.text import fixed, percent, signed, text_table
 
 if TYPE_CHECKING:
-    from eval.readers import Golden, Run
+    from goldset.eval.readers import Golden, Run
 
 
 def _scoring_options(command):
@@ -99,7 +99,7 @@ def _scoring_options(command):
 
 def _load_golden(golden: str | None, db: str | None) -> Golden:
     """The golden set from a file or the project."""
-    from eval.readers import golden_from_records, read_golden
+    from goldset.eval.readers import golden_from_records, read_golden
 
     if bool(golden) == bool(db):
         raise click.UsageError("give exactly one of --golden FILE or --db PATH")
@@ -115,9 +115,9 @@ def _golden_sets(
     golden: str | None, db: str | None, labels: str, judge_name: str | None
 ) -> tuple[Golden, Golden]:
     """The humans' golden set, and the one scored under ``labels`` (see :func:`_labelled`),
-    the latter prepared for ranking (:func:`eval.ranking.prepare`): on the thread that read
+    the latter prepared for ranking (:func:`goldset.eval.ranking.prepare`): on the thread that read
     it, while the runs are still being read (at 100,000 queries, 0.4-0.7 s off the wall time)."""
-    from eval.ranking import prepare
+    from goldset.eval.ranking import prepare
 
     human_set = _load_golden(golden, db)
     return human_set, prepare(_labelled(human_set, db, labels, judge_name))
@@ -126,20 +126,20 @@ def _golden_sets(
 def _worth_threads(db: str | None, *paths: str | None) -> bool:
     """Whether the inputs are read on threads at once: a project (SQLite releases the GIL)
     or a file large enough for Arrow's readers."""
-    from eval.readers import worth_reading_together
+    from goldset.eval.readers import worth_reading_together
 
     return db is not None or worth_reading_together(*filter(None, paths))
 
 
 def _load_run(path: str | None, db: str | None) -> Run:
     """A run file, or (with --db and no file) the candidate lists stored in the project."""
-    from eval.readers import read_run
+    from goldset.eval.readers import read_run
 
     if path:
         return read_run(path)
     if not db:
         raise click.UsageError("give a run file (or --db to evaluate the stored candidates)")
-    from labeler.live.project import project_run
+    from goldset.labeler.live.project import project_run
 
     with open_store(db) as store:
         return project_run(store, depth=None)
@@ -155,7 +155,7 @@ def _scoring(options: dict) -> dict:
 
 
 def _metrics(metrics: tuple[str, ...]) -> list[str]:
-    from eval.metrics import DEFAULT_METRICS, parse_metric
+    from goldset.eval.metrics import DEFAULT_METRICS, parse_metric
 
     chosen = list(metrics) or list(DEFAULT_METRICS)
     for spec in chosen:
@@ -209,8 +209,8 @@ def eval_command(
     --labels ppi (with --db and a labelled random sample, `goldset sample`) adds the judge's
     figures on every query corrected by the humans' on the sample, beside the humans' own.
     """
-    from eval import report as reports
-    from eval.ranking import concurrently
+    from goldset.eval import report as reports
+    from goldset.eval.ranking import concurrently
 
     if record and not db:
         raise click.UsageError("--record keeps the results in a project: give --db PATH")
@@ -233,7 +233,7 @@ def eval_command(
     if labels == "both":
         result["judged@10"] = _judged_by(human_set, golden_set, run, _scoring(options))
     if labels == "ppi":
-        from labeler.live.ppi import ppi_report
+        from goldset.labeler.live.ppi import ppi_report
 
         result["ppi"] = ppi_figures(
             db,
@@ -251,7 +251,7 @@ def eval_command(
                 }
                 handle.write(json.dumps({"query_id": query_id, **figures}) + "\n")
     if record:
-        from labeler.live import history
+        from goldset.labeler.live import history
 
         try:
             parsed_tags = history.parse_tags(tags)
@@ -327,9 +327,9 @@ def compare(
     the humans', as eval does; both reports each run's judged@10 by humans and by the machine.
     --labels ppi adds the PPI deltas (as eval's) and judges the gate on their CIs.
     """
-    from eval import report as reports
-    from eval.ranking import concurrently
-    from eval.readers import read_run
+    from goldset.eval import report as reports
+    from goldset.eval.ranking import concurrently
+    from goldset.eval.readers import read_run
 
     output_format = _output_format(output_format, as_json)
     thresholds = {
@@ -357,7 +357,7 @@ def compare(
             for name, run in (("baseline", baseline_run), ("candidate", candidate_run))
         }
     if labels == "ppi":
-        from labeler.live.ppi import ppi_deltas, ppi_gate
+        from goldset.labeler.live.ppi import ppi_deltas, ppi_gate
 
         def deltas_and_gate(store, judge) -> dict:
             runs = (store, baseline_run, candidate_run, judge)
@@ -525,7 +525,7 @@ def _labelled(golden_set: Golden, db: str | None, labels: str, judge_name: str |
         return golden_set
     if not db:
         raise click.UsageError("--labels machine|both reads a machine judge's labels: give --db")
-    from eval.calibration import with_labels
+    from goldset.eval.calibration import with_labels
 
     with open_store(db) as store:
         _, machine = machine_labels(store, judge_name)
@@ -539,7 +539,7 @@ def _judged_text(title: str, shares: dict[str, float]) -> str:
 
 def _judged_by(human: Golden, both: Golden, run: Run, scoring: dict) -> dict:
     """judged@10 of the run by humans, and the share of its top 10 only the machine labelled."""
-    from eval.metrics import evaluate
+    from goldset.eval.metrics import evaluate
 
     names = ("rel_threshold", "depth", "keep_order", "single_precision")
     options = {name: scoring[name] for name in names}

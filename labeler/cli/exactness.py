@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from labeler.cli.text import fixed, percent, text_table
+from goldset.labeler.cli.text import fixed, percent, text_table
 
 
 def exactness_text(exactness: Mapping | None) -> list[str]:
-    """The report's exact@k (see :mod:`eval.exactness`) as lines: per slice, the exact
+    """The report's exact@k (see :mod:`goldset.eval.exactness`) as lines: per slice, the exact
     queries, the MRR@k over them and over all (a lower bound where some are not exact).
     Nothing when the labels are not first-hit."""
     if not exactness:
@@ -37,7 +37,7 @@ def exactness_text(exactness: Mapping | None) -> list[str]:
 
 def orders_text(orders: Mapping | None) -> list[str]:
     """Both orders' figures of a run whose tied scores make them differ (see
-    :mod:`eval.orders`), as one line each; nothing when there is no such tie."""
+    :mod:`goldset.eval.orders`), as one line each; nothing when there is no such tie."""
     if not orders:
         return []
     figures = [

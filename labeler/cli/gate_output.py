@@ -1,5 +1,5 @@
 """The release gate where CI looks: JUnit XML (test reports) and Markdown (GitHub's job summary,
-a PR comment), from the dict ``goldset compare`` builds (:func:`eval.report.compare_runs`).
+a PR comment), from the dict ``goldset compare`` builds (:func:`goldset.eval.report.compare_runs`).
 
 Every run name, slice name and query id is data: the XML is built by ElementTree, which
 escapes it, and Markdown escapes every character that could make it a link, markup or HTML.
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from labeler.cli.text import fixed
+from goldset.labeler.cli.text import fixed
 
 VERDICT_TITLES = {"pass": "✅ pass", "fail": "❌ fail", "inconclusive": "⚠️ inconclusive"}
 STATUS_TITLES = {"kept": "✅ kept", "violated": "❌ violated", "undecided": "⚠️ undecided"}
@@ -27,9 +27,9 @@ MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~:@$])")
 
 
 def p_text(p_value: float | None, floor: float | None) -> str:
-    """A p-value as :func:`eval.stats.p_value_text` writes it (``< floor`` at the floor of
+    """A p-value as :func:`goldset.eval.stats.p_value_text` writes it (``< floor`` at the floor of
     its resamples); none is an empty cell."""
-    from eval.stats import p_value_text  # here: `goldset --help` loads nothing of eval
+    from goldset.eval.stats import p_value_text  # here: `goldset --help` loads nothing of eval
 
     return "" if p_value is None else p_value_text(p_value, floor)
 

@@ -9,7 +9,7 @@ import sys
 
 import click
 
-from labeler.cli.common import (
+from goldset.labeler.cli.common import (
     LABELS,
     MAX_RESAMPLES,
     count_option,
@@ -20,7 +20,7 @@ from labeler.cli.common import (
     open_store,
     seed_option,
 )
-from labeler.cli.text import fixed, signed
+from goldset.labeler.cli.text import fixed, signed
 
 
 @click.command()
@@ -105,8 +105,8 @@ def judge(
     every failed pair is listed with its outcome. The key is sent to --base-url only: a
     redirect is not followed. An answer over 1 MiB is not read.
     """
-    from labeler import judges
-    from labeler.pooling import read_pooled_run
+    from goldset.labeler import judges
+    from goldset.labeler.pooling import read_pooled_run
 
     if run_name and holes_run:
         raise click.UsageError("give --run NAME or --holes RUN_FILE, not both")
@@ -152,7 +152,7 @@ def judge(
 def _prompt(path: str | None, max_grade: int):
     """The prompt template at ``path`` (None: the shipped one), filled; a file that is not
     UTF-8 text or has a bad placeholder is bad input: one line naming it, exit 2."""
-    from labeler import judges
+    from goldset.labeler import judges
 
     try:
         return judges.Prompt.from_template(path, max_grade)
@@ -210,7 +210,7 @@ def judge_key_env(db, name, remove):
     named here, from the command line: the app's Machine judges page cannot name a
     variable of the server (its database password, a cloud token) and send it to a URL.
     """
-    from labeler import judges
+    from goldset.labeler import judges
 
     if remove and name is None:
         raise click.UsageError("--remove needs the NAME to take off")
@@ -309,9 +309,9 @@ def calibrate(
     tokens at --price-in/--price-out and its call time, beside the human hours its labels
     of unlabelled pairs (filled holes) saved at the median human seconds per judgement.
     """
-    from eval.calibration import calibration_report
-    from eval.ranking import concurrently
-    from eval.readers import golden_from_records, read_run, worth_reading_together
+    from goldset.eval.calibration import calibration_report
+    from goldset.eval.ranking import concurrently
+    from goldset.eval.readers import golden_from_records, read_run, worth_reading_together
 
     if bool(baseline) != bool(candidate):
         raise click.UsageError("give both --baseline and --candidate, or neither")
@@ -360,8 +360,8 @@ def calibrate(
 
 def _machine_cost(store, identity, golden_set, machine, price_in, price_out, rate) -> dict:
     """The judge's cost so far, and the human time its filled holes saved (see calibrate)."""
-    from eval.calibration import with_labels
-    from eval.cost import machine_judging_cost, median_seconds_per_judgement
+    from goldset.eval.calibration import with_labels
+    from goldset.eval.cost import machine_judging_cost, median_seconds_per_judgement
 
     figures = next(row for row in store.machine_judges() if row["judge"] == identity)
     human_seconds = store.judgement_seconds()["seconds"]

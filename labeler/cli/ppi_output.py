@@ -1,5 +1,5 @@
 """``--labels ppi`` of ``goldset eval`` and ``goldset compare``: the PPI figures read from a
-project (:mod:`labeler.live.ppi`) and laid out as text."""
+project (:mod:`goldset.labeler.live.ppi`) and laid out as text."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 import click
 
-from labeler.cli.common import machine_labels, open_store
-from labeler.cli.text import fixed, signed, text_table
+from goldset.labeler.cli.common import machine_labels, open_store
+from goldset.labeler.cli.text import fixed, signed, text_table
 
 
 def ppi_figures(db: str | None, judge_name: str | None, compute: Callable) -> dict:

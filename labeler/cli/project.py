@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from labeler.cli.common import (
+from goldset.labeler.cli.common import (
     EXPORTED_LABELS,
     FiniteFloat,
     changing_project,
@@ -26,7 +26,7 @@ from labeler.cli.common import (
 if TYPE_CHECKING:
     import pandas as pd
 
-    from eval.cost import Cost
+    from goldset.eval.cost import Cost
 
 
 @click.command("cost")
@@ -70,7 +70,7 @@ def cost_command(queries, docs_per_query, seconds, rate, annotators, db, as_json
     those a U/M verdict answered for included), seconds_per_judgement (seconds per doc
     read), rate, queries_remaining, annotators_per_query and per annotator.
     """
-    from eval.cost import labelling_cost
+    from goldset.eval.cost import labelling_cost
 
     if db:
         _measured_cost(db, queries, docs_per_query, seconds, rate, as_json)
@@ -104,7 +104,7 @@ def _cost_text(
 
 def _measured_cost(db, queries, docs_per_query, seconds, rate, as_json) -> None:
     """``goldset cost --db``: the project's measured cost (see labeler.live.cost_summary)."""
-    from labeler import live
+    from goldset.labeler import live
 
     planned = {"--queries": queries, "--docs-per-query": docs_per_query, "--seconds": seconds}
     given = [name for name, value in planned.items() if value is not None]
@@ -278,7 +278,7 @@ def export(db, export_format, out, labels, judge_name):
     if labels != "human":
         if export_format != "jsonl":
             raise click.UsageError("qrels cannot mark machine labels: use --format jsonl")
-        from labeler.golden import write_jsonl
+        from goldset.labeler.golden import write_jsonl
 
         # The records' generator is closed before its store, whatever stopped the export.
         with open_store(db) as store, closing(store.iter_golden_records()) as records:
@@ -339,7 +339,7 @@ def status(db, as_json):
     """
     import pandas as pd
 
-    from labeler import live
+    from goldset.labeler import live
 
     with open_store(db) as store:
         summary = store.status()
@@ -402,7 +402,14 @@ def app(db, host, port, named_hosts, open_browser):
     name is refused (403), so that no web page can reach the app by pointing its own name at
     this machine.
     """
-    from labeler.launch import allowed_hosts, app_url, check_host, check_port, has_display, serve
+    from goldset.labeler.launch import (
+        allowed_hosts,
+        app_url,
+        check_host,
+        check_port,
+        has_display,
+        serve,
+    )
 
     try:
         names = allowed_hosts(host, named_hosts)

@@ -7,7 +7,7 @@ import json
 
 import click
 
-from labeler.cli.common import (
+from goldset.labeler.cli.common import (
     changing_project,
     db_option,
     fail_on_bad_input,

@@ -9,8 +9,8 @@ from collections.abc import Callable
 import click
 
 # Constants of a module of the standard library only: cheap to import for every command.
-from labeler.auth import MIN_PASSWORD_LENGTH, ROLES
-from labeler.cli.common import (
+from goldset.labeler.auth import MIN_PASSWORD_LENGTH, ROLES
+from goldset.labeler.cli.common import (
     MAX_RESAMPLES,
     count_option,
     db_option,
@@ -40,7 +40,7 @@ def _password_option(command):
 def _password_hash(password: str | None) -> str:
     """The hash of ``password``, or of one asked for (twice, hidden) when not given. A
     password too short is bad input: one line, exit 2."""
-    from labeler.auth import hash_password, validate_password
+    from goldset.labeler.auth import hash_password, validate_password
 
     if password is None:
         password = click.prompt(
@@ -90,7 +90,7 @@ def user_add(name, role, db, password, no_password):
 
     Once a project has a user, the app asks everyone to log in.
     """
-    from labeler.auth import validate_user_name
+    from goldset.labeler.auth import validate_user_name
 
     _as_valid(validate_user_name, name)
     password_hash = None if no_password else _password_hash(password)
@@ -112,7 +112,7 @@ def user_list(db, as_json):
     """
     import pandas as pd
 
-    from labeler.accounts import user_rows
+    from goldset.labeler.accounts import user_rows
 
     with open_store(db) as store:
         rows = user_rows(store)
@@ -167,7 +167,7 @@ def user_passwd(name, db, password, role):
 
 
 def _warn_without_admin(store) -> None:
-    from labeler.accounts import admin_warning
+    from goldset.labeler.accounts import admin_warning
 
     warning = admin_warning(store)
     if warning:
@@ -210,7 +210,7 @@ def assign(annotators, slices, overlap, judges, seed, db):
     (spread over the slices) goes to --judges annotators each, for agreement figures.
     Nobody gets the same query twice, and each annotator sees only their own labels.
     """
-    from labeler.team import deal
+    from goldset.labeler.team import deal
 
     with open_store(db, write=True) as store:
         names = list(annotators) or [
@@ -255,7 +255,7 @@ def agreement_command(db, as_json, bootstrap, seed):
     per annotator pair and per slice, each with its number of items and queries and a
     bootstrap 95% CI over queries. n/a: undefined (no items, or one category only).
     """
-    from labeler.team import agreement_report
+    from goldset.labeler.team import agreement_report
 
     with open_store(db) as store:
         report = agreement_report(store, n_resamples=bootstrap, seed=seed)
@@ -265,7 +265,7 @@ def agreement_command(db, as_json, bootstrap, seed):
 def _agreement_text(report: dict) -> str:
     import pandas as pd
 
-    from labeler.team import figure_table
+    from goldset.labeler.team import figure_table
 
     if not report["queries"]:
         return "no doubly judged queries yet: deal some with goldset assign --overlap"
@@ -293,7 +293,7 @@ def adjudicate(query_id, annotator, reviewer, note, db, as_json):
     consequential first (by the effect on MRR@10). With it: the reviewer's decision, one
     annotator's label, becomes the golden label; the export keeps every label beside it.
     """
-    from labeler.team import adjudication_queue, adopt
+    from goldset.labeler.team import adjudication_queue, adopt
 
     with open_store(db, write=query_id is not None) as store:
         if query_id is None:

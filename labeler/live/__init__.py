@@ -1,6 +1,8 @@
 """Live figures for the app: the dashboard, the cost planner, the run comparison and the run
-history, each computed by ``eval`` on the store's golden set (:func:`eval.report.build_report`,
-:func:`eval.report.compare_runs`, :mod:`eval.stats`, :mod:`eval.cost`, :mod:`eval.gate`).
+history, each computed by ``eval`` on the store's golden set
+(:func:`goldset.eval.report.build_report`,
+:func:`goldset.eval.report.compare_runs`, :mod:`goldset.eval.stats`, :mod:`goldset.eval.cost`,
+:mod:`goldset.eval.gate`).
 No SQL (the store's bulk frames read the database) and no Streamlit (the pages cache and draw).
 
 The package by page concern, bottom up: ``project`` (the one adapter from the store to eval:
@@ -20,7 +22,7 @@ A page, in short::
 
 from __future__ import annotations
 
-from labeler.live import (
+from goldset.labeler.live import (
     compare,
     dashboard,
     downloads,
@@ -31,15 +33,15 @@ from labeler.live import (
     project,
     refresher,
 )
-from labeler.live.compare import *  # noqa: F403
-from labeler.live.dashboard import *  # noqa: F403
-from labeler.live.downloads import *  # noqa: F403
-from labeler.live.figures import *  # noqa: F403
-from labeler.live.formats import *  # noqa: F403
-from labeler.live.history import *  # noqa: F403
-from labeler.live.planning import *  # noqa: F403
-from labeler.live.project import *  # noqa: F403
-from labeler.live.refresher import *  # noqa: F403
+from goldset.labeler.live.compare import *  # noqa: F403
+from goldset.labeler.live.dashboard import *  # noqa: F403
+from goldset.labeler.live.downloads import *  # noqa: F403
+from goldset.labeler.live.figures import *  # noqa: F403
+from goldset.labeler.live.formats import *  # noqa: F403
+from goldset.labeler.live.history import *  # noqa: F403
+from goldset.labeler.live.planning import *  # noqa: F403
+from goldset.labeler.live.project import *  # noqa: F403
+from goldset.labeler.live.refresher import *  # noqa: F403
 
 # The public names are each module's own list: one list, kept beside the definitions.
 __all__ = [

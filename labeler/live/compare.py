@@ -6,14 +6,14 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from eval.metrics import DEFAULT_METRICS
-from eval.readers import Golden, Run
-from eval.report import build_report, compare_runs
-from labeler.live.downloads import saved_uploads
-from labeler.live.figures import _EMPTY_REPORT, BOOTSTRAP, SEED, report_table
-from labeler.live.formats import _FIGURE_COLUMNS, JUDGED
-from labeler.live.project import CUTOFF
-from labeler.store import Store
+from goldset.eval.metrics import DEFAULT_METRICS
+from goldset.eval.readers import Golden, Run
+from goldset.eval.report import build_report, compare_runs
+from goldset.labeler.live.downloads import saved_uploads
+from goldset.labeler.live.figures import _EMPTY_REPORT, BOOTSTRAP, SEED, report_table
+from goldset.labeler.live.formats import _FIGURE_COLUMNS, JUDGED
+from goldset.labeler.live.project import CUTOFF
+from goldset.labeler.store import Store
 
 __all__ = ["compare_pair", "evaluate_runs", "holes_preview", "label_the_holes"]
 

@@ -8,10 +8,10 @@ from datetime import UTC, datetime, timedelta
 
 import pandas as pd
 
-from eval.metrics import DEFAULT_METRICS, Ranking, per_query_values, rank_run
-from eval.readers import Golden, Run
-from eval.report import NO_SLICE, build_report
-from labeler.live.figures import (
+from goldset.eval.metrics import DEFAULT_METRICS, Ranking, per_query_values, rank_run
+from goldset.eval.readers import Golden, Run
+from goldset.eval.report import NO_SLICE, build_report
+from goldset.labeler.live.figures import (
     BOOTSTRAP,
     HEADLINE,
     SEED,
@@ -22,10 +22,15 @@ from labeler.live.figures import (
     wide_figures,
     worst_table,
 )
-from labeler.live.formats import ALL, _share_rows, finite
-from labeler.live.planning import TARGET_HALF_WIDTH, CostSummary, QueriesNeeded, queries_needed
-from labeler.live.project import CUTOFF
-from labeler.store import Store
+from goldset.labeler.live.formats import ALL, _share_rows, finite
+from goldset.labeler.live.planning import (
+    TARGET_HALF_WIDTH,
+    CostSummary,
+    QueriesNeeded,
+    queries_needed,
+)
+from goldset.labeler.live.project import CUTOFF
+from goldset.labeler.store import Store
 
 __all__ = [
     "Alert",
@@ -101,7 +106,7 @@ def snapshot(
     queries, how many more queries, and the alerts (``history``: the run history).
     ``ranking`` (the run ranked for eval's default metrics) and ``version`` (the golden
     set's) when already known: kept up to date by
-    :class:`labeler.live.incremental.LiveGolden`."""
+    :class:`goldset.labeler.live.incremental.LiveGolden`."""
     if ranking is None:
         ranking = rank_run(golden, run, DEFAULT_METRICS)
     ranked = (ranking, per_query_values(ranking, DEFAULT_METRICS), version or golden.version)

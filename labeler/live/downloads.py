@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from eval.readers import Run, read_run
-from labeler.live.figures import report_table
-from labeler.store import Store
+from goldset.eval.readers import Run, read_run
+from goldset.labeler.live.figures import report_table
+from goldset.labeler.store import Store
 
 __all__ = [
     "FORMULA_STARTS",

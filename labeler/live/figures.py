@@ -9,12 +9,12 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from eval.metrics import PerQuery
-from eval.ranking import NOT_RANKED, Ranking, rank
-from eval.readers import Golden, Run
-from eval.report import slice_rows, slice_summaries, summarise
-from eval.stats import p_value_text
-from labeler.live.formats import (
+from goldset.eval.metrics import PerQuery
+from goldset.eval.ranking import NOT_RANKED, Ranking, rank
+from goldset.eval.readers import Golden, Run
+from goldset.eval.report import slice_rows, slice_summaries, summarise
+from goldset.eval.stats import p_value_text
+from goldset.labeler.live.formats import (
     _FIGURE_COLUMNS,
     ALL,
     JUDGED,
@@ -27,7 +27,7 @@ from labeler.live.formats import (
     metric_label,
     value_text,
 )
-from labeler.live.project import CUTOFF
+from goldset.labeler.live.project import CUTOFF
 
 __all__ = [
     "BOOTSTRAP",
@@ -297,7 +297,7 @@ def first_relevant_of(ranking: Ranking) -> pd.Series:
 
 
 def _exactness_row(summary: Mapping, k: int) -> dict:
-    """One summary of eval's exactness (see :mod:`eval.exactness`) as cells: the exact share
+    """One summary of eval's exactness (see :mod:`goldset.eval.exactness`) as cells: the exact share
     with its counts, then MRR@k and hit@k over the exact queries and over all (a lower bound,
     marked ≥, where some are not exact)."""
     bound = "≥ " if summary["share"] != 1.0 else ""
@@ -339,7 +339,7 @@ def exactness_by_run(reports: Mapping[str, Mapping], slice_name: str = ALL) -> p
 
 def orders_lines(reports: Mapping[str, Mapping]) -> list[str]:
     """A sentence per run whose tied scores make its two orders' figures differ (see
-    :mod:`eval.orders`): both MRR@10 and hit@10, by score and in the run's own order."""
+    :mod:`goldset.eval.orders`): both MRR@10 and hit@10, by score and in the run's own order."""
     lines = []
     for run, report in reports.items():
         orders = report.get("orders")

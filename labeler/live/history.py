@@ -1,6 +1,6 @@
 """The run history: how a run is identified (its SHA-256) and tagged, what ``goldset eval
 --record`` and the Compare page keep of a report, and the history read back as tables and
-flags (:meth:`labeler.store.Store.record_eval` stores the figures; this module reads them
+flags (:meth:`goldset.labeler.store.Store.record_eval` stores the figures; this module reads them
 off the report).
 
 >>> parse_tags("model=e5, chunking=512")
@@ -16,15 +16,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from eval import gate
-from eval.metrics import DEFAULT_METRICS
-from eval.readers import Golden, Run
-from eval.report import build_report
-from labeler.live.dashboard import moving_apart
-from labeler.live.formats import ALL, finite
-from labeler.live.project import CANDIDATES, CUTOFF
-from labeler.pooling import file_sha256
-from labeler.store import Store
+from goldset.eval import gate
+from goldset.eval.metrics import DEFAULT_METRICS
+from goldset.eval.readers import Golden, Run
+from goldset.eval.report import build_report
+from goldset.labeler.live.dashboard import moving_apart
+from goldset.labeler.live.formats import ALL, finite
+from goldset.labeler.live.project import CANDIDATES, CUTOFF
+from goldset.labeler.pooling import file_sha256
+from goldset.labeler.store import Store
 
 __all__ = [
     "Flag",
@@ -66,7 +66,7 @@ def run_sha256(source: str | Path | bytes | pd.DataFrame) -> str:
 
 
 def record_report(store: Store, report: Mapping, sha256: str, tags: Mapping[str, str]) -> int:
-    """Keep a report's figures (:func:`eval.report.build_report`'s means overall and per
+    """Keep a report's figures (:func:`goldset.eval.report.build_report`'s means overall and per
     slice, and its query accounting) in the run history with the run's hash and tags;
     returns the record id."""
     return store.record_eval(

@@ -1,6 +1,6 @@
 """The dashboard's golden set and the run's ranking kept up to date label by label: after new
 labels only the queries they touch are read from the store and ranked again, and the ranking
-and the golden set's version of the whole set are spliced (:mod:`eval.splice`)."""
+and the golden set's version of the whole set are spliced (:mod:`goldset.eval.splice`)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from eval.columns import as_strings, filter_rows, lookup
-from eval.metrics import DEFAULT_METRICS, Ranking, rank_run
-from eval.readers import Golden, Run, golden_from_records, version_of
-from eval.splice import spliced_ranking, updated_digests
-from labeler.live.project import KeptGolden, ProjectState, golden_set
-from labeler.store import Store
+from goldset.eval.columns import as_strings, filter_rows, lookup
+from goldset.eval.metrics import DEFAULT_METRICS, Ranking, rank_run
+from goldset.eval.readers import Golden, Run, golden_from_records, version_of
+from goldset.eval.splice import spliced_ranking, updated_digests
+from goldset.labeler.live.project import KeptGolden, ProjectState, golden_set
+from goldset.labeler.store import Store
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,9 @@ import json
 
 import pandas as pd
 
-from eval import cost
-from labeler.live.dashboard import Alert, Dashboard, Snapshot
-from labeler.live.planning import CostSummary, QueriesNeeded
+from goldset.eval import cost
+from goldset.labeler.live.dashboard import Alert, Dashboard, Snapshot
+from goldset.labeler.live.planning import CostSummary, QueriesNeeded
 
 _KINDS = (Dashboard, Snapshot, Alert, QueriesNeeded, CostSummary, cost.Cost, cost.MeasuredCost)
 KEPT_TYPES = {kind.__name__: kind for kind in _KINDS}

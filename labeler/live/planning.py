@@ -11,16 +11,16 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from eval import cost, stats
-from eval.calibration import restricted, with_labels
-from eval.metrics import per_query_frame, rank_run
-from eval.readers import Golden, Run
-from labeler.live.downloads import read_uploaded_run
-from labeler.live.figures import first_relevant
-from labeler.live.formats import finite
-from labeler.live.incremental import JUDGEMENTS
-from labeler.live.project import CUTOFF
-from labeler.store import Store
+from goldset.eval import cost, stats
+from goldset.eval.calibration import restricted, with_labels
+from goldset.eval.metrics import per_query_frame, rank_run
+from goldset.eval.readers import Golden, Run
+from goldset.labeler.live.downloads import read_uploaded_run
+from goldset.labeler.live.figures import first_relevant
+from goldset.labeler.live.formats import finite
+from goldset.labeler.live.incremental import JUDGEMENTS
+from goldset.labeler.live.project import CUTOFF
+from goldset.labeler.store import Store
 
 __all__ = [
     "answerable_share",
@@ -45,7 +45,7 @@ DEFAULT_RATE = 60.0  # dollars per annotator hour, the field's figure, until the
 @dataclass(frozen=True)
 class QueriesNeeded:
     """How many more queries the MRR@10 CI needs to reach ± ``target`` (see
-    :func:`eval.stats.queries_needed`), and what labelling them costs."""
+    :func:`goldset.eval.stats.queries_needed`), and what labelling them costs."""
 
     target: float
     answerable: int  # answerable done queries now
@@ -86,7 +86,8 @@ def queries_needed(
 
 @dataclass(frozen=True)
 class CostSummary:
-    """Measured cost so far (:func:`eval.cost.measured_cost`) with what it was computed from."""
+    """Measured cost so far (:func:`goldset.eval.cost.measured_cost`) with what it was computed
+    from."""
 
     cost: cost.MeasuredCost
     rate: float
@@ -122,7 +123,7 @@ def cost_summary(
     depths: pd.DataFrame | None = None,
     status: dict | None = None,
 ) -> CostSummary:
-    """Hours and dollars spent, remaining and in total (:func:`eval.cost.measured_cost`):
+    """Hours and dollars spent, remaining and in total (:func:`goldset.eval.cost.measured_cost`):
     every active second in the log is spent, the queries not done yet are priced at the mean
     seconds of a done pass × the measured overlap; also the same per annotator. ``seconds``,
     ``depths`` and ``status``: :meth:`Store.active_seconds`, :meth:`Store.completed_depths`
@@ -171,7 +172,7 @@ def work_text(summary: CostSummary) -> str:
 def _measured(
     seconds: pd.DataFrame, depths: pd.DataFrame, remaining: int, rate: float, overlap: float = 1
 ) -> cost.MeasuredCost:
-    """:func:`eval.cost.measured_cost` of the frames of :meth:`Store.active_seconds` and
+    """:func:`goldset.eval.cost.measured_cost` of the frames of :meth:`Store.active_seconds` and
     :meth:`Store.completed_depths` (or one annotator's rows of them)."""
     return cost.measured_cost(
         seconds["seconds"], depths["seconds"], depths["docs_read"], remaining, rate, overlap
@@ -214,7 +215,8 @@ def plans(
     pool_depth: float | None = None,
     measured_depth: float | None = None,
 ) -> pd.DataFrame:
-    """A plan before labelling (:func:`eval.cost.compare_plans`): first-hit mode against full
+    """A plan before labelling (:func:`goldset.eval.cost.compare_plans`): first-hit mode against
+    full
     depth k and, given the pool's real size per query, the full pool. DataFrame(plan,
     docs_per_query, hours, dollars).
 
@@ -267,9 +269,9 @@ def judge_savings(
     ± ``target``: the human queries and hours needed without the judge and with it (its
     values on every query, the humans' on a random sample: prediction-powered inference).
 
-    Without the judge, n_human is :func:`eval.stats.queries_needed` on the humans' per-query
+    Without the judge, n_human is :func:`goldset.eval.stats.queries_needed` on the humans' per-query
     MRR@10 of ``run``; with it, ``n_PPI = n_human × (1 − ρ²)``
-    (:func:`eval.cost.queries_with_judge`), ρ the correlation of the humans' and the judge's
+    (:func:`goldset.eval.cost.queries_with_judge`), ρ the correlation of the humans' and the judge's
     per-query values on the labelled queries of ``sample`` (:meth:`Store.human_sample`),
     assumed to hold on the queries still to label. Hours at the measured seconds of a done
     query × the measured overlap. DataFrame(slice, sampled, correlation, human_queries,
@@ -347,7 +349,7 @@ def runs_to_pool(
 
 def pool_sizes(runs: Mapping[str, pd.DataFrame], depths: Sequence[int]) -> pd.DataFrame:
     """Docs per query to judge when pooling the runs' top ``depth``, from their real overlap
-    (:func:`eval.cost.pool_depth_per_query`), beside depth × systems:
+    (:func:`goldset.eval.cost.pool_depth_per_query`), beside depth × systems:
     DataFrame(depth, systems, depth_x_systems, pooled_per_query, overlap_saving)."""
     rows = []
     for depth in depths:

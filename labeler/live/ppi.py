@@ -1,5 +1,5 @@
 """Label-efficient figures: a machine judge's per-query figures on every query, corrected by
-the humans' on the project's random sample (prediction-powered inference, :mod:`eval.ppi`).
+the humans' on the project's random sample (prediction-powered inference, :mod:`goldset.eval.ppi`).
 
 The adapter reads what eval needs from the store — the humans' golden set, the judge's labels
 (``Store.machine_judgments_frame``), the sample (``Store.human_sample``: its counted,
@@ -24,14 +24,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from eval.gate import MISS, MRR, Estimated, GateVerdict, gate_on_estimates
-from eval.metrics import per_query_frame, rank_run
-from eval.ppi import PPIEstimate, ppi_mean
-from eval.readers import Golden, Run, golden_from_records
-from eval.report import NO_SLICE
+from goldset.eval.gate import MISS, MRR, Estimated, GateVerdict, gate_on_estimates
+from goldset.eval.metrics import per_query_frame, rank_run
+from goldset.eval.ppi import PPIEstimate, ppi_mean
+from goldset.eval.readers import Golden, Run, golden_from_records
+from goldset.eval.report import NO_SLICE
 
 if TYPE_CHECKING:
-    from labeler.store import Store
+    from goldset.labeler.store import Store
 
 ALL = "all"  # the key of the figures over every query
 NO_SAMPLE = (
@@ -57,7 +57,7 @@ def ppi_report(
     """PPI figures of ``run``: {slice: {metric: PPIEstimate.as_dict()}}, ``all`` first.
 
     ``judge`` is the judge's labels (query_id, doc_id, grade); ``scoring`` the options of
-    :func:`eval.metrics.rank_run` and ``gain``. Raises :class:`NoSample` without a sample.
+    :func:`goldset.eval.metrics.rank_run` and ``gain``. Raises :class:`NoSample` without a sample.
     """
     sample, human, machine = _sources(store, judge)
     human_values = _values(human, run, metrics, scoring)
@@ -92,7 +92,7 @@ def ppi_gate(
     **scoring,
 ) -> GateVerdict:
     """The release gate judged on PPI estimates: the paired deltas of miss@10 and MRR@10 over
-    all queries and of MRR@10 per slice (:func:`eval.gate.gate_on_estimates`), each run's
+    all queries and of MRR@10 per slice (:func:`goldset.eval.gate.gate_on_estimates`), each run's
     own PPI estimate beside. ``thresholds`` are the gate's allowances."""
     metrics = [MRR, MISS]
     sample, machine, (human_values, machine_values) = _paired(

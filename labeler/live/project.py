@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from eval.readers import Golden, Run, run_from_frame
-from labeler.store import Store
+from goldset.eval.readers import Golden, Run, run_from_frame
+from goldset.labeler.store import Store
 
 __all__ = [
     "CANDIDATES",

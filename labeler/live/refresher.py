@@ -8,13 +8,13 @@ import threading
 import time
 from collections.abc import Callable
 
-from eval.readers import Run
-from labeler.live.dashboard import Dashboard, coverage, snapshot, throughput
-from labeler.live.incremental import LiveGolden, LiveWork
-from labeler.live.kept import figures_from_json, figures_json
-from labeler.live.planning import DEFAULT_RATE, TARGET_HALF_WIDTH, cost_summary
-from labeler.live.project import ProjectState, project_run
-from labeler.store import Store, is_busy
+from goldset.eval.readers import Run
+from goldset.labeler.live.dashboard import Dashboard, coverage, snapshot, throughput
+from goldset.labeler.live.incremental import LiveGolden, LiveWork
+from goldset.labeler.live.kept import figures_from_json, figures_json
+from goldset.labeler.live.planning import DEFAULT_RATE, TARGET_HALF_WIDTH, cost_summary
+from goldset.labeler.live.project import ProjectState, project_run
+from goldset.labeler.store import Store, is_busy
 
 __all__ = ["dashboard_refresher", "PACE", "QUICK", "REFRESH_SECONDS", "Refresher"]
 

@@ -34,18 +34,18 @@ one facade composed of them: callers import only it and the constants re-exporte
 
 from __future__ import annotations
 
-from labeler.auth import ROLES
-from labeler.store.accounts import Accounts
-from labeler.store.connection import CHUNK, SYNCHRONOUS, ProjectError, is_busy
-from labeler.store.corpus import UNPUBLISHED_HIDDEN
-from labeler.store.export import Export
-from labeler.store.frames import Frames
-from labeler.store.imports import STAGE_PAUSE, STAGE_ROWS, STAGE_SECONDS
-from labeler.store.labelling import ANY_GRADE, is_write_failure
-from labeler.store.log import IMPORT_RUN, StaleTarget
-from labeler.store.machine import MachineJudges
-from labeler.store.metric_cache import MetricCache
-from labeler.store.paths import (
+from goldset.labeler.auth import ROLES
+from goldset.labeler.store.accounts import Accounts
+from goldset.labeler.store.connection import CHUNK, SYNCHRONOUS, ProjectError, is_busy
+from goldset.labeler.store.corpus import UNPUBLISHED_HIDDEN
+from goldset.labeler.store.export import Export
+from goldset.labeler.store.frames import Frames
+from goldset.labeler.store.imports import STAGE_PAUSE, STAGE_ROWS, STAGE_SECONDS
+from goldset.labeler.store.labelling import ANY_GRADE, is_write_failure
+from goldset.labeler.store.log import IMPORT_RUN, StaleTarget
+from goldset.labeler.store.machine import MachineJudges
+from goldset.labeler.store.metric_cache import MetricCache
+from goldset.labeler.store.paths import (
     DATA_DIR,
     DEFAULT_DB,
     DEMO_TASKS,
@@ -54,13 +54,13 @@ from labeler.store.paths import (
     SOURCE_DATA,
     user_data_dir,
 )
-from labeler.store.pool import Pool
-from labeler.store.replay import ROUND_TRIP_KEYS, GoldenPlan, Replay
-from labeler.store.sampling import SAMPLING_MODES, Sampling
-from labeler.store.schema import migrations
-from labeler.store.settings import DEFAULT_SETTINGS
-from labeler.store.team import Team
-from labeler.store.worklist import VERDICTS, Worklist
+from goldset.labeler.store.pool import Pool
+from goldset.labeler.store.replay import ROUND_TRIP_KEYS, GoldenPlan, Replay
+from goldset.labeler.store.sampling import SAMPLING_MODES, Sampling
+from goldset.labeler.store.schema import migrations
+from goldset.labeler.store.settings import DEFAULT_SETTINGS
+from goldset.labeler.store.team import Team
+from goldset.labeler.store.worklist import VERDICTS, Worklist
 
 __all__ = [
     "ANY_GRADE",

@@ -7,9 +7,9 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from labeler import golden
-from labeler.auth import ROLES
-from labeler.store.connection import Connection
+from goldset.labeler import golden
+from goldset.labeler.auth import ROLES
+from goldset.labeler.store.connection import Connection
 
 
 class Accounts(Connection):

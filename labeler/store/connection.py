@@ -15,8 +15,8 @@ from typing import Self
 import sqlite_utils
 from sqlite_utils import Migrations
 
-from labeler import golden
-from labeler.store.schema import create_schema, migrations
+from goldset.labeler import golden
+from goldset.labeler.store.schema import create_schema, migrations
 
 SYNCHRONOUS = ("NORMAL", "FULL")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from labeler.store.connection import Connection
+from goldset.labeler.store.connection import Connection
 
 # Documents of an import batch not yet published are not found by search.
 UNPUBLISHED_HIDDEN = (

@@ -7,14 +7,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import closing
 from pathlib import Path
 
-from eval import validation
-from eval.errors import InputError
-from labeler import golden
-from labeler.golden import QueryContext
-from labeler.store.connection import CHUNK, _marks
-from labeler.store.corpus import POOLED_RUN
-from labeler.store.log import IMPORT_RUN
-from labeler.store.states import States
+from goldset.eval import validation
+from goldset.eval.errors import InputError
+from goldset.labeler import golden
+from goldset.labeler.golden import QueryContext
+from goldset.labeler.store.connection import CHUNK, _marks
+from goldset.labeler.store.corpus import POOLED_RUN
+from goldset.labeler.store.log import IMPORT_RUN
+from goldset.labeler.store.states import States
 
 
 class Export(States):
@@ -110,7 +110,7 @@ class Export(States):
             return golden.write_jsonl(records, path)
 
     def write_qrels(self, path: str | Path) -> int:
-        """Export TREC qrels of the scored queries (see :func:`labeler.golden.write_qrels`);
+        """Export TREC qrels of the scored queries (see :func:`goldset.labeler.golden.write_qrels`);
         returns the line count.
 
         An id that TREC cannot hold (one with whitespace, which only a project made before
@@ -126,8 +126,8 @@ SHOWN_IDS = 5  # ids named in the refusal of a qrels export; the rest are counte
 
 def _checked_for_qrels(records: Iterable[dict], source: str) -> Iterator[dict]:
     """The golden records, without the scored ones (done, answerable: those that
-    :func:`labeler.golden.write_qrels` writes) holding an id that TREC qrels cannot hold; once
-    all are read, an :class:`InputError` naming those ids if there were any. Raised from the
+    :func:`goldset.labeler.golden.write_qrels` writes) holding an id that TREC qrels cannot hold;
+    once all are read, an :class:`InputError` naming those ids if there were any. Raised from the
     writer's loop, it leaves the file being replaced as it was."""
     unwritable: list[str] = []
     for record in records:

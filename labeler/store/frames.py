@@ -7,9 +7,9 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from labeler import golden
-from labeler.store.corpus import UNPUBLISHED_HIDDEN, published
-from labeler.store.settings import Settings
+from goldset.labeler import golden
+from goldset.labeler.store.corpus import UNPUBLISHED_HIDDEN, published
+from goldset.labeler.store.settings import Settings
 
 JUDGEMENT_ACTIONS = ("judge", "attach")  # the events that are judgements made
 
@@ -61,7 +61,7 @@ class Frames(Settings):
         return [row["name"] for row in self._rows("SELECT name FROM runs ORDER BY name")]
 
     def golden_frames(self) -> tuple[pd.DataFrame, pd.DataFrame]:
-        """The golden set as the two frames of :class:`eval.readers.Golden`, read in bulk
+        """The golden set as the two frames of :class:`goldset.eval.readers.Golden`, read in bulk
         from the golden projection (the labels of :meth:`golden_records`, without building a
         record per query).
 
@@ -165,7 +165,8 @@ class Frames(Settings):
         """Keep one evaluation's figures in the run history; returns the record id.
 
         ``queries`` is the report's query accounting, ``metrics`` {metric: mean} and ``slices``
-        {slice: {metric: mean}}: :func:`labeler.history.record_report` reads them off a report.
+        {slice: {metric: mean}}: :func:`goldset.labeler.history.record_report` reads them off a
+        report.
         """
         record = {
             "recorded_at": golden.now(),

@@ -1,9 +1,9 @@
 """The golden projection: each query's golden label, made by the one merge rule
-(:func:`labeler.golden.merge`) and kept in ``golden_judgments`` (a row per judged doc) and
+(:func:`goldset.labeler.golden.merge`) and kept in ``golden_judgments`` (a row per judged doc) and
 ``queries`` (status, answerable, golden_mode).
 
 Functions over a connection, at the bottom of the store, because the migration that creates
-the projection backfills it with them; :class:`labeler.store.projections.Projections` writes
+the projection backfills it with them; :class:`goldset.labeler.store.projections.Projections` writes
 it in the transaction of each event and decision, and every reader of the golden set (export,
 ``eval --db``, the dashboard) reads it instead of merging again.
 """
@@ -14,8 +14,8 @@ import json
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
-from labeler import golden
-from labeler.golden import Decision, GoldenLabel, QueryState
+from goldset.labeler import golden
+from goldset.labeler.golden import Decision, GoldenLabel, QueryState
 
 _CHUNK = 500  # query ids per "IN (...)", well under SQLite's variable limit
 

@@ -12,21 +12,27 @@ from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
-from eval.readers import InputError
-from labeler import golden
-from labeler.identifiers import identifier_parts
-from labeler.importing import (
+from goldset.eval.readers import InputError
+from goldset.labeler import golden
+from goldset.labeler.identifiers import identifier_parts
+from goldset.labeler.importing import (
     Task,
     collect_documents,
     read_tasks,
     tasks_from_records,
 )
-from labeler.pooling import corpus_beyond_tasks, corpus_documents, read_corpus
-from labeler.store.connection import CANDIDATES_NEXT, CANDIDATES_RETIRED, _chunks, _marks
-from labeler.store.corpus import POOLED_RUN
-from labeler.store.golden_rows import write_golden
-from labeler.store.projections import _LABEL_COLUMNS, _STATE_COLUMNS, STAGED, Projections
-from labeler.store.replay import Replay, _golden_plan, _imported_rows, _replayed, _stored_metadata
+from goldset.labeler.pooling import corpus_beyond_tasks, corpus_documents, read_corpus
+from goldset.labeler.store.connection import CANDIDATES_NEXT, CANDIDATES_RETIRED, _chunks, _marks
+from goldset.labeler.store.corpus import POOLED_RUN
+from goldset.labeler.store.golden_rows import write_golden
+from goldset.labeler.store.projections import _LABEL_COLUMNS, _STATE_COLUMNS, STAGED, Projections
+from goldset.labeler.store.replay import (
+    Replay,
+    _golden_plan,
+    _imported_rows,
+    _replayed,
+    _stored_metadata,
+)
 
 STAGE_ROWS = 20_000  # rows deleted per transaction when an unpublished import is discarded
 
@@ -80,8 +86,8 @@ class Imports(Projections):
         """Import a tasks file (JSONL or CSV, see docs/formats.md; golden-set JSONL accepted too).
 
         All-or-nothing: everything is validated first; any problem raises
-        :class:`eval.readers.InputError` (a ValueError naming file, line and field) and leaves
-        the database unchanged. Queries already present with identical content are skipped,
+        :class:`goldset.eval.readers.InputError` (a ValueError naming file, line and field) and
+        leaves the database unchanged. Queries already present with identical content are skipped,
         so importing the same file twice is a no-op; the same query_id with different content
         is an error. Returns counts: ``queries_added``, ``queries_unchanged``,
         ``candidates_added``, ``documents_added``.

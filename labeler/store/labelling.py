@@ -6,16 +6,16 @@ import json
 import sqlite3
 from collections.abc import Sequence
 
-from eval.validation import control_character
-from labeler import golden
-from labeler.pooling import (
+from goldset.eval.validation import control_character
+from goldset.labeler import golden
+from goldset.labeler.pooling import (
     next_to_judge,
 )
-from labeler.store.connection import _marks
-from labeler.store.corpus import published
-from labeler.store.log import StaleTarget
-from labeler.store.projections import TO_DO, Projections, Rederivation
-from labeler.store.sampling import Sampling
+from goldset.labeler.store.connection import _marks
+from goldset.labeler.store.corpus import published
+from goldset.labeler.store.log import StaleTarget
+from goldset.labeler.store.projections import TO_DO, Projections, Rederivation
+from goldset.labeler.store.sampling import Sampling
 
 ANY_GRADE = object()  # Store.judge without a compare-and-set on the doc's current grade
 # SQLite's primary result codes for a write the file refused: SQLITE_READONLY, SQLITE_IOERR,
@@ -26,7 +26,7 @@ WRITE_REFUSED_CODES = {8, 10, 13}
 def is_write_failure(error: BaseException) -> bool:
     """Whether ``error`` is an action's write that the file refused (full disk, read-only
     file, I/O error): nothing was written, and the same write may succeed once the cause is
-    gone (see :class:`labeler.judging.WriteFailed`)."""
+    gone (see :class:`goldset.labeler.judging.WriteFailed`)."""
     code = getattr(error, "sqlite_errorcode", None)
     return (
         isinstance(error, sqlite3.Error) and code is not None and code & 0xFF in WRITE_REFUSED_CODES
@@ -141,8 +141,8 @@ class Labelling(Projections, Sampling):
 
         First-hit mode: over a pool of several runs, the unjudged doc at the smallest rank
         among the runs whose first relevant doc is not yet known (see
-        :func:`labeler.pooling.next_to_judge`); for one list, the first unjudged doc from the
-        top, and None once a relevant one is found. Full mode: the first unjudged candidate.
+        :func:`goldset.labeler.pooling.next_to_judge`); for one list, the first unjudged doc from
+        the top, and None once a relevant one is found. Full mode: the first unjudged candidate.
         None with no relevant judgement means the annotator must choose unanswerable or miss
         (see :meth:`query_state`, ``needs_verdict``). ``mode`` defaults to the mode the
         annotator is using on this query, else the project's.
@@ -291,7 +291,7 @@ class Labelling(Projections, Sampling):
         """Whether ``query_id`` is a query of the project in the annotator's queue: one of
         their assigned queries, or, for an annotator without assignments, one assigned to
         nobody (the shared queue). Every query :meth:`next_query` offers is. Roles are not
-        the store's: who else may open any query is :func:`labeler.team.may_open`'s rule."""
+        the store's: who else may open any query is :func:`goldset.labeler.team.may_open`'s rule."""
         return bool(
             self._value(
                 f"SELECT 1 FROM queries WHERE query_id = :query_id AND {_in_queue(':query_id')}",

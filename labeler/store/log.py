@@ -6,11 +6,11 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from labeler import golden
-from labeler.golden import Event, QueryContext
-from labeler.store.connection import _marks
-from labeler.store.corpus import POOLED_RUN, UNPUBLISHED_HIDDEN
-from labeler.store.settings import Settings
+from goldset.labeler import golden
+from goldset.labeler.golden import Event, QueryContext
+from goldset.labeler.store.connection import _marks
+from goldset.labeler.store.corpus import POOLED_RUN, UNPUBLISHED_HIDDEN
+from goldset.labeler.store.settings import Settings
 
 IMPORT_RUN = "import"  # provenance name of a list imported from a tasks file
 

@@ -8,8 +8,8 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from labeler import golden
-from labeler.store.settings import Settings
+from goldset.labeler import golden
+from goldset.labeler.store.settings import Settings
 
 # The queries of ``{scope}`` (SQL giving query ids) that wait for a second annotator first:
 # one annotator, and only one, has started the query and finished it, nobody decided it, and
@@ -65,7 +65,7 @@ class MachineJudges(Settings):
     # Eval, export and calibration ask for them by judge name (see labeler.judges).
 
     def record_judge_calls(self, rows: Sequence[Mapping[str, object]]) -> bool:
-        """Append one pair's calls (rows of :func:`labeler.judges.call_rows`, one judge, one
+        """Append one pair's calls (rows of :func:`goldset.labeler.judges.call_rows`, one judge, one
         pair), and, when the last call is ``ok``, the pair's machine label, in one transaction.
 
         A pair keeps the first label its judge gave it (a rerun skips labelled pairs, so a
@@ -105,7 +105,7 @@ class MachineJudges(Settings):
 
     def judge_key_envs(self) -> list[str]:
         """The environment variables an admin allowed a judge's API key to come from, besides
-        those always allowed (see :func:`labeler.judges.key_env_allowed`), sorted."""
+        those always allowed (see :func:`goldset.labeler.judges.key_env_allowed`), sorted."""
         rows = self._rows(
             "SELECT substr(key, ?) AS name FROM settings WHERE substr(key, 1, ?) = ? ORDER BY key",
             (len(KEY_ENV_SETTING) + 1, len(KEY_ENV_SETTING), KEY_ENV_SETTING),
@@ -290,7 +290,7 @@ class MachineJudges(Settings):
         )
 
     def machine_judgments_frame(self, judge: str) -> pd.DataFrame:
-        """The judge's labels, as :class:`eval.readers.Golden` judgments:
+        """The judge's labels, as :class:`goldset.eval.readers.Golden` judgments:
         DataFrame(query_id, doc_id, grade)."""
         with self._reading():
             frame = pd.read_sql_query(

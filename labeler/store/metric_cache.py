@@ -6,10 +6,10 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from labeler import golden
-from labeler.store.connection import Connection, _chunks, _marks
-from labeler.store.corpus import UNPUBLISHED_HIDDEN
-from labeler.store.frames import DONE_PASSES
+from goldset.labeler import golden
+from goldset.labeler.store.connection import Connection, _chunks, _marks
+from goldset.labeler.store.corpus import UNPUBLISHED_HIDDEN
+from goldset.labeler.store.frames import DONE_PASSES
 
 
 class MetricCache(Connection):

@@ -7,13 +7,13 @@ import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from eval.readers import InputError
-from labeler import golden
-from labeler.golden import QueryContext
-from labeler.importing import (
+from goldset.eval.readers import InputError
+from goldset.labeler import golden
+from goldset.labeler.golden import QueryContext
+from goldset.labeler.importing import (
     Task,
 )
-from labeler.pooling import (
+from goldset.labeler.pooling import (
     PooledRun,
     corpus_documents,
     fuse,
@@ -24,9 +24,9 @@ from labeler.pooling import (
     read_queries,
     run_settled,
 )
-from labeler.store.connection import CANDIDATES_NEXT, CANDIDATES_RETIRED, _chunks, _marks
-from labeler.store.imports import _POOL_COLUMNS, Imports
-from labeler.store.log import IMPORT_RUN, JOINED, query_context
+from goldset.labeler.store.connection import CANDIDATES_NEXT, CANDIDATES_RETIRED, _chunks, _marks
+from goldset.labeler.store.imports import _POOL_COLUMNS, Imports
+from goldset.labeler.store.log import IMPORT_RUN, JOINED, query_context
 
 
 class Pool(Imports):

@@ -8,13 +8,13 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
-from labeler import golden
-from labeler.golden import GoldenLabel, QueryContext, QueryState
-from labeler.store.connection import _chunks, _marks
-from labeler.store.corpus import UNPUBLISHED_HIDDEN, published
-from labeler.store.golden_rows import golden_labels, golden_rows, write_golden
-from labeler.store.log import LogMark
-from labeler.store.states import States
+from goldset.labeler import golden
+from goldset.labeler.golden import GoldenLabel, QueryContext, QueryState
+from goldset.labeler.store.connection import _chunks, _marks
+from goldset.labeler.store.corpus import UNPUBLISHED_HIDDEN, published
+from goldset.labeler.store.golden_rows import golden_labels, golden_rows, write_golden
+from goldset.labeler.store.log import LogMark
+from goldset.labeler.store.states import States
 
 
 def _progress_key(status: str, answerable: bool) -> str:
@@ -191,7 +191,7 @@ class Projections(States):
 
     def _refresh(self, query_id: str, annotators: Sequence[str] | None = None) -> None:
         """Re-derive the projections of ``query_id`` for these annotators (default: everyone
-        who acted on it) from the log, then its golden label (:func:`labeler.golden.merge`,
+        who acted on it) from the log, then its golden label (:func:`goldset.labeler.golden.merge`,
         the one merge rule) into the golden projection. Inside a write transaction."""
         everyone = annotators is None
         if everyone:

@@ -8,17 +8,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import field as default_field
 
-from eval import validation
-from eval.readers import InputError
-from labeler import golden
-from labeler.golden import Decision, Event, QueryContext
-from labeler.importing import (
+from goldset.eval import validation
+from goldset.eval.readers import InputError
+from goldset.labeler import golden
+from goldset.labeler.golden import Decision, Event, QueryContext
+from goldset.labeler.importing import (
     GoldenLabels,
     Task,
     tasks_from_records,
 )
-from labeler.store.log import IMPORT_RUN
-from labeler.store.projections import _progress_key
+from goldset.labeler.store.log import IMPORT_RUN
+from goldset.labeler.store.projections import _progress_key
 
 ROUND_TRIP_KEYS = (golden.POOL_KEY, "labels", "adjudication")
 
@@ -29,7 +29,7 @@ class GoldenPlan:
 
     ``order``: the candidates in display order; ``runs``: each ranking's doc ids (``import``:
     the imported list); ``replayed``: (created_at, record for
-    :func:`labeler.golden.events_for_record`) per annotator; ``decision``: the adjudication
+    :func:`goldset.labeler.golden.events_for_record`) per annotator; ``decision``: the adjudication
     row's values after query_id, or None; ``expected``: the status and answerability that
     the replay must give; ``doc_ids``: every document the record names.
     """
@@ -77,8 +77,8 @@ def _replayed(
     tasks: Sequence[Task], plans: Mapping[str, GoldenPlan], settings: Mapping, source: str
 ) -> Replay:
     """Derive, without the database, what importing these golden records writes: each
-    annotator's events (as :func:`labeler.golden.events_for_record` gives them) and the
-    projections :func:`labeler.golden.derive_state` makes of them — the same functions as
+    annotator's events (as :func:`goldset.labeler.golden.events_for_record` gives them) and the
+    projections :func:`goldset.labeler.golden.derive_state` makes of them — the same functions as
     every key press, so :meth:`Store.rebuild_projections` finds the same. A record whose
     labels cannot come out as it says (a ``pending`` query whose judged docs already hold a
     relevant one, say) is an input error, raised before anything is written."""

@@ -15,8 +15,8 @@ import json
 import numpy as np
 import pandas as pd
 
-from labeler import golden
-from labeler.store.machine import MachineJudges
+from goldset.labeler import golden
+from goldset.labeler.store.machine import MachineJudges
 
 SAMPLING_MODES = ("off", "random", "active")
 SAMPLING_KEY = "sampling"  # the settings row holding the sampling settings, as JSON

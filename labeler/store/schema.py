@@ -5,9 +5,9 @@ from __future__ import annotations
 import sqlite_utils
 from sqlite_utils import Migrations
 
-from labeler import golden
-from labeler.identifiers import identifier_parts
-from labeler.store.golden_rows import backfill
+from goldset.labeler import golden
+from goldset.labeler.identifiers import identifier_parts
+from goldset.labeler.store.golden_rows import backfill
 
 migrations = Migrations("goldset")
 
@@ -306,8 +306,8 @@ def create_machine_judges(db: sqlite_utils.Database) -> None:
 @migrations()
 def m9_golden_judgments(db: sqlite_utils.Database) -> None:
     """Version 9: the golden projection, each query's golden label as the one merge rule
-    (:func:`labeler.golden.merge`) makes it — a row per judged doc, and the golden mode beside
-    the golden status — backfilled from the stored states and decisions."""
+    (:func:`goldset.labeler.golden.merge`) makes it — a row per judged doc, and the golden mode
+    beside the golden status — backfilled from the stored states and decisions."""
     db.executescript(
         """
         CREATE TABLE golden_judgments (                -- projection: each query's golden grades
@@ -350,7 +350,7 @@ def create_second_opinions(db: sqlite_utils.Database) -> None:
 def index_identifier_parts(db: sqlite_utils.Database) -> None:
     """Version 11: documents are found by the parts of their id and of their title's
     identifiers (``legacy`` finds ``LegacyAuthClient``): a column ``parts`` (see
-    :func:`labeler.identifiers.identifier_parts`), indexed beside title and text."""
+    :func:`goldset.labeler.identifiers.identifier_parts`), indexed beside title and text."""
     db.execute("ALTER TABLE documents ADD COLUMN parts TEXT NOT NULL DEFAULT ''")
     documents = db.execute("SELECT rowid, doc_id, title FROM documents").fetchall()
     db.conn.executemany(
@@ -426,7 +426,8 @@ def m15_assignments_by_query(db: sqlite_utils.Database) -> None:
 
 @migrations()
 def m16_holes(db: sqlite_utils.Database) -> None:
-    """Version 16: a query's *holes* beside its status (see :func:`labeler.golden.holes_left`):
+    """Version 16: a query's *holes* beside its status (see
+    :func:`goldset.labeler.golden.holes_left`):
     docs that a pooled run ranks above its first relevant one and nobody judged yet. A
     first-hit query stays done (in the golden set) while a new run's holes are pending; the
     queue offers the queries that are not done or have holes, through the partial index."""
@@ -444,13 +445,13 @@ def m16_holes(db: sqlite_utils.Database) -> None:
 @migrations()
 def m17_verdict_coverage(db: sqlite_utils.Database) -> None:
     """Version 17: a verdict covers the candidates that were in its query's pool when it was
-    given (see :meth:`labeler.golden.QueryContext.covered_by`). An import or pool keeps the
+    given (see :meth:`goldset.labeler.golden.QueryContext.covered_by`). An import or pool keeps the
     log's last event id when it was published (``last_event``): its candidates joined their
     pools after that event; those of earlier ones count as there from the start.
 
     And a project labelled before this version is marked for one re-derivation of its
     projections (``stale_projections``, done when it is next opened for writing: see
-    :meth:`labeler.store.projections.Projections._after_migrating`): version 16 kept the
+    :meth:`goldset.labeler.store.projections.Projections._after_migrating`): version 16 kept the
     states an earlier pool had derived, when a new run's unjudged docs reopened a done query.
     """
     db.executescript(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from labeler.store.connection import Connection
+from goldset.labeler.store.connection import Connection
 
 # depth 0 = every candidate of a query is judged (no cut-off).
 DEFAULT_SETTINGS = {"mode": "first_hit", "max_grade": 3, "rel_threshold": 1, "depth": 0}

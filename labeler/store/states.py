@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from labeler import golden
-from labeler.golden import Decision, GoldenLabel, QueryState
-from labeler.store.connection import _chunks, _marks
-from labeler.store.corpus import POOLED_RUN, UNPUBLISHED_HIDDEN, Corpus
-from labeler.store.golden_rows import latest_decisions, stored_golden, stored_states
-from labeler.store.log import IMPORT_RUN, Log
+from goldset.labeler import golden
+from goldset.labeler.golden import Decision, GoldenLabel, QueryState
+from goldset.labeler.store.connection import _chunks, _marks
+from goldset.labeler.store.corpus import POOLED_RUN, UNPUBLISHED_HIDDEN, Corpus
+from goldset.labeler.store.golden_rows import latest_decisions, stored_golden, stored_states
+from goldset.labeler.store.log import IMPORT_RUN, Log
 
 
 class States(Corpus, Log):

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 
-from labeler import golden
-from labeler.store.connection import _chunks, _marks
-from labeler.store.corpus import published
-from labeler.store.projections import TO_DO, Projections
+from goldset.labeler import golden
+from goldset.labeler.store.connection import _chunks, _marks
+from goldset.labeler.store.corpus import published
+from goldset.labeler.store.projections import TO_DO, Projections
 
 
 class Team(Projections):
@@ -140,7 +140,7 @@ class Team(Projections):
         answerability, status done — whatever its annotators' labels say; their labels stay in
         the log and in the export beside it. Decisions are an append-only log: deciding again
         appends a new decision, which counts from then on. Who may decide is the team's rule
-        (:func:`labeler.team.decide` checks it); grades run 0..max_grade; each doc must be a
+        (:func:`goldset.labeler.team.decide` checks it); grades run 0..max_grade; each doc must be a
         candidate of the query or a known document (one found by search); ``adopted`` names
         the annotator whose labels the decision accepts as they were, if any.
         """
@@ -175,7 +175,7 @@ class Team(Projections):
         """The doubly judged queries — done by two or more annotators — in queue order, for
         agreement and adjudication. Each is a dict: query_id, query, slice, position,
         ``positions`` (doc_id -> display position of each candidate) and ``states``
-        (annotator -> :class:`labeler.golden.QueryState`, only those who completed it)."""
+        (annotator -> :class:`goldset.labeler.golden.QueryState`, only those who completed it)."""
         with self._reading():
             ids = [
                 row[0]

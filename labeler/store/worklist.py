@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from labeler.store.labelling import Labelling, _in_queue
-from labeler.store.projections import TO_DO
+from goldset.labeler.store.labelling import Labelling, _in_queue
+from goldset.labeler.store.projections import TO_DO
 
 # An annotator's verdict on a query, from their own row of query_state (none: not started).
 # "relevant" is a first relevant candidate found (its rank beside it); "miss" also covers a

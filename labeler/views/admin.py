@@ -1,10 +1,10 @@
 """The admin page: users and roles, dealing queries with overlap, import, pooling and export.
 
 Admins only: the page checks the role on the server before anything is read, and every action
-checks it again from the database (:func:`labeler.accounts.authorize`) before it writes, so a
-demoted admin's stale page cannot act. Data text (user names, slices, messages naming input
+checks it again from the database (:func:`goldset.labeler.accounts.authorize`) before it writes, so
+a demoted admin's stale page cannot act. Data text (user names, slices, messages naming input
 files) reaches the page only through ``st.dataframe``, widget options or
-:mod:`labeler.render`, escaped.
+:mod:`goldset.labeler.render`, escaped.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from labeler import accounts, live, render, signin, team
-from labeler.auth import MIN_PASSWORD_LENGTH, hash_password, validate_user_name
-from labeler.store import ROLES, Store
-from labeler.views import context
+from goldset.labeler import accounts, live, render, signin, team
+from goldset.labeler.auth import MIN_PASSWORD_LENGTH, hash_password, validate_user_name
+from goldset.labeler.store import ROLES, Store
+from goldset.labeler.views import context
 
 UNCHANGED = "(unchanged)"
 PASSWORD_HELP = f"At least {MIN_PASSWORD_LENGTH} characters."

@@ -21,10 +21,10 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from eval.readers import Golden, Run
-from labeler import accounts, live, render
-from labeler.store import Store
-from labeler.views import context
+from goldset.eval.readers import Golden, Run
+from goldset.labeler import accounts, live, render
+from goldset.labeler.store import Store
+from goldset.labeler.views import context
 
 TREND_METRICS = ("mrr@10", "hit@1", "hit@10", "miss@10")
 CHANGE_COLORS = {"new miss": "#c0392b", "new hit": "#1e8449", "moved down": "#e67e22",

@@ -11,12 +11,12 @@ from collections.abc import Mapping, Sized
 
 import streamlit as st
 
-from labeler import accounts, live, render, signin
-from labeler.auth import LOCAL_ANNOTATOR, is_loopback
-from labeler.hosts import is_loopback_host
-from labeler.judging import LabelSession
-from labeler.launch import DB_ENV
-from labeler.store import ProjectError, Store
+from goldset.labeler import accounts, live, render, signin
+from goldset.labeler.auth import LOCAL_ANNOTATOR, is_loopback
+from goldset.labeler.hosts import is_loopback_host
+from goldset.labeler.judging import LabelSession
+from goldset.labeler.launch import DB_ENV
+from goldset.labeler.store import ProjectError, Store
 
 # Caching shared by the pages that evaluate: figures kept 10 minutes, 16 states at most.
 CACHE = {"ttl": 600, "max_entries": 16, "show_spinner": False}
@@ -59,7 +59,7 @@ def require_user() -> dict:
     only) owns the project: role admin. Otherwise the user signed in with a password, or
     through the identity provider (``st.login``) when secrets.toml configures ``[auth]``.
     A sign-in lasts across reloads and new tabs of the browser (a server-side session behind
-    an HttpOnly cookie, :mod:`labeler.signin`). The session and the role are read from the
+    an HttpOnly cookie, :mod:`goldset.labeler.signin`). The session and the role are read from the
     database on every run: a logout, a removed user or a changed role signs every tab out.
     """
     if not store().annotators():

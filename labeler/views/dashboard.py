@@ -2,8 +2,8 @@
 
 The figures refresh by themselves: a fragment reruns every ``live.REFRESH_SECONDS`` and
 reads the store's dashboard marks (one cheap SQL statement). The figures, computed by
-:mod:`labeler.live` (eval on the store's golden set), are kept by a
-:class:`labeler.live.Refresher` shared by every session: they are computed again only when
+:mod:`goldset.labeler.live` (eval on the store's golden set), are kept by a
+:class:`goldset.labeler.live.Refresher` shared by every session: they are computed again only when
 the marks changed — at once on a small project, so a new label shows at the next refresh;
 in the background on a large one (the page shows the previous figures meanwhile and never
 waits for eval), and then no more often than the computation's pace allows. The figures
@@ -11,7 +11,7 @@ are kept in the project, so a server start shows the last ones at once (saying s
 labels came since, while newer ones are computed).
 
 In sampled labelling (``goldset sample``) a panel shows the sample's progress and, with a
-machine judge, the prediction-powered figures (:mod:`labeler.live.ppi`) and how many
+machine judge, the prediction-powered figures (:mod:`goldset.labeler.live.ppi`) and how many
 human-labelled queries they are worth.
 
 Data text (queries, slices, ids) reaches the page only inside dataframe cells and chart
@@ -26,10 +26,10 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from labeler import accounts, live, render
-from labeler.live.ppi import NoSample, ppi_report
-from labeler.store import Store
-from labeler.views import context
+from goldset.labeler import accounts, live, render
+from goldset.labeler.live.ppi import NoSample, ppi_report
+from goldset.labeler.store import Store
+from goldset.labeler.views import context
 
 FIGURE_LABELS = {
     "mrr@10": "MRR@10",
@@ -271,7 +271,8 @@ def live_figures(store: Store, run: str | None, target: float, rate: float) -> N
 def ppi_table(
     _store: Store, state: live.ProjectState, drawn_at: str, run: str | None, judge: str
 ) -> pd.DataFrame:
-    """The PPI figures of ``run`` with ``judge`` (:func:`labeler.live.ppi.ppi_report`), a row
+    """The PPI figures of ``run`` with ``judge`` (:func:`goldset.labeler.live.ppi.ppi_report`), a
+    row
     per slice and metric; raises :class:`NoSample` before a sampled query is labelled."""
     figures = ppi_report(
         _store, context.run_at(state.candidates(), run), _store.machine_judgments_frame(judge)

@@ -14,11 +14,11 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from eval.calibration import calibration_report
-from eval.readers import golden_from_records
-from labeler import accounts, judges
-from labeler.store import Store
-from labeler.views import context
+from goldset.eval.calibration import calibration_report
+from goldset.eval.readers import golden_from_records
+from goldset.labeler import accounts, judges
+from goldset.labeler.store import Store
+from goldset.labeler.views import context
 
 MOST_PAIRS = 500  # one run from the page waits for its pairs: keep it bounded
 FAILURES_SHOWN = 5  # failed pairs named in the outcome of a run

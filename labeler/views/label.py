@@ -1,11 +1,11 @@
 """The label page: one query at a time, one key per judgement.
 
 Everything that changes with a key press lives in one fragment, so a press reruns only that
-panel. Keys arrive through :func:`labeler.keys.listen` (none lost, none doubled, each aimed at
-the query and card on screen); the listener also shows a press's effect on the cards at once,
+panel. Keys arrive through :func:`goldset.labeler.keys.listen` (none lost, none doubled, each aimed
+at the query and card on screen); the listener also shows a press's effect on the cards at once,
 and the rerun then shows what the server stored. The buttons do the same actions for mouse
 users, deliberately without ``shortcut=`` (keys would count twice). Data text (queries,
-titles, documents, ids, slices) only ever reaches the page through :mod:`labeler.render`,
+titles, documents, ids, slices) only ever reaches the page through :mod:`goldset.labeler.render`,
 escaped, or as widget options (plain text).
 """
 
@@ -15,9 +15,9 @@ from pathlib import Path
 
 import streamlit as st
 
-from labeler import keys, render
-from labeler.auth import LOCAL_ANNOTATOR
-from labeler.judging import (
+from goldset.labeler import keys, render
+from goldset.labeler.auth import LOCAL_ANNOTATOR
+from goldset.labeler.judging import (
     IMPLIED_NAME,
     LabelSession,
     QueryView,
@@ -25,7 +25,7 @@ from labeler.judging import (
     StillBusy,
     grade_name,
 )
-from labeler.views import context
+from goldset.labeler.views import context
 
 GUIDELINES = Path(__file__).resolve().parents[1] / "guidelines.md"
 MODE_NAMES = {

@@ -14,8 +14,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from labeler.store import VERDICTS, Store
-from labeler.views import context
+from goldset.labeler.store import VERDICTS, Store
+from goldset.labeler.views import context
 
 PAGE_SIZE = 50
 PAGE_KEY = "my_queries_page"  # the page shown, 0-based; back to 0 when a filter changes

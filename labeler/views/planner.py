@@ -1,13 +1,14 @@
 """The cost planner: what the golden set has cost, what finishing it will cost, and what a
 plan would cost before labelling starts.
 
-Measured figures (the same as ``goldset cost --db``) come from :func:`labeler.live.cost_summary`:
+Measured figures (the same as ``goldset cost --db``) come from
+:func:`goldset.labeler.live.cost_summary`:
 every active second spent (U/M, search and skips included), the mean seconds of a done query
 (its median beside it), the docs it read, queries left. A plan compares
 first-hit labelling with full depth k and with the full pool of several systems, whose
-real size per query comes from the runs' overlap (:func:`eval.cost.pool_depth_per_query`).
+real size per query comes from the runs' overlap (:func:`goldset.eval.cost.pool_depth_per_query`).
 With a random human sample, the human queries and hours a machine judge saves
-(:func:`labeler.live.judge_savings`), beside its token cost.
+(:func:`goldset.labeler.live.judge_savings`), beside its token cost.
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from eval import cost
-from labeler import live
-from labeler.store import Store
-from labeler.views import context
+from goldset.eval import cost
+from goldset.labeler import live
+from goldset.labeler.store import Store
+from goldset.labeler.views import context
 
 ASSUMED_RANKS = "1, 3, none, 2"  # the field's worked example, until something is measured
 ASSUMED_SECONDS = 20.0  # the field's figure per judgement
@@ -291,7 +292,8 @@ def machine_section(store: Store, summary: live.CostSummary) -> None:
 def savings(
     _store: Store, state: live.ProjectState, drawn_at: str, judge: str, rate: float, target: float
 ) -> pd.DataFrame | None:
-    """:func:`labeler.live.judge_savings` of the candidate lists with ``judge``; None without
+    """:func:`goldset.labeler.live.judge_savings` of the candidate lists with ``judge``; None
+    without
     a labelled query in the project's random sample (drawn at ``drawn_at``: a new draw is
     no label event, so it keys the cache too)."""
     sample = _store.human_sample()

@@ -2,7 +2,7 @@
 
 Reviewers and admins only: the role is checked on the server before anything is read, and
 again (from the database) by every decision. Data text — queries, titles, doc ids, user
-names — reaches the page only through ``st.dataframe`` or :mod:`labeler.render`, escaped;
+names — reaches the page only through ``st.dataframe`` or :mod:`goldset.labeler.render`, escaped;
 never through a markdown label.
 """
 
@@ -11,10 +11,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from labeler import render, team
-from labeler.judging import grade_name
-from labeler.store import Store
-from labeler.views import context
+from goldset.labeler import render, team
+from goldset.labeler.judging import grade_name
+from goldset.labeler.store import Store
+from goldset.labeler.views import context
 
 BOOTSTRAP_RESAMPLES = 1000
 NOT_JUDGED = -1  # the decision form's "leave unjudged" option

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from e2e_support import REPO, streamlit_app
 
-from labeler.store import DEMO_TASKS, Store
+from goldset.labeler.store import DEMO_TASKS, Store
 
 APP = REPO / "labeler" / "app.py"
 ARTIFACTS = REPO / "tests" / "artifacts"

@@ -7,7 +7,7 @@ from e2e_support import open_app, query_heading, wait_idle
 from playwright.sync_api import Browser, expect
 from test_live import labelled_demo
 
-from labeler.live import REFRESH_SECONDS
+from goldset.labeler.live import REFRESH_SECONDS
 
 DESKTOP = {"width": 1280, "height": 900}
 # Streamlit scrolls inside the page: a viewport as tall as the page shows it all.

@@ -10,7 +10,7 @@ import sqlite3
 from e2e_support import current_rank, open_app, query_heading, wait_idle
 from playwright.sync_api import Browser, Page, expect
 
-from labeler.store import DEMO_TASKS, Store
+from goldset.labeler.store import DEMO_TASKS, Store
 
 
 def demo_subset(path, *query_ids: str):

@@ -8,8 +8,8 @@ from e2e_support import open_app, query_heading, wait_idle
 from playwright.sync_api import Page, expect
 from test_live import label
 
-from labeler.auth import LOCAL_ANNOTATOR
-from labeler.store import DEMO_TASKS, Store
+from goldset.labeler.auth import LOCAL_ANNOTATOR
+from goldset.labeler.store import DEMO_TASKS, Store
 
 FOUND = {"q01": 1, "q02": 3, "q04": 2}  # first relevant display rank of each
 

@@ -15,10 +15,10 @@ import pytest
 from e2e_support import free_port, serving, streamlit_app, wait_keys_ready
 from playwright.sync_api import Browser, BrowserType, Page, expect
 
-from labeler.auth import hash_password
-from labeler.hosts import ALLOWED_HOSTS_ENV
-from labeler.launch import APP
-from labeler.store import Store
+from goldset.labeler.auth import hash_password
+from goldset.labeler.hosts import ALLOWED_HOSTS_ENV
+from goldset.labeler.launch import APP
+from goldset.labeler.store import Store
 
 # Chromium resolves these names to 127.0.0.1, as an attacker's DNS would.
 REBINDING = "--host-resolver-rules=MAP evil.test 127.0.0.1, MAP labels.test 127.0.0.1"
@@ -117,7 +117,7 @@ def test_a_named_host_is_refused_while_the_project_has_no_users(
 def goldset_app(db: Path, *options: str) -> Iterator[int]:
     """Run ``goldset app --db DB OPTIONS`` on a free port; yield the port."""
     port = free_port()
-    command = [sys.executable, "-m", "labeler.cli", "app", "--db", str(db), "--no-open"]
+    command = [sys.executable, "-m", "goldset.labeler.cli", "app", "--db", str(db), "--no-open"]
     with serving([*command, "--port", str(port), *options], port):
         yield port
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page
 
-from labeler import render
-from labeler.keys import browser_table
+from goldset.labeler import render
+from goldset.labeler.keys import browser_table
 
 KEYS_JS = Path(__file__).resolve().parents[2] / "labeler" / "keys.js"
 NAMES = ["not relevant", "relevant"]

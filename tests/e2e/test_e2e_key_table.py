@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page
 
-from labeler import keys
+from goldset.labeler import keys
 
 KEYS_JS = Path(__file__).resolve().parents[2] / "labeler" / "keys.js"
 GRADES = ["not relevant", "relevant", "highly relevant", "perfect"]

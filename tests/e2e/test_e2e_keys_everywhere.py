@@ -9,7 +9,7 @@ from playwright.sync_api import Page, expect
 from test_e2e_flow import demo_subset, golden
 from test_e2e_label import SDK_QUERIES, judged_sequence
 
-from labeler.store import Store
+from goldset.labeler.store import Store
 
 SEARCH = ".st-key-gs-search"
 

@@ -18,9 +18,9 @@ from e2e_support import (
 )
 from playwright.sync_api import Browser, Page, expect
 
-from labeler.auth import hash_password
-from labeler.cli import cli
-from labeler.store import Store
+from goldset.labeler.auth import hash_password
+from goldset.labeler.cli import cli
+from goldset.labeler.store import Store
 
 SDK_QUERIES = [
     "parse ISO-8601 duration",

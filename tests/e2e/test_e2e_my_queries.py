@@ -8,7 +8,7 @@ from helpers.team import team_project, type_keys
 from playwright.sync_api import Page, expect
 from test_e2e_team import sign_in
 
-from labeler.store import Store
+from goldset.labeler.store import Store
 
 
 def test_an_annotator_opens_a_done_query_from_her_list(page: Page, serve_app, tmp_path):

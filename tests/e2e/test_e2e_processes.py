@@ -22,9 +22,9 @@ from helpers.stream_client import browser_cookies
 from helpers.team import PASSWORD, team_project
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
-from labeler import judges
-from labeler.cli import cli
-from labeler.store import Store
+from goldset.labeler import judges
+from goldset.labeler.cli import cli
+from goldset.labeler.store import Store
 
 JUDGE = "machine:rule"
 

@@ -11,8 +11,8 @@ from helpers.team import PASSWORD, team_project
 from playwright.sync_api import Page, WebSocketRoute, expect
 from test_e2e_team import sign_in
 
-from labeler.auth import hash_password
-from labeler.store import Store
+from goldset.labeler.auth import hash_password
+from goldset.labeler.store import Store
 
 # ana's queue is q1 and q2; q3 and q4 are dealt to bob and carl, blind to each other.
 PLAN = {"ana": ["q1", "q2"], "bob": ["q3", "q4"], "carl": ["q3", "q4"]}

@@ -7,8 +7,8 @@ from __future__ import annotations
 from e2e_support import open_app, query_heading, wait_idle
 from playwright.sync_api import Browser, expect
 
-from labeler import judges
-from labeler.store import Store
+from goldset.labeler import judges
+from goldset.labeler.store import Store
 
 DESKTOP = {"width": 1280, "height": 2600}
 

@@ -7,10 +7,10 @@ import pytest
 from e2e_support import wait_idle, wait_keys_ready
 from playwright.sync_api import BrowserContext, Page, expect
 
-from labeler.auth import hash_password
-from labeler.live import label_link
-from labeler.session_cookie import COOKIE
-from labeler.store import Store
+from goldset.labeler.auth import hash_password
+from goldset.labeler.live import label_link
+from goldset.labeler.session_cookie import COOKIE
+from goldset.labeler.store import Store
 
 PASSWORD = "ana-secret"
 

@@ -16,8 +16,8 @@ from e2e_support import current_rank, progress_text, query_heading, wait_idle
 from helpers.team import ANNOTATORS, PASSWORD, PLANTED_KAPPA, PLANTED_KEYS, team_project
 from playwright.sync_api import Browser, Page, expect
 
-from labeler.cli import cli
-from labeler.store import Store
+from goldset.labeler.cli import cli
+from goldset.labeler.store import Store
 
 
 @pytest.fixture

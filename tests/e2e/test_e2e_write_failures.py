@@ -17,7 +17,7 @@ import pytest
 from e2e_support import current_rank, open_app, query_heading, wait_idle
 from playwright.sync_api import Page, expect
 
-from labeler.store import Store
+from goldset.labeler.store import Store
 
 TASKS = [
     {

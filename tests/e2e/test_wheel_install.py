@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from e2e_support import REPO, free_port, wait_healthy
 
-from labeler.store import DEMO_TASKS
+from goldset.labeler.store import DEMO_TASKS
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +36,7 @@ def installed(tmp_path_factory) -> dict:
         text=True,
     )
     assert built.returncode == 0, built.stderr
-    wheel = next((root / "dist").glob("goldset-*.whl"))
+    wheel = next((root / "dist").glob("goldset_ir-*.whl"))
     venv = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
     python = venv / "bin" / "python"
@@ -55,7 +55,7 @@ def installed(tmp_path_factory) -> dict:
     Path(site, "host_packages.pth").write_text(sysconfig.get_path("purelib") + "\n")
     work = root / "elsewhere"
     work.mkdir()
-    return {"bin": venv / "bin", "site": Path(site), "work": work, "env": env}
+    return {"bin": venv / "bin", "site": Path(site), "work": work, "env": env, "wheel": wheel}
 
 
 def goldset(installed: dict, *args: str, **options) -> subprocess.CompletedProcess:
@@ -70,7 +70,7 @@ def goldset(installed: dict, *args: str, **options) -> subprocess.CompletedProce
 
 
 def test_wheel_ships_the_demo_set_and_the_app_settings(installed):
-    package = installed["site"] / "labeler"
+    package = installed["site"] / "goldset" / "labeler"
     assert (package / "data" / "demo.jsonl").read_bytes() == DEMO_TASKS.read_bytes()
     assert (package / "config" / "config.toml").read_bytes() == (
         REPO / ".streamlit" / "config.toml"
@@ -103,7 +103,54 @@ def test_installed_app_serves_a_healthy_server_with_the_shipped_theme(installed)
         wait_healthy(f"http://127.0.0.1:{port}", process, timeout=60)
         command = Path(f"/proc/{process.pid}/cmdline").read_bytes().split(b"\0")
         assert b"--theme.primaryColor" in command
-        assert str(installed["site"] / "labeler" / "app.py").encode() in command
+        assert str(installed["site"] / "goldset" / "labeler" / "app.py").encode() in command
     finally:
         process.terminate()
         process.wait(timeout=15)
+
+
+def test_the_wheel_installs_one_package_goldset_and_nothing_named_eval_or_labeler(installed):
+    import zipfile
+
+    with zipfile.ZipFile(installed["wheel"]) as wheel:
+        tops = {name.split("/")[0] for name in wheel.namelist() if ".dist-info/" not in name}
+    assert tops == {"goldset"}
+    assert installed["wheel"].name.startswith("goldset_ir-")  # "goldset" on PyPI is another's
+    site = installed["site"]
+    assert (site / "goldset" / "__init__.py").is_file()
+    assert (site / "goldset" / "eval" / "metrics.py").is_file()
+    assert not (site / "eval").exists() and not (site / "labeler").exists()
+    assert not (site / "goldset" / "labeler" / "api").exists()  # it is goldset itself
+
+
+def test_the_installed_package_evaluates_from_python_and_runs_as_python_m_goldset(installed):
+    code = (
+        "import goldset, json; "
+        "r = goldset.evaluate({'q1': {'d1': 1}}, {'q1': {'d2': 2.0, 'd1': 1.0}}, bootstrap=0); "
+        "print(json.dumps([r.summary().loc['mrr@10', 'mean'], goldset.__file__]))"
+    )
+    python = installed["bin"] / "python"
+    done = subprocess.run(
+        [python, "-c", code],
+        cwd=installed["work"],
+        env=installed["env"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    mrr, location = json.loads(done.stdout)
+    assert mrr == 0.5 and location.startswith(str(installed["site"]))
+    # An eval.py in the working folder (as in many ML repositories) changes nothing.
+    (installed["work"] / "eval.py").write_text("raise SystemExit('the wrong eval')\n")
+    try:
+        helped = subprocess.run(
+            [python, "-m", "goldset", "--help"],
+            cwd=installed["work"],
+            env=installed["env"],
+            capture_output=True,
+            text=True,
+        )
+    finally:
+        (installed["work"] / "eval.py").unlink()
+    assert helped.returncode == 0, helped.stderr
+    assert "Usage: python -m goldset" in helped.stdout or "Usage:" in helped.stdout

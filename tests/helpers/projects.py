@@ -7,7 +7,7 @@ import hashlib
 import sqlite3
 from pathlib import Path
 
-from labeler.store import DEMO_TASKS, Store
+from goldset.labeler.store import DEMO_TASKS, Store
 
 
 def database_bytes(path: Path) -> str:

@@ -7,7 +7,7 @@ browser's cost, so that one process can drive a team of annotators on a 2-core m
 It signs in as a browser does after a sign-in: a one-time ticket from the project's store,
 traded at the app's session endpoint for the session cookie (any process of the app can
 redeem it: the ticket lives in the database). Key presses go through the label page's key
-listener (:mod:`labeler.keys`) as the browser's ``keys.js`` sends them: the whole
+listener (:mod:`goldset.labeler.keys`) as the browser's ``keys.js`` sends them: the whole
 unacknowledged log, in the listener's own fragment; a press is acknowledged when the server
 sends the listener back with ``applied`` at or past its number (it is then committed).
 """
@@ -27,9 +27,9 @@ from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from websockets.asyncio.client import ClientConnection, connect
 
-from labeler import accounts
-from labeler.session_cookie import CLAIM_PATH, COOKIE
-from labeler.store import Store
+from goldset.labeler import accounts
+from goldset.labeler.session_cookie import CLAIM_PATH, COOKIE
+from goldset.labeler.store import Store
 
 KEYS_COMPONENT = "goldset.keys"
 # A run that ended as planned: the whole page, or one fragment (not one cut short by a rerun).

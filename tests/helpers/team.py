@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from labeler.auth import hash_password
-from labeler.store import Store
+from goldset.labeler.auth import hash_password
+from goldset.labeler.store import Store
 
 PASSWORD = "correct horse"
 ANNOTATORS = ("ana", "bob")

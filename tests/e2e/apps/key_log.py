@@ -4,7 +4,7 @@ import time
 
 import streamlit as st
 
-from labeler.keys import listen
+from goldset.labeler.keys import listen
 
 
 @st.fragment

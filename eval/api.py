@@ -1,0 +1,278 @@
+"""``goldset.evaluate`` and ``goldset.compare``: evaluation for Python callers.
+
+Golden sets and runs may be given as a path (any file ``goldset eval`` reads), a pandas
+DataFrame, a dict, or an already read :class:`~goldset.eval.readers.Golden` /
+:class:`~goldset.eval.readers.Run`; every form goes through the same readers and checks as
+the files do, so one input has one reading whichever way it arrives:
+
+- a golden set as a dict ``{query_id: {doc_id: grade}}`` (as ranx's ``Qrels``), a DataFrame
+  of ``query_id, doc_id, grade``, or a list of golden-set records (dicts as the golden JSONL's
+  lines, with ``status``, ``slice``, ``answerable``...);
+- a run as a dict ``{query_id: {doc_id: score}}`` (as ranx's ``Run``; an empty dict is a
+  query the system abstained on) or a DataFrame of ``query_id, doc_id, score``.
+
+The reports hold what ``goldset eval --json`` and ``goldset compare --json`` print
+(:attr:`Evaluation.result`) and turn into DataFrames.
+
+    >>> import goldset
+    >>> golden = {"q1": {"d1": 1}, "q2": {"d9": 1}}
+    >>> run = {"q1": {"d1": 2.0, "d2": 1.0}, "q2": {"d3": 1.0, "d9": 0.5}}
+    >>> report = goldset.evaluate(golden, run, ["mrr@10", "hit@1"], bootstrap=0)
+    >>> report.summary()["mean"].to_dict()
+    {'mrr@10': 0.75, 'hit@1': 0.5}
+    >>> report.per_query()["mrr@10"].to_dict()
+    {'q1': 1.0, 'q2': 0.5}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Union
+
+import numpy as np
+
+from goldset.eval.errors import InputError
+from goldset.eval.metrics import DEFAULT_METRICS
+from goldset.eval.readers import (
+    Golden,
+    Run,
+    golden_from_records,
+    read_golden,
+    read_run,
+    run_from_frame,
+)
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+GoldenInput = Union[str, Path, Golden, "pd.DataFrame", Mapping[str, Mapping[str, int]], Iterable]
+RunInput = Union[str, Path, Run, "pd.DataFrame", Mapping[str, Mapping[str, float]]]
+
+__all__ = ["Comparison", "Evaluation", "as_golden", "as_run", "compare", "evaluate"]
+
+
+def as_golden(golden: GoldenInput) -> Golden:
+    """A golden set from a path, a DataFrame, a dict of dicts, records, or a :class:`Golden`."""
+    if isinstance(golden, Golden):
+        return golden
+    if isinstance(golden, str | Path):
+        return read_golden(golden)
+    if _is_frame(golden):
+        _require_columns(golden, ("query_id", "doc_id", "grade"), "golden set")
+        golden = _nested(golden, "grade")
+    if isinstance(golden, Mapping):
+        records = (
+            {"query_id": query_id, "judgments": _judgments(query_id, judged)}
+            for query_id, judged in golden.items()
+        )
+        return _non_empty(golden_from_records(records, source="<dict>"))
+    if isinstance(golden, Iterable):
+        return _non_empty(golden_from_records(golden, source="<records>"))
+    raise TypeError(f"a golden set is a path, a DataFrame or a dict, not {type(golden).__name__}")
+
+
+def as_run(run: RunInput, name: str | None = None) -> Run:
+    """A run from a path, a DataFrame of query_id, doc_id, score, a dict of dicts, or a
+    :class:`Run`. ``name`` names it in reports (a file's name by default, else "run")."""
+    if isinstance(run, Run):
+        return run
+    if isinstance(run, str | Path):
+        return read_run(run, name)
+    if isinstance(run, Mapping):
+        import pandas as pd
+
+        frame = pd.DataFrame(
+            [
+                (query_id, doc_id, score)
+                for query_id, scored in run.items()
+                for doc_id, score in _scored(query_id, scored).items()
+            ],
+            columns=["query_id", "doc_id", "score"],
+        )
+        return run_from_frame(frame, name or "run", query_ids=list(run), source="<dict>")
+    if _is_frame(run):
+        _require_columns(run, ("query_id", "doc_id", "score"), "run")
+        return run_from_frame(run, name or "run", source="<DataFrame>")
+    raise TypeError(f"a run is a path, a DataFrame or a dict, not {type(run).__name__}")
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """One run measured on a golden set. ``result`` is what ``goldset eval --json`` prints,
+    with ``per_query`` (a DataFrame) beside it."""
+
+    result: dict
+
+    def summary(self) -> pd.DataFrame:
+        """One row per metric: ``mean`` and its 95% CI (``ci_low``, ``ci_high``)."""
+        return _metric_rows(self.result["metrics"])
+
+    def per_query(self) -> pd.DataFrame:
+        """One row per scored query (indexed by query id), one column per metric."""
+        return self.result["per_query"]
+
+    def slices(self) -> pd.DataFrame:
+        """One row per (slice, metric): the slice's mean and CI (empty without slices)."""
+        import pandas as pd
+
+        frames = {
+            name: _metric_rows(entry["metrics"]) for name, entry in self.result["slices"].items()
+        }
+        if not frames:
+            return pd.DataFrame(columns=["mean", "ci_low", "ci_high"])
+        return pd.concat(frames, names=["slice", "metric"])
+
+    def worst(self) -> pd.DataFrame:
+        """The worst queries, worst first, as ``goldset eval`` lists them."""
+        import pandas as pd
+
+        return pd.DataFrame(self.result["worst"])
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """The per-query values (as ranx's ``Report.to_dataframe``)."""
+        return self.per_query()
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A candidate run against a baseline on the same golden set. ``result`` is what
+    ``goldset compare --json`` prints, the release gate's verdict included."""
+
+    result: dict
+
+    @property
+    def verdict(self) -> str:
+        """The release gate's verdict: "pass", "fail" or "inconclusive" (docs/gate.md)."""
+        return self.result["gate"]["verdict"]
+
+    def summary(self) -> pd.DataFrame:
+        """One row per metric: both means, the delta (candidate − baseline), its paired 95%
+        CI and p-value, and the randomization p-value."""
+        import pandas as pd
+
+        rows = {
+            spec: {**{k: v for k, v in entry.items() if k != "ci95"}, **_ci(entry)}
+            for spec, entry in self.result["metrics"].items()
+        }
+        return pd.DataFrame.from_dict(rows, orient="index").rename_axis("metric")
+
+    def changed_queries(self) -> pd.DataFrame:
+        """The queries whose first relevant rank moved, one row each (``change`` says how)."""
+        import pandas as pd
+
+        rows = [
+            {"change": change, **entry}
+            for change, entries in self.result["changed_queries"].items()
+            if isinstance(entries, list)
+            for entry in entries
+        ]
+        return pd.DataFrame(rows)
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """The per-metric summary (:meth:`summary`)."""
+        return self.summary()
+
+
+def evaluate(
+    golden: GoldenInput,
+    run: RunInput,
+    metrics: Sequence[str] = DEFAULT_METRICS,
+    *,
+    name: str | None = None,
+    **options,
+) -> Evaluation:
+    """Evaluate ``run`` on ``golden``, as ``goldset eval`` does.
+
+    ``options`` are :func:`goldset.eval.report.build_report`'s: ``bootstrap`` (resamples,
+    1000; 0 for none), ``seed``, ``rel_threshold``, ``depth``, ``keep_order``, ``gain``,
+    ``abstain_below``, ``worst``.
+    """
+    from goldset.eval.report import build_report
+
+    return Evaluation(build_report(as_golden(golden), as_run(run, name), metrics, **options))
+
+
+def compare(
+    golden: GoldenInput,
+    baseline: RunInput,
+    candidate: RunInput,
+    metrics: Sequence[str] = DEFAULT_METRICS,
+    **options,
+) -> Comparison:
+    """Compare ``candidate`` with ``baseline`` on ``golden``, as ``goldset compare --gate``
+    does: paired deltas per metric and slice, the changed queries and the release gate.
+
+    ``options`` are :func:`goldset.eval.report.compare_runs`'s (``bootstrap``, ``seed``,
+    ``thresholds`` of the gate, and the ranking options of :func:`evaluate`).
+    """
+    from goldset.eval.report import compare_runs
+
+    runs = as_run(baseline, "baseline"), as_run(candidate, "candidate")
+    return Comparison(compare_runs(as_golden(golden), *runs, metrics, **options))
+
+
+# --- the shapes a caller may hand in -------------------------------------------------------
+
+
+def _is_frame(value: object) -> bool:
+    """Whether ``value`` is a pandas DataFrame (without importing pandas to find out)."""
+    return type(value).__name__ == "DataFrame" and hasattr(value, "columns")
+
+
+def _require_columns(frame: pd.DataFrame, columns: tuple[str, ...], what: str) -> None:
+    missing = [name for name in columns if name not in frame.columns]
+    if missing:
+        raise InputError("<DataFrame>", None, missing[0], f"a {what} frame needs {columns}")
+
+
+def _nested(frame: pd.DataFrame, value: str) -> dict[str, dict[str, object]]:
+    """A frame of query_id, doc_id, value as ``{query_id: {doc_id: value}}`` (a repeated pair
+    is refused by the reader it goes to, so it is kept as a list here to be seen)."""
+    nested: dict[str, dict[str, object]] = {}
+    for line, (query_id, doc_id, item) in enumerate(
+        frame[["query_id", "doc_id", value]].itertuples(index=False), start=1
+    ):
+        judged = nested.setdefault(query_id, {})
+        if doc_id in judged:
+            raise InputError("<DataFrame>", line, "doc_id", f"doc {doc_id!r} repeated")
+        judged[doc_id] = item.item() if isinstance(item, np.generic) else item
+    return nested
+
+
+def _judgments(query_id: str, judged: object) -> object:
+    if not isinstance(judged, Mapping):
+        raise InputError("<dict>", None, str(query_id), "judgements are a {doc_id: grade} dict")
+    return dict(judged)
+
+
+def _scored(query_id: str, scored: object) -> Mapping:
+    if not isinstance(scored, Mapping):
+        raise InputError("<dict>", None, str(query_id), "results are a {doc_id: score} dict")
+    return scored
+
+
+def _non_empty(golden: Golden) -> Golden:
+    if len(golden.query_column("query_id")) == 0:
+        raise InputError("<dict>", None, None, "no queries in the golden set")
+    return golden
+
+
+def _metric_rows(metrics: Mapping[str, Mapping]) -> pd.DataFrame:
+    """``{spec: {"mean", "ci95"}}`` as a frame of mean, ci_low, ci_high indexed by metric."""
+    import pandas as pd
+
+    rows = {spec: {"mean": _number(entry["mean"]), **_ci(entry)} for spec, entry in metrics.items()}
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("metric")
+
+
+def _ci(entry: Mapping) -> dict[str, float]:
+    """An entry's 95% CI as ``ci_low`` and ``ci_high`` (NaN where none was computed)."""
+    low, high = entry.get("ci95") or (None, None)
+    return {"ci_low": _number(low), "ci_high": _number(high)}
+
+
+def _number(value: float | None) -> float:
+    """A figure as a float, NaN where there is none (no query to average, no CI computed)."""
+    return np.nan if value is None else value
