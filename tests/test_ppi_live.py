@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from goldset.eval.ppi import ppi_mean
 from goldset.labeler import judges
 from goldset.labeler.cli import cli
-from goldset.labeler.live.ppi import NO_SAMPLE, NoSample, ppi_deltas, ppi_report
+from goldset.labeler.live.ppi import NO_SAMPLE, NoSample, ppi_comparison, ppi_report
 from goldset.labeler.store import Store
 
 QUERIES, DOCS, LABELLED = 40, 5, 16
@@ -206,9 +206,9 @@ def test_compare_labels_ppi_gives_the_paired_deltas(project, tmp_path):
     assert delta["mean"] > 0 and plain_figure["mean"] < 1
     from goldset.eval.readers import read_run
 
-    deltas = ppi_deltas(
+    deltas = ppi_comparison(
         project, read_run(baseline), read_run(candidate), project.machine_judgments_frame(JUDGE)
-    )
+    ).deltas
     assert deltas["all"]["mrr@10"] == pytest.approx(delta)
     assert set(deltas["all"]) == {"mrr@10", "miss@10"}
 
@@ -241,6 +241,24 @@ def test_the_gate_with_labels_ppi_judges_the_ppi_deltas(project, tmp_path):
         "slice head: mrr@10",
         "slice tail: mrr@10",
     }
+
+
+def test_a_ppi_compare_reads_the_sample_once_for_its_figures(project, tmp_path, monkeypatch):
+    draw_and_label(project)
+    reads = {"human_sample": 0, "golden_records": 0}
+    for name in reads:
+        original = getattr(Store, name)
+
+        def counted(self, *args, _name=name, _original=original, **kwargs):
+            reads[_name] += 1
+            return _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(Store, name, counted)
+    code, _ = gate(project, tmp_path, plain, good)
+    assert code == 0
+    # The sample: once for both runs' figures and the gate, once for the header's count (in
+    # the same snapshot); the humans' golden set: for the PPI figures and the plain comparison.
+    assert reads == {"human_sample": 2, "golden_records": 2}
 
 
 def test_export_does_not_offer_ppi_labels(project, tmp_path):

@@ -357,13 +357,14 @@ def compare(
             for name, run in (("baseline", baseline_run), ("candidate", candidate_run))
         }
     if labels == "ppi":
-        from goldset.labeler.live.ppi import ppi_deltas, ppi_gate
+        from goldset.labeler.live.ppi import ppi_comparison
 
         def deltas_and_gate(store, judge) -> dict:
             runs = (store, baseline_run, candidate_run, judge)
+            compared = ppi_comparison(*runs, thresholds, **_scoring(options))
             # The gate judged on the PPI deltas' CIs replaces the one on the humans' sample.
-            result["gate"] = ppi_gate(*runs, thresholds, **_scoring(options)).as_json()
-            return ppi_deltas(*runs, **_scoring(options))
+            result["gate"] = compared.gate.as_json()
+            return compared.deltas
 
         result["ppi"] = ppi_figures(db, judge_name, deltas_and_gate)
     click.echo(_compare_output(result, output_format, gate, inconclusive), nl=False)

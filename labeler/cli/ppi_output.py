@@ -19,7 +19,8 @@ def ppi_figures(db: str | None, judge_name: str | None, compute: Callable) -> di
         raise click.UsageError(
             "--labels ppi reads a judge's labels and the project's random sample: give --db"
         )
-    with open_store(db) as store:
+    # One snapshot: the sample the figures rest on is the one the header counts.
+    with open_store(db) as store, store.snapshot():
         judge, labels = machine_labels(store, judge_name)
         figures = compute(store, labels)
         sampling = store.sampling()

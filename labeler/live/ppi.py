@@ -8,7 +8,7 @@ and hands eval the per-query values: the humans' on the sampled queries, the jud
 query. Per slice and over all queries, each metric (or each paired delta) gets the PPI
 estimate, its CI, λ and the effective number of human queries, beside the humans' own
 estimate on the same sample; the release gate can be judged on the PPI deltas
-(:func:`ppi_gate`).
+(:func:`ppi_comparison`).
 
 Which queries: every query of the project that the humans have not found unanswerable (a
 query not labelled yet counts: that is the point), scored by the judge as if done in full
@@ -19,6 +19,7 @@ sample, or no sampled query labelled yet: no figure (:class:`NoSample`).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -65,35 +66,28 @@ def ppi_report(
     return _as_dicts(_estimates(human_values, machine_values, sample, machine))
 
 
-def ppi_deltas(
-    store: Store,
-    baseline: Run,
-    candidate: Run,
-    judge: pd.DataFrame,
-    metrics: Sequence[str] = ("mrr@10", "miss@10"),
-    **scoring,
-) -> dict:
-    """PPI figures of the paired per-query deltas candidate − baseline, as :func:`ppi_report`."""
-    sample, machine, (human_values, machine_values) = _paired(
-        store, judge, baseline, candidate, metrics, scoring
-    )
-    deltas = _estimates(
-        human_values[1] - human_values[0], machine_values[1] - machine_values[0], sample, machine
-    )
-    return _as_dicts(deltas)
+@dataclass(frozen=True)
+class PPIComparison:
+    """Two runs compared on PPI estimates: ``deltas`` ({slice: {metric: figure}}, as
+    :func:`ppi_report`'s, of the per-query deltas candidate − baseline) and the release gate
+    judged on them (``gate``)."""
+
+    deltas: dict
+    gate: GateVerdict
 
 
-def ppi_gate(
+def ppi_comparison(
     store: Store,
     baseline: Run,
     candidate: Run,
     judge: pd.DataFrame,
     thresholds: Mapping[str, float] | None = None,
     **scoring,
-) -> GateVerdict:
-    """The release gate judged on PPI estimates: the paired deltas of miss@10 and MRR@10 over
-    all queries and of MRR@10 per slice (:func:`goldset.eval.gate.gate_on_estimates`), each run's
-    own PPI estimate beside. ``thresholds`` are the gate's allowances."""
+) -> PPIComparison:
+    """The PPI deltas of MRR@10 and miss@10 (over all queries and per slice) and the release
+    gate judged on them (:func:`goldset.eval.gate.gate_on_estimates`), each run's own PPI
+    estimate beside each rule; the sample and both golden sets are read once.
+    ``thresholds`` are the gate's allowances."""
     metrics = [MRR, MISS]
     sample, machine, (human_values, machine_values) = _paired(
         store, judge, baseline, candidate, metrics, scoring
@@ -120,7 +114,9 @@ def ppi_gate(
 
     slices = {name: estimated(name, MRR) for name in deltas if name != ALL and MRR in deltas[name]}
     overall = {metric: estimated(ALL, metric) for metric in metrics}
-    return gate_on_estimates(overall, slices, **(thresholds or {}))
+    return PPIComparison(
+        _as_dicts(deltas), gate_on_estimates(overall, slices, **(thresholds or {}))
+    )
 
 
 def _sources(store: Store, judge: pd.DataFrame) -> tuple[pd.DataFrame, Golden, Golden]:
