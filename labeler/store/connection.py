@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import sqlite3
 import threading
@@ -245,6 +246,29 @@ class Connection:
         """What a migration leaves to the layers above the schema (on every writable open,
         so that a process that died before doing it leaves it to the next): nothing here;
         :meth:`Projections._after_migrating` re-derives projections marked stale."""
+
+    @contextmanager
+    def _import_lock(self) -> Iterator[None]:
+        """One import, pooling or projection rebuild at a time per project file, across
+        threads and processes.
+
+        An OS lock (``flock``) on the database file, released by the OS if the holder dies;
+        SQLite's own locks are ``fcntl`` byte ranges, which ``flock`` does not touch. Holding
+        it, :meth:`_discard_abandoned` first removes what a dead holder left behind.
+        """
+        with open(self.path, "rb") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                self._discard_abandoned()
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def _discard_abandoned(self) -> None:
+        """What a holder of :meth:`_import_lock` that died left behind, removed by the next
+        holder: here a pool's half-swapped candidates tables (see ``Pool.pool``);
+        :meth:`Imports._discard_abandoned` adds an import's unpublished batches."""
+        self._drop_tables(CANDIDATES_NEXT, CANDIDATES_RETIRED)
 
     @classmethod
     def open_project(

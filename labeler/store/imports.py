@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fcntl
 import gc
 import json
 import sqlite3
@@ -22,7 +21,7 @@ from goldset.labeler.importing import (
     tasks_from_records,
 )
 from goldset.labeler.pooling import corpus_beyond_tasks, corpus_documents, read_corpus
-from goldset.labeler.store.connection import CANDIDATES_NEXT, CANDIDATES_RETIRED, _chunks, _marks
+from goldset.labeler.store.connection import _chunks, _marks
 from goldset.labeler.store.corpus import POOLED_RUN
 from goldset.labeler.store.golden_rows import write_golden
 from goldset.labeler.store.projections import _LABEL_COLUMNS, _STATE_COLUMNS, STAGED, Projections
@@ -198,25 +197,14 @@ class Imports(Projections):
         }
         return added if corpus is None else {**added, "corpus_documents_added": len(corpus_rows)}
 
-    @contextmanager
-    def _import_lock(self) -> Iterator[None]:
-        """One import or pooling at a time per project file, across threads and processes.
-
-        An OS lock (``flock``) on the database file, released by the OS if the importer dies;
-        SQLite's own locks are ``fcntl`` byte ranges, which ``flock`` does not touch. Holding
-        it, the import first deletes any batch that a dead importer left unpublished.
-        """
-        with open(self.path, "rb") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                for (batch,) in self.conn.execute(
-                    "SELECT id FROM import_batches WHERE published_at IS NULL"
-                ).fetchall():
-                    self._discard_batch(batch)
-                self._drop_tables(CANDIDATES_NEXT, CANDIDATES_RETIRED)  # a pool's (Pool.pool)
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+    def _discard_abandoned(self) -> None:
+        """Under :meth:`_import_lock`: delete any batch a dead importer left unpublished, then
+        what the layer below discards."""
+        for (batch,) in self.conn.execute(
+            "SELECT id FROM import_batches WHERE published_at IS NULL"
+        ).fetchall():
+            self._discard_batch(batch)
+        super()._discard_abandoned()
 
     @contextmanager
     def _batch(self, source: str) -> Iterator[int]:
