@@ -202,10 +202,11 @@ def rank(
 ) -> Ranking:
     """Rank ``run`` over the golden set's scored queries (answerable and done).
 
-    Ties in score are broken by doc_id descending, as trec_eval does; ``keep_order`` uses the
-    file's own order instead. ``depth`` keeps only each query's top ``depth`` docs (trec_eval
-    ``-M``). With ``abstain_below``, a query whose best score is below it returns nothing.
-    ``single_precision``: scores compare as trec_eval 9's (:func:`comparable_scores`).
+    Rows are in :func:`run_order` (ties in score broken by doc_id descending, as trec_eval
+    does); ``keep_order`` uses the file's own order instead. ``depth`` keeps only each
+    query's top ``depth`` docs (trec_eval ``-M``). With ``abstain_below``, a query whose best
+    score is below it returns nothing. ``single_precision``: scores compare as trec_eval 9's
+    (:func:`comparable_scores`).
     Queries absent from the run are kept with no rows, so every metric gives them 0.
 
     ``top`` keeps only each query's top ``top`` ranks (None: all rows), extended over a score
@@ -267,6 +268,35 @@ def rank(
     )
 
 
+class RunOrder(NamedTuple):
+    """A run's rows in eval's order (:func:`run_order`): per row kept, its position in the
+    run's file (``row``), its query (``query_index``, into the run's ``query_ids``) and its
+    ``rank`` (1-based)."""
+
+    row: np.ndarray
+    query_index: np.ndarray
+    rank: np.ndarray
+
+
+def run_order(run: Run, top: int | None = None, *, single_precision: bool = False) -> RunOrder:
+    """goldset's one order of a run: each query's rows best first, by score descending (as
+    compared, :func:`comparable_scores`), ties by doc_id descending in byte order (trec_eval's
+    order); every query of ``run.query_ids`` in turn, each cut to its top ``top`` ranks (None:
+    every row). :func:`rank` orders a run through the same steps, and pooling pools and fuses
+    runs with this function, so a pool's depth k of a run holds the docs eval ranks in its
+    top k.
+
+    >>> ids = np.array(["q1"], dtype=object)
+    >>> run = Run(ids, np.zeros(3, np.int64), np.array(["a", "c", "b"], dtype=object),
+    ...           np.array([1.0, 2.0, 1.0]), "r")
+    >>> run_order(run).row.tolist()  # c (2.0), then the tie of a and b: b first
+    [1, 2, 0]
+    """
+    runs = _query_runs(run, run.query_ids, True, single_precision)
+    ranked = _Ranked.of(run, runs, top, False, len(run.query_ids))
+    return RunOrder(ranked.rows, ranked.query_index, ranked.rank)
+
+
 # Each golden set's judgements indexed for rank, kept while the golden set lives: indexing
 # is half the cost of a ranking, and every run ranked against one golden set shares it.
 _INDEXED: weakref.WeakKeyDictionary[Golden, _Judgments] = weakref.WeakKeyDictionary()
@@ -301,7 +331,8 @@ def first_hit_queries(golden: Golden, query_ids: np.ndarray) -> np.ndarray:
 # (0.5-1 ms each, on the start-up of every eval), a named tuple in a tenth of that.
 class _Ranked(NamedTuple):
     """Ranked rows, grouped by query (ascending) and best first: per row its query index,
-    rank, score and doc id; once ``with_grades``, its grade, judged and relevant flags too."""
+    rank, score, doc id and position in the run; once ``with_grades``, its grade, judged and
+    relevant flags instead of the last two."""
 
     query_index: np.ndarray
     rank: np.ndarray
@@ -310,19 +341,20 @@ class _Ranked(NamedTuple):
     grade: np.ndarray | None = None
     judged: np.ndarray | None = None
     relevant: np.ndarray | None = None
+    rows: np.ndarray | None = None  # each row's position in the run (until graded)
 
     @classmethod
     def of(
         cls, run: Run, runs: _QueryRuns, limit: int | None, keep_order: bool, query_count: int
     ) -> _Ranked:
         """The top ``limit`` rows (all when None) of each query of ``runs``."""
-        query_index, score, doc_ids = _ranked_rows(run.doc_ids, runs, limit, keep_order)
+        query_index, score, doc_ids, rows = _ranked_rows(run.doc_ids, runs, limit, keep_order)
         rank = _rank_within_groups(query_index, query_count)
         if limit is not None:
             top = rank <= limit
-            query_index, score, rank = query_index[top], score[top], rank[top]
+            query_index, score, rank, rows = query_index[top], score[top], rank[top], rows[top]
             doc_ids = filter_rows(doc_ids, top)
-        return cls(query_index, rank, score, doc_ids)
+        return cls(query_index, rank, score, doc_ids, rows=rows)
 
     def with_grades(self, judgments: _Judgments, rel_threshold: int) -> _Ranked:
         """These rows with their grades (the doc ids are no longer needed)."""
@@ -468,9 +500,9 @@ def _ranked_rows(
     runs: _QueryRuns,
     limit: int | None,
     keep_order: bool,
-) -> tuple[np.ndarray, np.ndarray, pa.Array | np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, pa.Array | np.ndarray, np.ndarray]:
     """The rows that may rank within ``limit`` (all rows when None), in ranking order:
-    the query index, score and doc id of each."""
+    the query index, score, doc id and position in the run of each."""
     positions, query_index = _top_positions(runs, limit, with_ties=not keep_order)
     # Adding 0.0 turns -0.0 into 0.0, which it equals (and ties with, as in trec_eval).
     score = runs.score[positions] + 0.0
@@ -479,8 +511,9 @@ def _ranked_rows(
     doc_ids = take_distinct(doc_ids, rows)
     if not keep_order:
         # Breaking ties moves docs only within equal (query, score): query_index, score stay.
-        doc_ids = take_rows(doc_ids, _doc_order_within_ties(query_index, score, doc_ids))
-    return query_index, score, doc_ids
+        by_doc = _doc_order_within_ties(query_index, score, doc_ids)
+        doc_ids, rows = take_rows(doc_ids, by_doc), rows[by_doc]
+    return query_index, score, doc_ids, rows
 
 
 def _extend_over_ties(runs: _QueryRuns, length: np.ndarray) -> np.ndarray:
