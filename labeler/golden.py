@@ -5,7 +5,7 @@ grade of each doc, whether a query is done) is *derived* from that log by :func:
 :func:`merge` is the one golden-set merge rule: it makes the annotators' states of one query —
 or, where a reviewer adjudicated it, the reviewer's :class:`Decision` — into its golden label
 (the store keeps it as a projection that every reader of the golden set reads).
-:func:`golden_record` writes a golden label as the golden-set JSONL record (docs/formats.md), every
+:func:`export_record` writes a golden label as the golden-set JSONL record (docs/formats.md), every
 annotator's label beside it, and :func:`events_for_record` is its inverse (importing a golden
 set). Pure functions: no database.
 """
@@ -89,7 +89,7 @@ class QueryState:
     mode: str = "first_hit"
     grades: dict[str, int] = field(default_factory=dict)
     label_events: dict[str, int] = field(default_factory=dict)
-    first_relevant_rank: int | None = None
+    first_relevant_position: int | None = None  # on the annotator's screen (1-based)
     judged_depth: int = 0
     seconds: float = 0.0
     last_event_id: int = 0
@@ -165,7 +165,8 @@ def derive_state(events: Sequence[Event], context: QueryContext) -> QueryState:
         elif event.action == "note":
             note = event.note or ""
     candidate_grades = {doc: grade for doc, grade in grades.items() if doc in context.positions}
-    relevant = [context.positions[d] for d, g in candidate_grades.items() if g >= context.threshold]
+    first = first_relevant_position(candidate_grades, context.positions, context.threshold)
+    relevant = first is not None
     attached_relevant = any(
         grade >= context.threshold for doc, grade in grades.items() if doc not in context.positions
     )
@@ -191,7 +192,7 @@ def derive_state(events: Sequence[Event], context: QueryContext) -> QueryState:
         mode=mode,
         grades=grades,
         label_events=label_events,
-        first_relevant_rank=min(relevant) if relevant else None,
+        first_relevant_position=first,
         judged_depth=len(candidate_grades) - len(asserted),
         seconds=sum(event.seconds for event in events),
         last_event_id=max((event.id for event in events), default=0),
@@ -329,7 +330,7 @@ def merge(
     )
 
 
-def golden_record(
+def export_record(
     query: Mapping,
     states: Mapping[str, QueryState],
     context: QueryContext,
@@ -343,7 +344,8 @@ def golden_record(
     ``query`` holds query_id, query, slice and metadata. Unjudged docs are absent.
     ``judgments`` lists candidates in display order, then docs attached from search.
     ``judged_depth`` is the number of judged candidates (for a list judged top-down, the depth
-    reached); ``first_relevant_rank`` the display position of the first relevant candidate.
+    reached); ``first_relevant_rank`` the display position of the first relevant candidate
+    (:func:`first_relevant_position`; the field keeps its published name, docs/formats.md).
     ``status`` is done, skipped or pending (a query started but not finished is pending). An
     annotator whose every action was undone has left nothing and is not listed.
 
@@ -371,7 +373,7 @@ def golden_record(
         "status": EXPORTED_STATUS[label.status],
         "answerable": label.answerable,
         "judgments": judgments,
-        "first_relevant_rank": first_relevant_rank(judgments, positions, context.threshold),
+        "first_relevant_rank": first_relevant_position(judgments, positions, context.threshold),
         "judged_depth": sum(1 for doc_id in judgments if doc_id in positions),
         "mode": label.mode or context.default_mode,
         "annotators": sorted(states),
@@ -417,23 +419,26 @@ def _needs_pool(record: Mapping, positions: Mapping[str, int]) -> bool:
 
 def annotator_label(state: QueryState, positions: Mapping[str, int]) -> dict:
     """One annotator's own label of a query, as the export keeps it beside the final one:
-    status, answerable, judgments (display order), first_relevant_rank, judged_depth, mode,
-    labelled_at."""
+    status, answerable, judgments (display order), first_relevant_rank (the display position,
+    :func:`first_relevant_position`), judged_depth, mode, labelled_at."""
     return {
         "status": EXPORTED_STATUS[state.status],
         "answerable": state.answerable,
         "judgments": _in_display_order(state.grades, positions, state.label_events),
-        "first_relevant_rank": state.first_relevant_rank,
+        "first_relevant_rank": state.first_relevant_position,
         "judged_depth": state.judged_depth,
         "mode": state.mode,
         "labelled_at": to_export_time(state.updated_at) if state.updated_at else None,
     }
 
 
-def first_relevant_rank(
+def first_relevant_position(
     judgments: Mapping[str, int], positions: Mapping[str, int], threshold: int
 ) -> int | None:
-    """The display position of the first relevant candidate; None when no candidate is."""
+    """The position on the annotator's screen (1-based, display order) of the first candidate
+    judged relevant (grade >= ``threshold``); None when no candidate is. Not a rank in a
+    system's run (that is :attr:`goldset.eval.ranking.Ranking.first_relevant_rank`): a pool
+    of several runs is shown in fused order."""
     relevant = [positions[d] for d, g in judgments.items() if d in positions and g >= threshold]
     return min(relevant) if relevant else None
 

@@ -245,7 +245,7 @@ def _ratings(overlap: Sequence[dict]) -> _Ratings:
 
 def _outcome(state: QueryState) -> tuple[int, str]:
     """(first relevant rank, 0 for none; verdict): the query-level label of one annotator."""
-    rank = state.first_relevant_rank or 0
+    rank = state.first_relevant_position or 0
     verdict = "found" if rank else ("miss" if state.answerable else "unanswerable")
     return rank, verdict
 
@@ -337,8 +337,10 @@ def reciprocal_ranks(states: Iterable[QueryState], cutoff: int = MRR_CUTOFF) -> 
     relevant rank within the cutoff): 0 for a miss, or an unanswerable query — which then
     leaves the mean."""
     first = [
-        state.first_relevant_rank
-        if state.answerable and state.first_relevant_rank and state.first_relevant_rank <= cutoff
+        state.first_relevant_position
+        if state.answerable
+        and state.first_relevant_position
+        and state.first_relevant_position <= cutoff
         else NOT_RANKED
         for state in states
     ]
@@ -349,7 +351,7 @@ def disagreement_kinds(states: Mapping[str, QueryState]) -> list[str]:
     """How the annotators' labels of one query differ: ``first_relevant_rank``, ``answerable``
     (unanswerable vs not), ``grades`` (a doc judged by two of them got different grades)."""
     kinds = []
-    if len({state.first_relevant_rank for state in states.values()}) > 1:
+    if len({state.first_relevant_position for state in states.values()}) > 1:
         kinds.append("first_relevant_rank")
     if len({state.answerable for state in states.values()}) > 1:
         kinds.append("answerable")

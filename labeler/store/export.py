@@ -78,7 +78,7 @@ class Export(States):
                 settings["rel_threshold"],
                 settings["mode"],
             )
-            yield golden.golden_record(
+            yield golden.export_record(
                 query,
                 states.get(query["query_id"], {}),
                 context,

@@ -45,7 +45,8 @@ def stored_states(
     for row in _dicts(
         conn.execute(
             "SELECT query_id, annotator, status, answerable, needs_verdict, mode, "
-            "first_relevant_rank, judged_depth, seconds, last_event_id, updated_at, note, holes "
+            "first_relevant_rank AS first_relevant_position, judged_depth, seconds, "
+            "last_event_id, updated_at, note, holes "
             f"FROM query_state WHERE query_id {_in(query_ids)}",
             query_ids,
         )

@@ -58,7 +58,7 @@ def _state_row(query_id: str, annotator: str, slice_name: str, state: QueryState
     """The ``query_state`` row of a state (see :data:`_STATE_SQL`)."""
     return (
         *(query_id, annotator, slice_name, state.status, int(state.answerable)),
-        *(int(state.needs_verdict), state.mode, state.first_relevant_rank, state.judged_depth),
+        *(int(state.needs_verdict), state.mode, state.first_relevant_position, state.judged_depth),
         *(state.seconds, state.last_event_id, state.updated_at, state.note, state.holes),
     )
 

@@ -119,7 +119,7 @@ def _replayed(
             ]
             replay.states.append(
                 (query_id, name, task.slice, state.status, int(state.answerable))
-                + (int(state.needs_verdict), state.mode, state.first_relevant_rank)
+                + (int(state.needs_verdict), state.mode, state.first_relevant_position)
                 + (state.judged_depth, state.seconds, state.last_event_id, state.updated_at)
                 + (state.note, state.holes)
             )

@@ -81,7 +81,7 @@ class States(Corpus, Log):
                 states = self._states([query_id]).get(query_id, {})
                 label = self._golden([query_id])[query_id]
                 decision = self._decisions([query_id]).get(query_id)
-                record = golden.golden_record(
+                record = golden.export_record(
                     self.query(query_id), states, context, label, decision
                 )
                 state = QueryState(
@@ -89,7 +89,7 @@ class States(Corpus, Log):
                     answerable=label.answerable,
                     needs_verdict=any(s.needs_verdict for s in states.values()),
                     mode=record["mode"],
-                    first_relevant_rank=record["first_relevant_rank"],
+                    first_relevant_position=record["first_relevant_rank"],
                     judged_depth=record["judged_depth"],
                     note=record["notes"],
                     holes=label.holes,
@@ -103,7 +103,7 @@ class States(Corpus, Log):
             "complete": state.complete,
             "answerable": state.answerable,
             "needs_verdict": state.needs_verdict,
-            "first_relevant_rank": state.first_relevant_rank,
+            "first_relevant_rank": state.first_relevant_position,
             "judged_depth": state.judged_depth,
             "mode": state.mode,
             "note": state.note,
