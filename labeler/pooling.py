@@ -16,8 +16,10 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from goldset.eval.ranking import comparable_scores
-from goldset.eval.readers import InputError, json_lines, read_run
+import numpy as np
+
+from goldset.eval.ranking import run_order
+from goldset.eval.readers import InputError, Run, json_lines, read_run
 from goldset.eval.validation import checked_id, id_character, identifier, optional_text
 
 RRF_K = 60  # the constant of Cormack et al.'s reciprocal-rank fusion
@@ -65,18 +67,38 @@ def fusion_scores(rankings: Mapping[str, Sequence[str]], k: int = RRF_K) -> dict
     return scores
 
 
-def fuse(rankings: Mapping[str, Sequence[str]], k: int = RRF_K) -> list[str]:
-    """Order the union of several rankings by reciprocal-rank fusion, so no system is favoured.
+def fuse(
+    pools: Mapping[str, Mapping[str, Sequence[str]]], k: int = RRF_K
+) -> dict[str, list[tuple[str, float]]]:
+    """Each query's candidates in fused order: the union of its runs' rankings (``pools``:
+    query_id -> run -> ranking) by reciprocal-rank fusion, so no system is favoured, as
+    (doc_id, fused score) best first.
 
-    Ties go to the doc with the best single rank, then to the smaller doc id, so the order is
-    deterministic. With one ranking the fused order is that ranking.
+    The fused scores are ordered as eval orders a run (:func:`goldset.eval.ranking.run_order`,
+    every query at once): equal scores by doc id descending, so the order is deterministic.
+    With one ranking the fused order is that ranking.
     """
-    scores = fusion_scores(rankings, k)
-    best_rank: dict[str, int] = {}
-    for ranking in rankings.values():
-        for rank, doc_id in enumerate(ranking, start=1):
-            best_rank[doc_id] = min(best_rank.get(doc_id, rank), rank)
-    return sorted(scores, key=lambda doc_id: (-scores[doc_id], best_rank[doc_id], doc_id))
+    docs: list[str] = []
+    scores: list[float] = []
+    counts = []
+    for rankings in pools.values():
+        fused = fusion_scores(rankings, k)
+        docs += fused
+        scores += fused.values()
+        counts.append(len(fused))
+    query_ids = list(pools)
+    run = Run(
+        query_ids=np.array(query_ids, dtype=object),
+        query_index=np.repeat(np.arange(len(counts), dtype=np.int64), counts),
+        doc_ids=np.array(docs, dtype=object),
+        scores=np.array(scores, dtype=np.float64),
+        name="fused",
+    )
+    order = run_order(run)
+    fused_order: dict[str, list[tuple[str, float]]] = {query_id: [] for query_id in query_ids}
+    for row, query in zip(order.row.tolist(), order.query_index.tolist(), strict=True):
+        fused_order[query_ids[query]].append((docs[row], scores[row]))
+    return fused_order
 
 
 def run_settled(ranking: Sequence[str], grades: Mapping[str, int], threshold: int) -> bool:
@@ -171,19 +193,17 @@ def read_queries(path: str | Path) -> list[PoolQuery]:
 
 
 def read_pooled_run(path: str | Path, depth: int) -> PooledRun:
-    """Read a TREC (or JSONL) run and keep each query's top ``depth`` docs.
+    """Read a TREC (or JSONL) run and keep each query's top ``depth`` docs, queries in the
+    run's order.
 
-    The top is taken as trec_eval ranks: score descending, ties by doc id descending; the
-    rank column is ignored. So the pool holds exactly the docs that ``@depth`` metrics see.
+    The top is eval's (:func:`goldset.eval.ranking.run_order`: score descending, ties by doc
+    id descending, as trec_eval); the rank column is ignored. So the pool holds exactly the
+    docs that eval's ``@depth`` metrics see.
     """
     if depth < 1:
         raise ValueError(f"pool depth must be a positive integer, got {depth}")
     run = read_run(path)
-    # Scores compared as trec_eval (and goldset eval) compare them, in single precision.
-    ranked = run.results.assign(rank_score=comparable_scores(run.scores)).sort_values(
-        ["query_id", "rank_score", "doc_id"], ascending=[True, False, False], kind="stable"
-    )
-    top = ranked.groupby("query_id", sort=False).head(depth)
+    top = run.results.iloc[run_order(run, depth).row]
     rankings: dict[str, list[tuple[str, float]]] = {}
     for query_id, doc_id, score in top[["query_id", "doc_id", "score"]].itertuples(index=False):
         rankings.setdefault(query_id, []).append((doc_id, float(score)))

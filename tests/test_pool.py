@@ -11,8 +11,9 @@ from goldset.labeler.store import Store
 
 
 def test_fusion_favours_docs_that_several_runs_rank_high():
-    assert fuse({"a": ["x", "y", "z"], "b": ["y", "w", "x"]}) == ["y", "x", "w", "z"]
-    assert fuse({"only": ["c", "a", "b"]}) == ["c", "a", "b"]
+    fused = fuse({"q1": {"a": ["x", "y", "z"], "b": ["y", "w", "x"]}, "q2": {"only": ["c", "a"]}})
+    assert [doc_id for doc_id, _ in fused["q1"]] == ["y", "x", "w", "z"]
+    assert fused["q2"] == [("c", 1 / 61), ("a", 1 / 62)]
 
 
 def test_a_run_is_settled_by_its_first_relevant_doc_or_by_having_none():

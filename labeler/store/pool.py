@@ -17,7 +17,6 @@ from goldset.labeler.pooling import (
     PooledRun,
     corpus_documents,
     fuse,
-    fusion_scores,
     line_of_doc,
     read_corpus,
     read_pooled_run,
@@ -237,13 +236,11 @@ class Pool(Imports):
             for query_id, ranking in run.rankings.items():
                 if query_id in fresh:
                     rankings.setdefault(query_id, {})[run.name] = [doc for doc, _ in ranking]
-        candidates = []
-        for query_id, runs in rankings.items():
-            scores = fusion_scores(runs)
-            candidates += [
-                (query_id, doc_id, position, scores[doc_id], None)
-                for position, doc_id in enumerate(fuse(runs), start=1)
-            ]
+        candidates = [
+            (query_id, doc_id, position, score, None)
+            for query_id, fused in fuse(rankings).items()
+            for position, (doc_id, score) in enumerate(fused, start=1)
+        ]
         ranks = [
             (query_id, run.name, rank, doc_id, score)
             for run in pooled
@@ -349,6 +346,7 @@ class Pool(Imports):
                 settings,
             )
 
+        pools = {}
         for query_id in sorted(touched - fresh):  # fresh ones are fused already
             mine = candidates.setdefault(query_id, {})
             for doc_id in ranks[query_id].values():
@@ -357,10 +355,11 @@ class Pool(Imports):
                     # the derivation sees (see _seal)
                     mine[doc_id] = (0, None, golden.JOINS_LATER)
                     added += 1
-            rankings = context(query_id).rankings  # as _context ranks them once the ranks are in
-            scores = fusion_scores(rankings)
-            for position, doc_id in enumerate(fuse(rankings), start=1):
-                order.append((query_id, doc_id, position, scores[doc_id]))
+            pools[query_id] = context(query_id).rankings  # as _context ranks them, ranks in
+        for query_id, fused in fuse(pools).items():
+            mine = candidates[query_id]
+            for position, (doc_id, score) in enumerate(fused, start=1):
+                order.append((query_id, doc_id, position, score))
                 mine[doc_id] = (position, *mine[doc_id][1:])  # its place once the order is in
         # ranks under a new run count only once it is registered (see corpus.POOLED_RUN):
         # they are written now, in short transactions; the others wait for the publishing
