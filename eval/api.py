@@ -204,10 +204,10 @@ def compare(
     """Compare ``candidate`` with ``baseline`` on ``golden``, as ``goldset compare --gate``
     does: paired deltas per metric and slice, the changed queries and the release gate.
 
-    ``options`` are :func:`goldset.eval.report.compare_runs`'s (``bootstrap``, ``seed``,
+    ``options`` are :func:`goldset.eval.compare.compare_runs`'s (``bootstrap``, ``seed``,
     ``thresholds`` of the gate, and the ranking options of :func:`evaluate`).
     """
-    from goldset.eval.report import compare_runs
+    from goldset.eval.compare import compare_runs
 
     runs = as_run(baseline, "baseline"), as_run(candidate, "candidate")
     return Comparison(compare_runs(as_golden(golden), *runs, metrics, **options))

@@ -11,7 +11,7 @@ Two questions, per slice:
 - **Metric impact**: each run's MRR@10, hit@1 and miss@10 under the machine's labels and
   under the humans', on the same queries (those the machine labelled), with a paired
   bootstrap CI of the difference (:func:`goldset.eval.stats.paired_bootstrap`); and whether the
-  release gate between two runs (:func:`goldset.eval.report.compare_runs`) decides the same.
+  release gate between two runs (:func:`goldset.eval.compare.compare_runs`) decides the same.
 
 A plain verdict per slice follows from stated thresholds (:data:`THRESHOLDS`). Pure
 computation over frames: the caller brings the labels.
@@ -26,9 +26,10 @@ import numpy as np
 import pandas as pd
 
 from goldset.eval import agreement
+from goldset.eval.compare import compare_runs
 from goldset.eval.metrics import evaluate
 from goldset.eval.readers import Golden, Run
-from goldset.eval.report import NO_SLICE, compare_runs, slice_groups
+from goldset.eval.report import NO_SLICE, slice_groups
 from goldset.eval.stats import paired_bootstrap
 
 IMPACT_METRICS = ("mrr@10", "hit@1", "miss@10")

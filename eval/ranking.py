@@ -10,17 +10,12 @@ usually written query by query, best first, so most often no row moves at all; o
 top rows that the metrics look at (and the rows tied with the last of them) have their
 doc ids compared or joined with the judgements. A ranking built that way knows how deep it
 goes (:attr:`Ranking.ranked_to`) and refuses a question about ranks it does not hold.
-
-This module also owns eval's threads (:func:`concurrently`): numpy and Arrow release the
-GIL while they work, so independent steps (reading files, indexing judgements, hashing the
-golden set) overlap on a second core.
 """
 
 from __future__ import annotations
 
-import threading
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property, partial
 from typing import TYPE_CHECKING, NamedTuple
@@ -37,7 +32,8 @@ from goldset.eval.columns import (
     take_rows,
 )
 from goldset.eval.groups import ranges
-from goldset.eval.readers import PLAIN_MAX_LINES, Golden, Run, ready_for_threads
+from goldset.eval.readers import Golden, Run
+from goldset.eval.threads import concurrently, worth_threads
 
 if TYPE_CHECKING:  # a small file's ids are numpy arrays: pyarrow is imported only for a large one
     import pyarrow as pa
@@ -62,52 +58,9 @@ def comparable_scores(scores: np.ndarray, single_precision: bool = False) -> np.
         return as_double.astype(np.float32)
 
 
-# Up to this many run rows, a second thread costs more than it saves: such a file is read by
-# the plain parser, which holds the GIL, so the threads take turns (every 5 ms, Python's switch
-# interval) instead of overlapping. See worth_threads.
-THREADED_ROWS = PLAIN_MAX_LINES
 # A counting sort of the ideal grades takes a count per query and grade: worth it while there
 # are no more counts than this many per positive judgement (see _ideal_grades).
 COUNTING_CELLS_PER_GRADE = 8
-
-
-def worth_threads(*runs: Run) -> bool:
-    """Whether eval's steps over these runs should overlap on threads (:func:`concurrently`):
-    only where numpy and Arrow work long enough without the GIL."""
-    return sum(len(run.query_index) for run in runs) > THREADED_ROWS
-
-
-def concurrently(*calls: Callable[[], object], threads: bool = True) -> list:
-    """Call each function on its own thread, all at once; their results, in order.
-
-    An error is raised from the first call (in order) that failed. With ``threads=False``
-    (small inputs: see :func:`worth_threads`) the calls run one after another.
-
-    >>> concurrently(lambda: 1 + 1, lambda: "two")
-    [2, 'two']
-    """
-    if not threads:
-        return [call() for call in calls]
-    ready_for_threads()  # no first import on two threads at once (see there)
-    # Plain threads: concurrent.futures (with logging and queue) costs a small eval 5 ms to import.
-    results: list = [None] * len(calls)
-    errors: list[BaseException | None] = [None] * len(calls)
-
-    def run(position: int, call: Callable[[], object]) -> None:
-        try:
-            results[position] = call()
-        except BaseException as error:  # re-raised on the calling thread, below
-            errors[position] = error
-
-    threads = [threading.Thread(target=run, args=item) for item in enumerate(calls)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    failed = next((error for error in errors if error is not None), None)
-    if failed is not None:
-        raise failed
-    return results
 
 
 @dataclass(frozen=True, eq=False)
@@ -233,7 +186,7 @@ def rank(
     # The judgements' side needs only the golden set: it is indexed while the run's rows are
     # grouped (unless a caller indexed it already, see prepare). Then each half of the
     # queries is ranked and graded on its own thread.
-    threads = worth_threads(run)
+    threads = worth_threads(len(run.query_index))
     judgments, (runs, retrieved) = concurrently(
         lambda: _judgments_of(golden), query_runs, threads=threads
     )
@@ -309,8 +262,8 @@ def prepare(golden: Golden) -> Golden:
     What it computes is kept with the golden set, so a caller reading a run meanwhile (on
     another thread, see :func:`concurrently`) takes it off the ranking's critical path.
     """
-    large = len(golden.judgment_column("grade")) > THREADED_ROWS
-    concurrently(lambda: _judgments_of(golden), lambda: golden.version, threads=large)
+    threads = worth_threads(len(golden.judgment_column("grade")))
+    concurrently(lambda: _judgments_of(golden), lambda: golden.version, threads=threads)
     return golden
 
 

@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from functools import cache, cached_property
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 import numpy as np
 
 from goldset.eval import trec, validation
-from goldset.eval.arrow import arrow_loaded, load_arrow, pa, pc
+from goldset.eval.arrow import arrow_loaded, pa, pc
 from goldset.eval.columns import (
     PairIndex,
     arrow_array,
@@ -32,6 +32,7 @@ from goldset.eval.columns import (
     strings_column,
 )
 from goldset.eval.errors import InputError
+from goldset.eval.threads import THREADED_ROWS, before_threads
 from goldset.eval.trec import Layout, Rows
 from goldset.eval.validation import GOLDEN_STATUSES, decoded_lines, json_lines
 
@@ -57,8 +58,18 @@ QUERY_COLUMNS = ("query_id", "query", "slice", "status", "answerable", "mode")
 # same reading (eval/trec.py). Below this size the plain parser wins, since it spares Arrow's
 # import; above it Arrow does (the crossover is measured in bench/README.md, "Figures behind
 # design choices"). The count of lines is estimated from the file's size and its first line.
-PLAIN_MAX_LINES = 50_000
+# The same figure bounds eval's threads: the plain parser holds the GIL, so threads over the
+# files it reads would only take turns.
+PLAIN_MAX_LINES = THREADED_ROWS
 Parser = Literal["auto", "fast", "general", "plain"]
+
+
+class Digests(NamedTuple):
+    """The two sums of row hashes behind :attr:`Golden.version` (modulo 2**64): of the queries
+    (id, slice, status, answerable) and of the judgements (query id, doc id, grade)."""
+
+    queries: int
+    judgments: int
 
 
 class Golden:
@@ -186,10 +197,9 @@ class Golden:
         return version_of(self.digests)
 
     @cached_property
-    def digests(self) -> tuple[int, int]:
-        """The two sums of row hashes behind :attr:`version`: of the queries (id, slice,
-        status, answerable) and of the judgements (query id, doc id, grade). Being sums, they
-        can be brought up to date query by query (:func:`goldset.eval.splice.updated_digests`)."""
+    def digests(self) -> Digests:
+        """The sums of row hashes behind :attr:`version`. Being sums, they can be brought up
+        to date query by query (:func:`goldset.eval.splice.updated_digests`)."""
         queries = [self.query_column(name) for name in ("query_id", "slice", "status")]
         queries.append(self.query_column("answerable"))
         query_hashes = [_text_fingerprints(column) for column in queries]
@@ -202,7 +212,7 @@ class Golden:
             judged_queries = _text_fingerprints(self.judgment_column("query_id"))
         grades = _text_fingerprints(self.judgment_column("grade"))
         judgments = [judged_queries, pairs.hashes, grades]
-        return _rows_digest(query_hashes), _rows_digest(judgments)
+        return Digests(_rows_digest(query_hashes), _rows_digest(judgments))
 
     def scored_query_ids(self) -> np.ndarray:
         """Ids of the queries that metrics are averaged over: answerable and done (the same
@@ -252,7 +262,7 @@ class Run:
         ).to_pandas()
 
 
-def version_of(digests: tuple[int, int]) -> str:
+def version_of(digests: Digests) -> str:
     """The :attr:`Golden.version` of a golden set whose :attr:`Golden.digests` are these."""
     return _sha256_module().sha256(repr(list(digests)).encode()).hexdigest()[:16]
 
@@ -271,20 +281,13 @@ def _sha256_module() -> ModuleType:
     return hashlib
 
 
-def ready_for_threads() -> None:
-    """Import now, on the calling thread, what eval's threads import on first use: pyarrow
-    and the Arrow parsers (a large file), SHA-256 (a golden set's version).
+before_threads(_sha256_module)  # a golden set's version is hashed on a thread of its own
 
-    :func:`goldset.eval.ranking.concurrently` calls it before it starts its threads. Two threads
-    making a module's first import at the same moment can meet it half-initialised in
-    CPython 3.11 ("cannot import name 'BuildInfo' from partially initialized module
-    'pyarrow.lib'"): it failed 1 eval of a 200,000-line messy run in about 100, even with
-    eval.arrow's lock (which pyarrow's own lazy imports bypass).
-    """
+
+@before_threads
+def _arrow_parsers() -> None:
+    """Import the Arrow parsers, which the threads that read a large file load on first use."""
     from goldset.eval import trec_arrow  # noqa: F401 - imported for the threads that read with it
-
-    load_arrow()
-    _sha256_module()
 
 
 def _rows_digest(columns: list[np.ndarray]) -> int:
@@ -452,7 +455,7 @@ def read_rows(path: Path, layout: Layout, parser: Parser = "auto") -> Rows:
 
 def worth_reading_together(*paths: str | Path) -> bool:
     """Whether these files are worth reading on threads at once
-    (``goldset.eval.ranking.concurrently``):
+    (:func:`goldset.eval.threads.concurrently`):
     only when one of them is large enough for Arrow, whose readers release the GIL; the
     plain parser holds it, and two threads of it would only take turns."""
     return any(not _read_plainly(Path(path)) for path in paths if Path(path).is_file())

@@ -1,4 +1,5 @@
-"""Reports: what ``goldset eval`` and ``goldset compare`` print, as plain dicts.
+"""One run's report: what ``goldset eval`` prints, as a plain dict (two runs compared, what
+``goldset compare`` prints, are :mod:`goldset.eval.compare`'s, built on the pieces here).
 
 A report never gives a mean alone: it counts which queries were scored and which were not,
 gives hit@1 and the miss rate beside MRR, breaks everything down per slice, lists the worst
@@ -7,15 +8,14 @@ queries (misses first) and, where bootstrap resamples are asked for, a 95% CI pe
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from goldset.eval.changes import changed_queries, rank_or_none
+from goldset.eval.changes import rank_or_none
 from goldset.eval.columns import as_strings, lookup, sorted_codes
-from goldset.eval.exactness import EXACT_CUTOFF, exactness_report, inexact_lines
+from goldset.eval.exactness import EXACT_CUTOFF, exactness_report
 from goldset.eval.metrics import (
     DEFAULT_METRICS,
     LOWER_BOUND_FROM_FIRST_HIT,
@@ -26,8 +26,9 @@ from goldset.eval.metrics import (
     rank_run,
 )
 from goldset.eval.orders import two_orders
-from goldset.eval.ranking import comparable_scores, concurrently, same_ids, worth_threads
+from goldset.eval.ranking import comparable_scores, same_ids
 from goldset.eval.readers import Golden, Run
+from goldset.eval.threads import concurrently, worth_threads
 
 if TYPE_CHECKING:  # frames in, frames out for the app's callers; `goldset eval` never loads it
     import pandas as pd
@@ -35,6 +36,29 @@ if TYPE_CHECKING:  # frames in, frames out for the app's callers; `goldset eval`
 
 NO_SLICE = "(none)"
 NOT_MEASURED = "not measured (first-hit labels)"
+
+
+class Ranked(NamedTuple):
+    """A run ranked on a golden set for some metrics (:func:`~goldset.eval.metrics.rank_run`),
+    the metrics' values per query, and the golden set's version (``Golden.version``)."""
+
+    ranking: Ranking
+    per_query: PerQuery
+    golden_version: str
+
+
+def rank_and_score(
+    golden: Golden, run: Run, metrics: Sequence[str], gain: str = "linear", **options
+) -> Ranked:
+    """``run`` ranked on ``golden`` for ``metrics`` (``options`` to
+    :func:`~goldset.eval.metrics.rank_run`) and their per-query values; the golden set's
+    version, which needs no ranking, is hashed meanwhile (on a thread for a large run)."""
+    version, (ranking, per_query) = concurrently(
+        lambda: golden.version,
+        lambda: _scored(golden, run, metrics, gain, **options),
+        threads=worth_threads(len(run.query_index)),
+    )
+    return Ranked(ranking, per_query, version)
 
 
 def summarise(
@@ -54,32 +78,32 @@ def summarise(
     is a lower bound (``"bound": "lower"``).
     """
     per_query = PerQuery.of(per_query)
-    first_hit = _first_hit_rows(first_hit, per_query)
+    first_hit = first_hit_rows(first_hit, per_query)
     values = per_query.values
     entries: dict[int, dict[str, object]] = {}
     if bootstrap:
         from goldset.eval.stats import (
             bootstrap_ci,  # loaded only for CIs: a quick eval goes without
         )
-    for columns, rows in _measured_groups(values):
+    for columns, rows in measured_groups(values):
         measured = values[:, columns] if rows.all() else values[rows][:, columns]
         means = measured.mean(axis=0) if len(measured) else np.full(len(columns), np.nan)
         intervals = bootstrap_ci(measured, n_resamples=bootstrap, seed=seed) if bootstrap else None
         for position, column in enumerate(columns):
             entry = {
-                "mean": _number(means[position]),
+                "mean": json_number(means[position]),
                 "ci95": None
                 if intervals is None
-                else [_number(bound) for bound in intervals[position]],
+                else [json_number(bound) for bound in intervals[position]],
             }
-            entries[column] = _measured_on(entry, rows)
+            entries[column] = measured_on(entry, rows)
     return {
-        spec: {**entries[column], **_bound(spec, first_hit, values[:, column])}
+        spec: {**entries[column], **bound_entry(spec, first_hit, values[:, column])}
         for column, spec in enumerate(per_query.metrics)
     }
 
 
-def _first_hit_rows(
+def first_hit_rows(
     first_hit: pd.Series | np.ndarray | None, per_query: PerQuery
 ) -> np.ndarray | None:
     """Per row of ``per_query``, whether its query was labelled in first-hit mode (None: none
@@ -89,18 +113,25 @@ def _first_hit_rows(
     return first_hit.reindex(per_query.query_ids).to_numpy(dtype=bool)
 
 
-def _measured_groups(*matrices: np.ndarray) -> list[tuple[list[int], np.ndarray]]:
+class MeasuredGroup(NamedTuple):
+    """Metric columns measured on the same queries: their positions, and those rows (a mask)."""
+
+    columns: list[int]
+    rows: np.ndarray
+
+
+def measured_groups(*matrices: np.ndarray) -> list[MeasuredGroup]:
     """The columns grouped by the rows where they are measured (not NaN in any of
-    ``matrices``): ``(columns, rows)`` pairs, ``rows`` a mask. Usually one group of all rows;
-    columns of one group are resampled together, as :mod:`goldset.eval.stats` expects."""
+    ``matrices``). Usually one group of all rows; columns of one group are resampled
+    together, as :mod:`goldset.eval.stats` expects."""
     measured = np.logical_and.reduce([~np.isnan(matrix) for matrix in matrices])
     groups: dict[bytes, list[int]] = {}
     for column in range(measured.shape[1]):
         groups.setdefault(measured[:, column].tobytes(), []).append(column)
-    return [(columns, measured[:, columns[0]]) for columns in groups.values()]
+    return [MeasuredGroup(columns, measured[:, columns[0]]) for columns in groups.values()]
 
 
-def _measured_on(entry: dict[str, object], rows: np.ndarray) -> dict[str, object]:
+def measured_on(entry: dict[str, object], rows: np.ndarray) -> dict[str, object]:
     """The entry, saying which queries it is measured on when not all of them: how many, and
     with none, no figures at all and the reason."""
     count = int(rows.sum())
@@ -111,7 +142,7 @@ def _measured_on(entry: dict[str, object], rows: np.ndarray) -> dict[str, object
     return {**entry, "queries": count}
 
 
-def _bound(spec: str, first_hit: np.ndarray | None, values: np.ndarray) -> dict[str, str]:
+def bound_entry(spec: str, first_hit: np.ndarray | None, values: np.ndarray) -> dict[str, str]:
     """``{"bound": "lower"}`` for precision counted over any first-hit query, else nothing."""
     if first_hit is None or parse_metric(spec)[0] not in LOWER_BOUND_FROM_FIRST_HIT:
         return {}
@@ -160,7 +191,7 @@ def slice_summaries(
     """``summarise`` for each slice (``slices`` as in :func:`slice_rows`); empty when no
     query has a slice."""
     per_query = PerQuery.of(per_query)
-    first_hit = _first_hit_rows(first_hit, per_query)
+    first_hit = first_hit_rows(first_hit, per_query)
     return {
         name: {
             "queries": len(rows),
@@ -209,7 +240,7 @@ def worst_queries(
             "slice": slices[row],
             "first_relevant_rank": rank_or_none(first[position]),
             **{
-                spec: _number(per_query.values[position, column])
+                spec: json_number(per_query.values[position, column])
                 for column, spec in enumerate(per_query.metrics)
             },
         }
@@ -311,7 +342,7 @@ def build_report(
     abstain_below: float | None = None,
     worst: int = 10,
     frame: bool = True,
-    ranked: tuple[Ranking, PerQuery, str] | None = None,
+    ranked: Ranked | None = None,
     single_precision: bool = False,
 ) -> dict:
     """Evaluate ``run`` on ``golden``: the object that ``goldset eval --json`` prints.
@@ -322,31 +353,26 @@ def build_report(
     On first-hit labels recall and nDCG are over the full-mode queries only and precision
     is marked a lower bound (see :func:`summarise`); against a golden set that lists only
     relevant docs, judged@k entries say so (``"judged_relevant_only": true``).
-    ``ranked``: the run already ranked for ``metrics`` with the same options, its per-query
-    values and the golden set's version, when a caller keeps them up to date query by
-    query (:mod:`goldset.eval.splice`); then nothing is ranked or hashed here.
+    ``ranked``: the run already ranked for ``metrics`` with the same options (as
+    :func:`rank_and_score` gives it), when a caller keeps it up to date query by query
+    (:mod:`goldset.eval.splice`); then nothing is ranked or hashed here.
     """
     options = dict(rel_threshold=rel_threshold, depth=depth, keep_order=keep_order)
     options["single_precision"] = single_precision  # scores as trec_eval 9 (see rank)
-    if ranked is not None:
-        ranking, per_query, version = ranked
-    else:  # the golden set's version needs no ranking: it is hashed meanwhile
-        version, (ranking, per_query) = concurrently(
-            lambda: golden.version,
-            lambda: _scored(golden, run, metrics, gain, abstain_below=abstain_below, **options),
-            threads=worth_threads(run),
-        )
-    first_hit = _first_hit(ranking)
+    if ranked is None:
+        ranked = rank_and_score(golden, run, metrics, gain, abstain_below=abstain_below, **options)
+    ranking, per_query, version = ranked
+    first_hit = first_hit_or_none(ranking)
     relevant_only = lists_only_relevant(golden, rel_threshold)
     report = {
         "run": run.name,
         "golden_version": version,
-        "queries": query_accounting(golden, run, ranking, _cutoffs(metrics)),
+        "queries": query_accounting(golden, run, ranking, metric_cutoffs(metrics)),
         "metrics": summarise(per_query, bootstrap, seed, first_hit),
         "slices": slice_summaries(per_query, golden, bootstrap, seed, first_hit),
         "worst": worst_queries(golden, ranking, per_query, worst),
         "abstention": abstention(golden, run, ranking, abstain_below, single_precision),
-        "notes": _notes(ranking, gain, relevant_only),
+        "notes": report_notes(ranking, gain, relevant_only),
         # MRR@10 and hit@10 exact where every doc above the first hit is judged; the figures
         # in both orders of a run whose tied scores make them differ
         "exactness": exactness_report(
@@ -363,136 +389,6 @@ def build_report(
                 if parse_metric(spec)[0] == "judged":
                     entry["judged_relevant_only"] = True
     return report
-
-
-def compare_runs(
-    golden: Golden,
-    baseline: Run,
-    candidate: Run,
-    metrics: Sequence[str] = DEFAULT_METRICS,
-    *,
-    bootstrap: int = 1000,
-    seed: int = 0,
-    thresholds: Mapping[str, float] | None = None,
-    gain: str = "linear",
-    **options,
-) -> dict:
-    """Paired comparison of two runs on the same golden queries: what ``goldset compare`` prints.
-
-    Per metric and per slice: both means, the difference (candidate − baseline), its paired
-    95% score CI and p-value, and a seeded paired randomization p-value; a figure not
-    measured (recall, nDCG on first-hit labels) has no delta. ``changed_queries`` lists the
-    queries behind the means (:func:`changed_queries`). ``gate`` holds the release gate's
-    verdict (pass, fail or inconclusive) judged on the per-query RR@10 and miss@10 with the same
-    resamples and seed (``thresholds`` go to :func:`goldset.eval.gate.release_gate`; ``bootstrap=0``
-    judges the means alone); ``options`` to :func:`goldset.eval.ranking.rank`.
-    """
-    metrics = [*metrics, *(spec for spec in ("mrr@10", "miss@10") if spec not in metrics)]
-    runs = {"baseline": baseline, "candidate": candidate}
-    # The golden set's version needs no ranking: it is hashed meanwhile.
-    version, scored = concurrently(
-        lambda: golden.version,
-        lambda: {
-            role: _scored(golden, run, metrics, gain, **options) for role, run in runs.items()
-        },
-        threads=worth_threads(*runs.values()),
-    )
-    rankings = {role: ranking for role, (ranking, _) in scored.items()}
-    before, after = scored["baseline"][1], scored["candidate"][1]
-    first_hit = _first_hit(rankings["baseline"])
-    slices = slice_rows(golden, before.query_ids)
-    compared_slices = {
-        name: {
-            "queries": len(rows),
-            "metrics": paired_summary(
-                before.take(rows),
-                after.take(rows),
-                bootstrap,
-                seed,
-                None if first_hit is None else first_hit[rows],
-            ),
-        }
-        for name, rows in slices.items()
-    }
-    changed = changed_queries(golden, rankings["baseline"], rankings["candidate"])
-    from goldset.eval.gate import MISS, MRR, release_gate  # only compare has a gate
-
-    gate_columns = [before.metrics.index(MRR), before.metrics.index(MISS)]
-    verdict = release_gate(
-        before.values[:, gate_columns],
-        after.values[:, gate_columns],
-        slices,
-        n_resamples=bootstrap,
-        seed=seed,
-        new_misses=_new_misses_by_slice(changed["new_misses"], sliced=bool(slices)),
-        **(thresholds or {}),
-    )
-    gate = verdict.as_json()
-    exactness = {
-        role: exactness_report(ranking, scored[role][1], EXACT_CUTOFF, slices)
-        for role, ranking in rankings.items()
-    }  # a gate read on figures that are lower bounds says so
-    inexact = [line for role in runs for line in inexact_lines(runs[role].name, exactness[role])]
-    return {
-        "baseline": baseline.name,
-        "candidate": candidate.name,
-        "golden_version": version,
-        "queries": {
-            role: query_accounting(golden, runs[role], ranking, _cutoffs(metrics))
-            for role, ranking in rankings.items()
-        },
-        "metrics": paired_summary(before, after, bootstrap, seed, first_hit),
-        "slices": compared_slices,
-        "changed_queries": changed,
-        "gate": {**gate, "warnings": [*gate["warnings"], *inexact]},
-        "exactness": exactness,
-        "notes": _notes(rankings["baseline"], gain, False),
-    }
-
-
-def paired_summary(
-    baseline: PerQuery | pd.DataFrame,
-    candidate: PerQuery | pd.DataFrame,
-    bootstrap: int = 1000,
-    seed: int = 0,
-    first_hit: pd.Series | np.ndarray | None = None,
-) -> dict[str, dict[str, object]]:
-    """Per metric: both means, the delta, its paired score CI and p-value (not resampled:
-    its floor is None), and a seeded paired randomization p-value with its floor, the
-    smallest p-value its resamples can show (one there says only that the true one is below).
-
-    As in :func:`summarise`, a metric not measured on some queries (NaN) is compared over
-    the others, and with none left has no figures at all (``"reason"`` says why);
-    ``"bound": "lower"`` marks precision over first-hit queries (both means are lower bounds,
-    so their delta is no bound).
-    """
-    baseline, candidate = PerQuery.of(baseline), PerQuery.of(candidate)
-    first_hit = _first_hit_rows(first_hit, baseline)
-    before, after = baseline.values, candidate.values
-    entries: dict[int, dict[str, object]] = {}
-    from goldset.eval import stats
-
-    for columns, rows in _measured_groups(before, after):
-        old = before[:, columns] if rows.all() else before[rows][:, columns]
-        new = after[:, columns] if rows.all() else after[rows][:, columns]
-        paired = stats.paired_bootstrap(old, new, n_resamples=bootstrap or 1, seed=seed)
-        randomized = stats.randomization_test(old, new, n_permutations=bootstrap or 1, seed=seed)
-        for position, column in enumerate(columns):
-            entry = {
-                "baseline": _number(old[:, position].mean()) if len(old) else None,
-                "candidate": _number(new[:, position].mean()) if len(new) else None,
-                "delta": _number(paired.delta[position]),
-                "ci95": [_number(bound) for bound in paired.ci[position]] if bootstrap else None,
-                "p_value": _number(paired.p_value[position]) if bootstrap else None,
-                "p_value_floor": _number(paired.p_floor[position]) if bootstrap else None,
-                "p_randomization": _number(randomized[position]) if bootstrap else None,
-                "p_randomization_floor": 1 / (bootstrap + 1) if bootstrap else None,
-            }
-            entries[column] = _measured_on(entry, rows)
-    return {
-        spec: {**entries[column], **_bound(spec, first_hit, before[:, column])}
-        for column, spec in enumerate(baseline.metrics)
-    }
 
 
 def lists_only_relevant(golden: Golden, rel_threshold: int = 1) -> bool:
@@ -513,20 +409,14 @@ def _scored(
     return ranking, per_query_values(ranking, metrics, gain)
 
 
-def _cutoffs(metrics: Sequence[str]) -> list[int]:
+def metric_cutoffs(metrics: Sequence[str]) -> list[int]:
+    """The cutoffs k named by ``metrics`` (``mrr@10``, ``p@5`` → 5, 10), ascending."""
     return sorted({cutoff for _, cutoff in map(parse_metric, metrics) if cutoff})
 
 
-def _first_hit(ranking: Ranking) -> np.ndarray | None:
+def first_hit_or_none(ranking: Ranking) -> np.ndarray | None:
     """Per query of the ranking, labelled in first-hit mode; None when no query was."""
     return ranking.first_hit if ranking.first_hit.any() else None
-
-
-def _new_misses_by_slice(new_misses: Sequence[Mapping[str, object]], sliced: bool) -> Counter:
-    """How many new misses fall in each slice (all under "" when the set has no slices)."""
-    if not sliced:
-        return Counter({"": len(new_misses)})
-    return Counter(item["slice"] or NO_SLICE for item in new_misses)
 
 
 def first_hit_note(ranking: Ranking) -> str | None:
@@ -554,7 +444,9 @@ JUDGED_RELEVANT_ONLY_NOTE = (
 )
 
 
-def _notes(ranking: Ranking, gain: str, relevant_only: bool) -> list[str]:
+def report_notes(ranking: Ranking, gain: str, relevant_only: bool) -> list[str]:
+    """The report's notes on what its figures mean: first-hit labels, a golden set of relevant
+    docs only (``relevant_only``), exponential gain."""
     notes = [note] if (note := first_hit_note(ranking)) else []
     if relevant_only:
         notes.append(JUDGED_RELEVANT_ONLY_NOTE)
@@ -567,7 +459,7 @@ def _rate(part: int, whole: int) -> float | None:
     return part / whole if whole else None
 
 
-def _number(value: float) -> float | None:
-    """A JSON-friendly float: NaN (no queries) becomes None."""
+def json_number(value: float) -> float | None:
+    """A JSON-friendly float of a report: NaN (no queries) becomes None."""
     value = float(value)
     return None if np.isnan(value) else value

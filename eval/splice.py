@@ -24,7 +24,7 @@ import numpy as np
 from goldset.eval.columns import as_strings, lookup
 from goldset.eval.groups import ranges
 from goldset.eval.ranking import Ranking
-from goldset.eval.readers import Golden
+from goldset.eval.readers import Digests, Golden
 
 __all__ = ["spliced_ranking", "updated_digests"]
 
@@ -74,12 +74,15 @@ def spliced_ranking(kept: Ranking, fresh: Ranking, query_ids: np.ndarray) -> Ran
     return replace(kept, query_ids=np.asarray(query_ids, dtype=object), **spliced)
 
 
-def updated_digests(digests: tuple[int, int], before: Golden, after: Golden) -> tuple[int, int]:
+def updated_digests(digests: Digests, before: Golden, after: Golden) -> Digests:
     """``digests`` (:attr:`Golden.digests` of a golden set) once the rows of ``before`` are
     replaced by those of ``after`` (the same queries' old and new labels)."""
     removed, added = before.digests, after.digests
-    return tuple(
-        (whole - old + new) % _WORD for whole, old, new in zip(digests, removed, added, strict=True)
+    return Digests(
+        *(
+            (whole - old + new) % _WORD
+            for whole, old, new in zip(digests, removed, added, strict=True)
+        )
     )
 
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from goldset.eval.arrow import pa, pc, pcsv
 from goldset.eval.columns import arrow_array, as_numpy, factorize_runs, string_buffers
+from goldset.eval.threads import concurrently
 from goldset.eval.trec import GRADE, SCORE, Layout, Rows, read_plain
 
 # Bytes read at a time by the layout check of the fast path; bytes its quick look takes.
@@ -121,8 +122,6 @@ def read_fast(path: Path, layout: Layout, first_line: str) -> Rows | None:
     delimiter = "\t" if "\t" in first_line else " "
     if layout.header or not _starts_clean(path, delimiter):
         return None
-    from goldset.eval.ranking import concurrently  # imported here: eval.ranking imports this module
-
     # The layout check reads the file on its own thread while Arrow parses it on others
     # (numpy and Arrow release the GIL as they work).
     whitespace, table = concurrently(

@@ -20,9 +20,10 @@ from hypothesis import strategies as st
 
 from goldset.eval import columns, trec
 from goldset.eval.columns import to_pylist
+from goldset.eval.compare import compare_runs
 from goldset.eval.errors import InputError
 from goldset.eval.readers import read_golden, read_run
-from goldset.eval.report import build_report, compare_runs
+from goldset.eval.report import build_report
 
 CRANFIELD = Path(__file__).parent.parent.parent / "shared" / "datasets" / "cranfield"
 
@@ -167,7 +168,7 @@ finally:
 def test_a_large_eval_makes_no_first_import_on_its_threads(tmp_path: Path):
     # Two threads making a module's first import at once can meet it half-initialised
     # (CPython 3.11): it failed 1 eval of a 200,000-line messy run in about 100. What eval's
-    # threads use is imported before they start (eval.readers.ready_for_threads).
+    # threads use is imported before they start (eval.threads.ready_for_threads).
     qrels, run = tmp_path / "qrels.txt", tmp_path / "run.trec"
     qrels.write_text("".join(f"q{q} 0 d{q} 1\n" for q in range(800)))
     for messy in (False, True):  # Arrow's fast path, or its general parser
@@ -284,7 +285,7 @@ def test_quick_pass_takes_a_clean_run_and_leaves_a_comment_to_the_loop():
 
 
 def test_concurrently_gives_results_in_order_and_raises_the_first_failure_in_order():
-    from goldset.eval.ranking import concurrently
+    from goldset.eval.threads import concurrently
 
     def fail(message: str):
         raise InputError("f", 1, None, message)

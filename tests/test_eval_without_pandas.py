@@ -16,8 +16,9 @@ import pandas as pd
 from hypothesis import given
 from hypothesis import strategies as st
 
+from goldset.eval.compare import compare_runs
 from goldset.eval.readers import Golden, read_golden, read_run
-from goldset.eval.report import build_report, compare_runs
+from goldset.eval.report import build_report
 from goldset.labeler.cli.text import text_table
 
 CRANFIELD = Path(__file__).parent.parent.parent / "shared" / "datasets" / "cranfield"

@@ -94,7 +94,7 @@ def test_labels_of_another_kind_get_no_exactness():
 
 
 def test_a_comparison_warns_where_a_runs_figures_are_lower_bounds():
-    from goldset.eval.report import compare_runs
+    from goldset.eval.compare import compare_runs
 
     gold = first_hit(
         {"query_id": "a", "judgments": {"x": 0, "y": 1}},

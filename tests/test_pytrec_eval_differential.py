@@ -25,7 +25,7 @@ from helpers.trec_formats import (
     read_trec_eval_output,
 )
 
-from goldset.eval import ranking
+from goldset.eval import threads
 from goldset.eval.metrics import evaluate
 from goldset.eval.readers import read_golden, read_run
 
@@ -68,7 +68,7 @@ def evaluate_files(golden_path, run_path, metrics, rel_threshold=1) -> pd.DataFr
 def ranking_threads(request, monkeypatch):
     """Rank on one thread, or (as a large run is) each half of the queries on its own."""
     if request.param != "one thread":
-        monkeypatch.setattr(ranking, "THREADED_ROWS", 0)
+        monkeypatch.setattr(threads, "THREADED_ROWS", 0)
 
 
 @pytest.mark.parametrize("rel_threshold", [1, 2])

@@ -8,9 +8,11 @@ import json
 import pandas as pd
 import pytest
 
+from goldset.eval.changes import changed_queries
+from goldset.eval.compare import compare_runs
 from goldset.eval.metrics import rank_run
 from goldset.eval.readers import InputError, golden_from_records, read_run, run_from_frame
-from goldset.eval.report import NO_SLICE, NOT_MEASURED, build_report, changed_queries, compare_runs
+from goldset.eval.report import NO_SLICE, NOT_MEASURED, build_report
 
 
 def labels(*queries: dict):

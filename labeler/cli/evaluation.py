@@ -210,7 +210,7 @@ def eval_command(
     figures on every query corrected by the humans' on the sample, beside the humans' own.
     """
     from goldset.eval import report as reports
-    from goldset.eval.ranking import concurrently
+    from goldset.eval.threads import concurrently
 
     if record and not db:
         raise click.UsageError("--record keeps the results in a project: give --db PATH")
@@ -327,9 +327,9 @@ def compare(
     the humans', as eval does; both reports each run's judged@10 by humans and by the machine.
     --labels ppi adds the PPI deltas (as eval's) and judges the gate on their CIs.
     """
-    from goldset.eval import report as reports
-    from goldset.eval.ranking import concurrently
+    from goldset.eval.compare import compare_runs
     from goldset.eval.readers import read_run
+    from goldset.eval.threads import concurrently
 
     output_format = _output_format(output_format, as_json)
     thresholds = {
@@ -341,7 +341,7 @@ def compare(
         lambda: read_run(candidate),
         threads=_worth_threads(db, baseline, candidate, golden),
     )
-    result = reports.compare_runs(
+    result = compare_runs(
         golden_set,
         baseline_run,
         candidate_run,

@@ -1,5 +1,5 @@
 """The release gate where CI looks: JUnit XML (test reports) and Markdown (GitHub's job summary,
-a PR comment), from the dict ``goldset compare`` builds (:func:`goldset.eval.report.compare_runs`).
+a PR comment), from the dict ``goldset compare`` builds (:func:`goldset.eval.compare.compare_runs`).
 
 Every run name, slice name and query id is data: the XML is built by ElementTree, which
 escapes it, and Markdown escapes every character that could make it a link, markup or HTML.

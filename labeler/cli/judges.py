@@ -310,8 +310,8 @@ def calibrate(
     of unlabelled pairs (filled holes) saved at the median human seconds per judgement.
     """
     from goldset.eval.calibration import calibration_report
-    from goldset.eval.ranking import concurrently
     from goldset.eval.readers import golden_from_records, read_run, worth_reading_together
+    from goldset.eval.threads import concurrently
 
     if bool(baseline) != bool(candidate):
         raise click.UsageError("give both --baseline and --candidate, or neither")

@@ -1,7 +1,7 @@
 """Live figures for the app: the dashboard, the cost planner, the run comparison and the run
 history, each computed by ``eval`` on the store's golden set
 (:func:`goldset.eval.report.build_report`,
-:func:`goldset.eval.report.compare_runs`, :mod:`goldset.eval.stats`, :mod:`goldset.eval.cost`,
+:func:`goldset.eval.compare.compare_runs`, :mod:`goldset.eval.stats`, :mod:`goldset.eval.cost`,
 :mod:`goldset.eval.gate`).
 No SQL (the store's bulk frames read the database) and no Streamlit (the pages cache and draw).
 

@@ -6,9 +6,10 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from goldset.eval.compare import compare_runs
 from goldset.eval.metrics import DEFAULT_METRICS
 from goldset.eval.readers import Golden, Run
-from goldset.eval.report import build_report, compare_runs
+from goldset.eval.report import build_report
 from goldset.labeler.live.downloads import saved_uploads
 from goldset.labeler.live.figures import _EMPTY_REPORT, BOOTSTRAP, SEED, report_table
 from goldset.labeler.live.formats import _FIGURE_COLUMNS, JUDGED

@@ -10,7 +10,7 @@ import pandas as pd
 
 from goldset.eval.metrics import DEFAULT_METRICS, Ranking, per_query_values, rank_run
 from goldset.eval.readers import Golden, Run
-from goldset.eval.report import NO_SLICE, build_report
+from goldset.eval.report import NO_SLICE, Ranked, build_report
 from goldset.labeler.live.figures import (
     BOOTSTRAP,
     HEADLINE,
@@ -109,7 +109,7 @@ def snapshot(
     :class:`goldset.labeler.live.incremental.LiveGolden`."""
     if ranking is None:
         ranking = rank_run(golden, run, DEFAULT_METRICS)
-    ranked = (ranking, per_query_values(ranking, DEFAULT_METRICS), version or golden.version)
+    ranked = Ranked(ranking, per_query_values(ranking, DEFAULT_METRICS), version or golden.version)
     report = build_report(
         golden, run, DEFAULT_METRICS, bootstrap=bootstrap, seed=seed, worst=WORST, ranked=ranked
     )
