@@ -1,6 +1,6 @@
-"""The compare page (AppTest) on the labelled demo project (see test_live.py): uploaded runs
-evaluated with judged@10 beside every figure, a paired comparison equal to ``goldset compare``,
-"label the holes" and recording into the run history."""
+"""The compare page (AppTest) on the labelled demo project (tests/helpers/projects.py):
+uploaded runs evaluated with judged@10 beside every figure, a paired comparison equal to
+``goldset compare``, "label the holes" and recording into the run history."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ import json
 
 import pytest
 from click.testing import CliRunner
+from helpers.projects import label
 from streamlit.testing.v1 import AppTest
-from test_live import label, labelled_demo, open_page, opened_by_the_app, table_with
+from test_live import open_page, table_with
 
 from goldset.labeler import live
 from goldset.labeler.auth import hash_password
@@ -21,19 +22,17 @@ COMPARE = "../labeler/views/compare.py"
 
 
 @pytest.fixture
-def project(tmp_path, monkeypatch):
+def demo_and_runs(labelled_demo_app):
     """The labelled demo project, opened by the app, and run files written from its
     candidate lists: ``baseline`` (the lists as they are) and ``candidate`` (q01's answer
     pushed to rank 2, q02's lifted from rank 3 to rank 1)."""
-    path = tmp_path / "demo.db"
-    with labelled_demo(path) as store:
+    with Store(labelled_demo_app) as store:
         ranked = {q: [c["doc_id"] for c in store.candidates(q)] for q in ("q01", "q02", "q03")}
     ranked_again = dict(ranked)
     ranked_again["q01"] = [ranked["q01"][1], ranked["q01"][0], *ranked["q01"][2:]]
     ranked_again["q02"] = [ranked["q02"][2], *ranked["q02"][:2], *ranked["q02"][3:]]
     files = {"baseline": trec(ranked, "baseline"), "candidate": trec(ranked_again, "candidate")}
-    with opened_by_the_app(path, monkeypatch):
-        yield path, files
+    return labelled_demo_app, files
 
 
 def trec(rankings: dict[str, list[str]], name: str) -> bytes:
@@ -61,8 +60,8 @@ def click(at: AppTest, label: str) -> AppTest:
     return at
 
 
-def test_runs_are_side_by_side_one_row_per_metric_with_judged_at_10_last(project):
-    db, files = project
+def test_runs_are_side_by_side_one_row_per_metric_with_judged_at_10_last(demo_and_runs):
+    db, files = demo_and_runs
     at = upload(files)
     table = table_with(at, "Metric").set_index("Metric")
     assert list(table.columns) == ["baseline", "candidate"]
@@ -92,8 +91,8 @@ def goldset_compare(db, files, folder) -> dict:
     return json.loads(result.output)
 
 
-def test_paired_comparison_equals_goldset_compare_with_the_gate_verdict(project, tmp_path):
-    db, files = project
+def test_paired_comparison_equals_goldset_compare_with_the_gate_verdict(demo_and_runs, tmp_path):
+    db, files = demo_and_runs
     expected = goldset_compare(db, files, tmp_path)
 
     at = upload(files)
@@ -135,8 +134,10 @@ CHANGED = {
 }
 
 
-def test_changed_queries_show_new_misses_first_each_opening_the_label_page(project, monkeypatch):
-    db, files = project
+def test_changed_queries_show_new_misses_first_each_opening_the_label_page(
+    demo_and_runs, monkeypatch
+):
+    db, files = demo_and_runs
     real = live.compare_pair
     monkeypatch.setattr(
         live,
@@ -151,8 +152,8 @@ def test_changed_queries_show_new_misses_first_each_opening_the_label_page(proje
     assert changed["candidate_rank"].isna().tolist() == [True, False, False]
 
 
-def test_a_comparison_without_changed_queries_says_so(project, monkeypatch):
-    db, files = project
+def test_a_comparison_without_changed_queries_says_so(demo_and_runs, monkeypatch):
+    db, files = demo_and_runs
     real = live.compare_pair
     monkeypatch.setattr(
         live,
@@ -165,8 +166,8 @@ def test_a_comparison_without_changed_queries_says_so(project, monkeypatch):
     assert any("does not list the queries that changed" in c.value for c in at.caption)
 
 
-def test_label_the_holes_adds_exactly_the_unjudged_top_k_docs(project):
-    db, _ = project
+def test_label_the_holes_adds_exactly_the_unjudged_top_k_docs(demo_and_runs):
+    db, _ = demo_and_runs
     with Store(db) as store:
         judged = {q: store.labels(q) for q in ("q01", "q02")}
         candidates = {q: {c["doc_id"] for c in store.candidates(q)} for q in ("q01", "q02")}
@@ -194,8 +195,8 @@ def test_label_the_holes_adds_exactly_the_unjudged_top_k_docs(project):
     assert "Added 16 documents over 2 queries" in at.success[0].value
 
 
-def test_recording_keeps_the_run_in_the_history_which_flags_a_new_golden_version(project):
-    db, files = project
+def test_recording_keeps_the_run_in_the_history_which_flags_a_new_golden_version(demo_and_runs):
+    db, files = demo_and_runs
     at = upload(files)
     at.text_input(key="record_tags").input("model=bm25, chunking=512")
     click(at, "Record")
@@ -217,8 +218,8 @@ def test_recording_keeps_the_run_in_the_history_which_flags_a_new_golden_version
     assert "not compared" in flags["message"].iloc[0]
 
 
-def test_the_actions_are_for_admins(project):
-    db, files = project
+def test_the_actions_are_for_admins(demo_and_runs):
+    db, files = demo_and_runs
     with Store(db) as store:
         store.add_annotator("rita", role="reviewer", password_hash=hash_password("password"))
     at = upload(files, user="rita")

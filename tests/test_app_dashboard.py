@@ -1,5 +1,5 @@
 """The dashboard page, run by AppTest on the demo project with the MRR worked example labelled
-(see ``labelled_demo`` in test_live.py): its figures are ``goldset eval --db``'s."""
+(see ``labelled_demo`` in tests/helpers/projects.py): its figures are ``goldset eval --db``'s."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 from streamlit.testing.v1 import AppTest
 from test_app_planner import pooled  # noqa: F401 - the pooled project, a fixture
-from test_live import demo_opened_by_the_app, open_page, table_with
+from test_live import open_page, table_with
 
 from goldset.labeler import live
 from goldset.labeler.auth import hash_password
@@ -20,23 +20,17 @@ APP = "../labeler/app.py"
 DASHBOARD = "../labeler/views/dashboard.py"
 
 
-@pytest.fixture
-def project(tmp_path, monkeypatch):
-    """The labelled demo project, opened by the app."""
-    yield from demo_opened_by_the_app(tmp_path, monkeypatch)
-
-
 def goldset_eval(db) -> dict:
     result = CliRunner().invoke(cli, ["eval", "--db", str(db), "--json"])
     assert result.exit_code == 0, result.output
     return json.loads(result.output)
 
 
-def test_dashboard_shows_one_row_per_slice_with_goldset_eval_db_figures(project):
+def test_dashboard_shows_one_row_per_slice_with_goldset_eval_db_figures(labelled_demo_app):
     at = open_page(DASHBOARD)
     assert not at.exception, at.exception
     shown = table_with(at, "Unanswerable").set_index("Slice")
-    report = goldset_eval(project)
+    report = goldset_eval(labelled_demo_app)
 
     assert list(shown.index) == ["all", "head", "tail"]
     assert list(shown.columns) == [
@@ -62,13 +56,13 @@ def test_dashboard_shows_one_row_per_slice_with_goldset_eval_db_figures(project)
     assert tiles["miss rate"] == "25.0%"
 
 
-def test_dashboard_alerts_on_misses_and_the_unanswerable_share(project):
+def test_dashboard_alerts_on_misses_and_the_unanswerable_share(labelled_demo_app):
     alerts = [warning.value for warning in open_page(DASHBOARD).warning]
     assert any("first-stage recall problem" in alert for alert in alerts)
     assert any("Unanswerable share 33.3% (2 of 6 done queries)" in alert for alert in alerts)
 
 
-def test_worst_queries_link_to_the_label_page_which_opens_that_query(project):
+def test_worst_queries_link_to_the_label_page_which_opens_that_query(labelled_demo_app):
     worst = table_with(open_page(DASHBOARD), "link")
     assert worst["link"].iloc[0] == "./?query=q03"  # the miss comes first
 
@@ -80,7 +74,7 @@ def test_worst_queries_link_to_the_label_page_which_opens_that_query(project):
     assert "query" not in at.query_params  # a reload resumes as usual
 
 
-def test_coverage_and_how_many_more_queries_are_shown(project):
+def test_coverage_and_how_many_more_queries_are_shown(labelled_demo_app):
     at = open_page(DASHBOARD)
     coverage = table_with(at, "done_share").set_index("slice")
     assert coverage.loc["all", ["queries", "done", "skipped"]].tolist() == [50, 6, 1]
@@ -91,8 +85,8 @@ def test_coverage_and_how_many_more_queries_are_shown(project):
     assert "±0.050" in needed and "queries to label" in needed
 
 
-def test_dashboard_is_for_reviewers_and_downloads_for_admins(project):
-    with Store(project) as store:
+def test_dashboard_is_for_reviewers_and_downloads_for_admins(labelled_demo_app):
+    with Store(labelled_demo_app) as store:
         for name, role in (("ana", "annotator"), ("rita", "reviewer"), ("alan", "admin")):
             store.add_annotator(name, role=role, password_hash=hash_password("password"))
     annotator = open_page(DASHBOARD, user="ana")
@@ -120,5 +114,5 @@ def test_a_pooled_projects_runs_are_named_for_what_they_are(pooled):  # noqa: F8
     ]
 
 
-def test_an_imported_projects_run_is_its_candidate_lists(project):
+def test_an_imported_projects_run_is_its_candidate_lists(labelled_demo_app):
     assert open_page(DASHBOARD).sidebar.selectbox[0].options == ["candidate lists (imported)"]

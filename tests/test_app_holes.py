@@ -5,8 +5,7 @@ in its own order (issue 26)."""
 
 from __future__ import annotations
 
-import pytest
-from test_app_compare import click, project, trec, upload  # noqa: F401 (project: a fixture)
+from test_app_compare import click, demo_and_runs, trec, upload  # noqa: F401 - a fixture
 from test_live import open_page, table_with
 
 from goldset.labeler.store import Store
@@ -14,12 +13,6 @@ from goldset.labeler.store import Store
 FOUND = ("q01", "q02", "q04")  # the demo's queries done at a relevant candidate
 ANSWERABLE = 4  # done and answerable: those and q03, a miss
 DASHBOARD = "../labeler/views/dashboard.py"
-
-
-@pytest.fixture
-def demo(project):  # noqa: F811 (the compare page's project fixture)
-    """The labelled demo project opened by the app, and its run files."""
-    return project
 
 
 def reversed_lists(db) -> dict[str, bytes]:
@@ -30,8 +23,8 @@ def reversed_lists(db) -> dict[str, bytes]:
     return {"worse": trec(lists, "worse")}
 
 
-def test_label_the_holes_says_what_it_adds_and_keeps_the_finished_queries(demo):
-    db, _ = demo
+def test_label_the_holes_says_what_it_adds_and_keeps_the_finished_queries(demo_and_runs):  # noqa: F811
+    db, _ = demo_and_runs
     at = upload(reversed_lists(db))
     preview = next(c.value for c in at.caption if c.value.startswith("Labelling the holes adds"))
     assert preview == (
@@ -49,8 +42,8 @@ def test_label_the_holes_says_what_it_adds_and_keeps_the_finished_queries(demo):
         assert store.next_query("ana") in FOUND  # the queue offers them first
 
 
-def test_each_runs_exact_at_10_is_shown_beside_its_figures(demo):
-    db, files = demo
+def test_each_runs_exact_at_10_is_shown_beside_its_figures(demo_and_runs):  # noqa: F811
+    db, files = demo_and_runs
     at = upload({"baseline": files["baseline"], **reversed_lists(db)})
     exact = table_with(at, "Exact@10").set_index("Run")
     assert exact.loc["baseline", "Exact@10"].startswith("100.0%")
@@ -58,8 +51,8 @@ def test_each_runs_exact_at_10_is_shown_beside_its_figures(demo):
     assert exact.loc["worse", "MRR@10 over all"].startswith("≥ ")
 
 
-def test_keep_order_reads_a_run_with_ties_in_its_own_order(demo):
-    db, _ = demo
+def test_keep_order_reads_a_run_with_ties_in_its_own_order(demo_and_runs):  # noqa: F811
+    db, _ = demo_and_runs
     with Store(db) as store:
         docs = [c["doc_id"] for c in store.candidates("q02")][:3]  # its hit is the third
     # all three tie: trec_eval ranks them by doc id, descending; the file lists them as shown
@@ -74,8 +67,8 @@ def test_keep_order_reads_a_run_with_ties_in_its_own_order(demo):
     assert table.loc["MRR@10", "tied"].startswith(f"{1 / 3 / ANSWERABLE:.3f}")
 
 
-def test_the_dashboard_shows_exact_at_10_per_slice_of_the_run_it_shows(demo, tmp_path):
-    db, _ = demo
+def test_the_dashboard_shows_exact_at_10_per_slice_of_the_run_it_shows(demo_and_runs, tmp_path):  # noqa: F811
+    db, _ = demo_and_runs
     run_file = tmp_path / "worse.trec"
     run_file.write_bytes(reversed_lists(db)["worse"])
     with Store(db) as store:

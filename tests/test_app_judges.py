@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 from helpers.fake_judge import FakeJudge, Reply
-from test_live import open_page, opened_by_the_app, table_with
+from helpers.projects import opened_by_the_app
+from test_live import open_page, table_with
 
 from goldset.labeler.cli import cli
 from goldset.labeler.store import Store
@@ -15,25 +16,25 @@ PAGE = "../labeler/views/judges.py"
 
 
 @pytest.fixture
-def project(tmp_path, monkeypatch):
+def human_labelled(make_project, open_in_app):
     """Six queries of two candidates, every pair labelled by a human in full mode: the
-    first candidate relevant, the second not, 3 s each. No users: the local admin."""
-    with Store(tmp_path / "project.db") as store:
-        store.configure(mode="full", max_grade=1)
-        store.import_records(
-            {
-                "query_id": f"q{q}",
-                "query": f"question {q}",
-                "slice": "<b>head</b>" if q < 3 else "tail",
-                "candidates": [{"doc_id": f"d{q}-{d}", "text": f"text {d}"} for d in range(2)],
-            }
-            for q in range(6)
-        )
+    first candidate relevant, the second not, 3 s each. No users: the local admin. Opened
+    by the app."""
+    tasks = [
+        {
+            "query_id": f"q{q}",
+            "query": f"question {q}",
+            "slice": "<b>head</b>" if q < 3 else "tail",
+            "candidates": [{"doc_id": f"d{q}-{d}", "text": f"text {d}"} for d in range(2)],
+        }
+        for q in range(6)
+    ]
+    path = make_project(tasks, protocol={"mode": "full", "max_grade": 1})
+    with Store(path) as store:
         for q in range(6):
             for d in range(2):
                 store.judge(f"q{q}", f"d{q}-{d}", int(d == 0), "ana", seconds=3.0, mode="full")
-    with opened_by_the_app(tmp_path / "project.db", monkeypatch) as path:
-        yield path
+    return open_in_app(path)
 
 
 def agreeing(body: dict, count: int) -> Reply:
@@ -53,7 +54,9 @@ def run_judge_from_the_form(base_url: str, pairs: int, retries: int = 4):
     return at.run()
 
 
-def test_an_admin_runs_a_judge_and_sees_its_figures_and_its_agreement_with_the_humans(project):
+def test_an_admin_runs_a_judge_and_sees_its_figures_and_its_agreement_with_the_humans(
+    human_labelled,
+):
     with FakeJudge(agreeing) as fake:
         at = run_judge_from_the_form(fake.base_url, 12)
     assert not at.exception
@@ -70,7 +73,7 @@ def test_an_admin_runs_a_judge_and_sees_its_figures_and_its_agreement_with_the_h
     assert "too few pairs to tell on slice <b>head</b> (6 < 30)" in texts
 
 
-def test_a_limit_keeps_the_run_bounded_and_a_second_run_resumes(project):
+def test_a_limit_keeps_the_run_bounded_and_a_second_run_resumes(human_labelled):
     with FakeJudge(agreeing) as fake:
         run_judge_from_the_form(fake.base_url, 5)
         at = run_judge_from_the_form(fake.base_url, 20)
@@ -78,7 +81,7 @@ def test_a_limit_keeps_the_run_bounded_and_a_second_run_resumes(project):
     assert table_with(at, "judge")["labels"].tolist() == [12]
 
 
-def test_an_unreachable_server_is_reported_not_raised(project):
+def test_an_unreachable_server_is_reported_not_raised(human_labelled):
     fake = FakeJudge()
     fake.stop()
     at = run_judge_from_the_form(fake.base_url, 3, retries=0)
@@ -87,7 +90,7 @@ def test_an_unreachable_server_is_reported_not_raised(project):
     assert "0 of 3 pairs labelled" in outcome and "run again to resume" in outcome
 
 
-def test_the_planner_prices_filling_holes_beside_the_human_hours_saved(project):
+def test_the_planner_prices_filling_holes_beside_the_human_hours_saved(human_labelled):
     with FakeJudge(agreeing) as fake:
         run_judge_from_the_form(fake.base_url, 12)
     at = open_page("../labeler/views/planner.py")
@@ -104,7 +107,7 @@ def test_the_planner_prices_filling_holes_beside_the_human_hours_saved(project):
     assert row["human hours saved"] == pytest.approx(1.0) and row["labels so far"] == 12
 
 
-def test_the_prompt_edited_on_the_form_is_the_one_the_judge_is_sent(project):
+def test_the_prompt_edited_on_the_form_is_the_one_the_judge_is_sent(human_labelled):
     with FakeJudge(agreeing) as fake:
         at = open_page(PAGE)
         at.text_input[0].input(fake.base_url)
@@ -118,7 +121,7 @@ def test_the_prompt_edited_on_the_form_is_the_one_the_judge_is_sent(project):
     assert system.startswith("Grade on ") and system.endswith("at most 1. Answer in JSON.")
 
 
-def test_a_prompt_with_a_bad_placeholder_is_refused_on_the_page(project):
+def test_a_prompt_with_a_bad_placeholder_is_refused_on_the_page(human_labelled):
     with FakeJudge(agreeing) as fake:
         at = open_page(PAGE)
         at.text_input[0].input(fake.base_url)
@@ -131,7 +134,7 @@ def test_a_prompt_with_a_bad_placeholder_is_refused_on_the_page(project):
     assert "bad placeholder" in outcome
 
 
-def test_the_calibration_shows_each_slices_confusion_matrix(project):
+def test_the_calibration_shows_each_slices_confusion_matrix(human_labelled):
     with FakeJudge(agreeing) as fake:
         at = run_judge_from_the_form(fake.base_url, 12)
     agreement = table_with(at, "kappa").set_index("slice")
@@ -144,7 +147,9 @@ def disagreeing(body: dict, count: int) -> Reply:
     return Reply('{"grade": 1, "reason": "everything is"}')
 
 
-def test_an_admin_trusts_a_judge_and_sees_the_queries_waiting_for_a_second_annotator(project):
+def test_an_admin_trusts_a_judge_and_sees_the_queries_waiting_for_a_second_annotator(
+    human_labelled,
+):
     with FakeJudge(disagreeing) as fake:
         at = run_judge_from_the_form(fake.base_url, 4)  # the pairs of q0 and q1
     assert not at.exception
@@ -157,12 +162,13 @@ def test_an_admin_trusts_a_judge_and_sees_the_queries_waiting_for_a_second_annot
         {"query_id": "q0", "first_annotator": "ana", "pairs": 1},
         {"query_id": "q1", "first_annotator": "ana", "pairs": 1},
     ]
-    with Store(project) as store:  # ana finished every query: bob gets one as a second opinion
+    # ana finished every query: bob gets one as a second opinion
+    with Store(human_labelled) as store:
         assert store.trusted_judge() == "machine:fake" and store.next_query("bob") == "q0"
 
 
-def test_only_the_holes_are_judged_when_asked(project):
-    with Store(project) as store:
+def test_only_the_holes_are_judged_when_asked(human_labelled):
+    with Store(human_labelled) as store:
         store.import_records(
             [{"query_id": "q6", "query": "new", "candidates": [{"doc_id": "n1"}, {"doc_id": "n2"}]}]
         )
@@ -174,7 +180,7 @@ def test_only_the_holes_are_judged_when_asked(project):
         at.button[0].click()
         at.run()
     assert not at.exception
-    with Store(project) as store:
+    with Store(human_labelled) as store:
         labelled = store.machine_judgments_frame("machine:fake-model")
     assert sorted(labelled["doc_id"]) == ["n1", "n2"]  # every other pair has a human label
 
@@ -201,7 +207,7 @@ def test_a_pooled_runs_top_k_is_judged_from_the_page(tmp_path, monkeypatch):
     assert pairs == [("1", "d0"), ("2", "d0")]
 
 
-def test_a_server_variable_cannot_be_named_as_the_key_on_the_page(project, monkeypatch):
+def test_a_server_variable_cannot_be_named_as_the_key_on_the_page(human_labelled, monkeypatch):
     monkeypatch.setenv("SERVER_ONLY_SECRET", "hunter2")
     with FakeJudge(agreeing) as fake:
         at = open_page(PAGE)
@@ -216,9 +222,11 @@ def test_a_server_variable_cannot_be_named_as_the_key_on_the_page(project, monke
     assert "hunter2" not in outcome
 
 
-def test_a_variable_allowed_from_the_cli_holds_the_key_the_page_sends(project, monkeypatch):
+def test_a_variable_allowed_from_the_cli_holds_the_key_the_page_sends(human_labelled, monkeypatch):
     monkeypatch.setenv("TEAM_LLM_KEY", "sk-team")
-    allowed = CliRunner().invoke(cli, ["judge-key-env", "--db", str(project), "TEAM_LLM_KEY"])
+    allowed = CliRunner().invoke(
+        cli, ["judge-key-env", "--db", str(human_labelled), "TEAM_LLM_KEY"]
+    )
     assert allowed.exit_code == 0
     with FakeJudge(agreeing) as fake:
         at = open_page(PAGE)
@@ -232,7 +240,7 @@ def test_a_variable_allowed_from_the_cli_holds_the_key_the_page_sends(project, m
     assert [headers["Authorization"] for headers in fake.headers] == ["Bearer sk-team"]
 
 
-def test_a_redirecting_endpoint_is_reported_on_the_page_with_the_pair(project, monkeypatch):
+def test_a_redirecting_endpoint_is_reported_on_the_page_with_the_pair(human_labelled, monkeypatch):
     monkeypatch.setenv("GOLDSET_JUDGE_API_KEY", "sk-secret")
     with FakeJudge(agreeing) as elsewhere:
         location = {"Location": f"{elsewhere.base_url}/chat/completions"}

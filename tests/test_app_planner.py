@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 from streamlit.testing.v1 import AppTest
-from test_live import demo_opened_by_the_app, open_page, opened_by_the_app, table_with
+from test_live import open_page, table_with
 
 from goldset.eval.cost import expected_first_hit_depth, pool_depth_per_query
 from goldset.eval.readers import read_run
@@ -21,13 +21,7 @@ PLANNER = "../labeler/views/planner.py"
 
 
 @pytest.fixture
-def project(tmp_path, monkeypatch):
-    """The labelled demo project (see test_live.py), opened by the app."""
-    yield from demo_opened_by_the_app(tmp_path, monkeypatch)
-
-
-@pytest.fixture
-def pooled(tmp_path, monkeypatch):
+def pooled(tmp_path, open_in_app):
     """A project of three queries pooled from two runs that share some of their top docs;
     nothing labelled yet. Returns the database and the two run files."""
     corpus = tmp_path / "corpus.jsonl"
@@ -46,8 +40,7 @@ def pooled(tmp_path, monkeypatch):
         runs.append(path)
     with Store(tmp_path / "pooled.db") as store:
         store.pool(corpus, queries, runs, 10)
-    with opened_by_the_app(tmp_path / "pooled.db", monkeypatch) as db:
-        yield db, runs
+    return open_in_app(tmp_path / "pooled.db"), runs
 
 
 def goldset(*args: str) -> str:
@@ -64,8 +57,8 @@ def open_planner(rate: float | None = None) -> AppTest:
     return at
 
 
-def test_cost_page_figures_equal_goldset_cost_db(project):
-    measured = json.loads(goldset("cost", "--db", str(project), "--rate", "50", "--json"))
+def test_cost_page_figures_equal_goldset_cost_db(labelled_demo_app):
+    measured = json.loads(goldset("cost", "--db", str(labelled_demo_app), "--rate", "50", "--json"))
     at = open_planner(rate=50)
     tiles = {metric.label: metric.value for metric in at.metric}
     for name in ("spent", "remaining", "total"):
@@ -87,18 +80,18 @@ def test_cost_page_figures_equal_goldset_cost_db(project):
     assert f"mean {measured['judgements_per_query']:.2f} docs read per done query" in text
 
 
-def test_goldset_cost_db_measures_spent_remaining_and_total(project):
-    measured = json.loads(goldset("cost", "--db", str(project), "--json"))
+def test_goldset_cost_db_measures_spent_remaining_and_total(labelled_demo_app):
+    measured = json.loads(goldset("cost", "--db", str(labelled_demo_app), "--json"))
     assert measured["rate"] == 60 and measured["queries_remaining"] == 44
     assert (measured["seconds_per_query"], measured["median_seconds_per_query"]) == (15.0, 9.5)
     assert measured["total"]["seconds"] == pytest.approx(
         measured["spent"]["seconds"] + measured["remaining"]["seconds"]
     )
-    text = goldset("cost", "--db", str(project), "--rate", "60")
+    text = goldset("cost", "--db", str(labelled_demo_app), "--rate", "60")
     assert "mean 15.0 s per done query, median 9.5 s" in text
     spent = measured["spent"]
     assert f"spent     {live.duration_text(spent['hours']):>10}  ${spent['dollars']:,.2f}" in text
-    mixed = CliRunner().invoke(cli, ["cost", "--db", str(project), "--seconds", "20"])
+    mixed = CliRunner().invoke(cli, ["cost", "--db", str(labelled_demo_app), "--seconds", "20"])
     assert mixed.exit_code == 2 and "leave out --seconds" in mixed.output
 
 
@@ -122,12 +115,12 @@ def test_plan_compares_first_hit_full_depth_and_the_real_pool(pooled):
     assert plan["hours"].iloc[2] == pytest.approx(3 * real * 20 / 3600)  # 3 queries at 20 s
 
 
-def test_first_hit_plan_uses_the_measured_judged_depth_once_queries_are_done(project):
-    measured = json.loads(goldset("cost", "--db", str(project), "--json"))
+def test_first_hit_plan_uses_the_measured_judged_depth_once_queries_are_done(labelled_demo_app):
+    measured = json.loads(goldset("cost", "--db", str(labelled_demo_app), "--json"))
     plan = table_with(open_planner(), "plan").set_index("plan")
     depth = measured["judgements_per_query"]
     assert plan.loc["first hit, top 10 (measured depth)", "docs_per_query"] == depth
-    with Store(project) as store:
+    with Store(labelled_demo_app) as store:
         queries = store.status()["queries"]  # the plan's default: every query of the project
     assert plan.loc["first hit, top 10 (measured depth)", "hours"] == pytest.approx(
         queries

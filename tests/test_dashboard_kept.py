@@ -9,7 +9,8 @@ import threading
 import pandas as pd
 import pytest
 import streamlit as st
-from test_live import demo_opened_by_the_app, eventually, label, labelled_demo, open_page
+from helpers.projects import label
+from test_live import eventually, open_page
 
 from goldset.labeler import live
 from goldset.labeler.live import kept
@@ -21,9 +22,9 @@ VIEW = json.dumps({"run": None, "target": live.TARGET_HALF_WIDTH, "rate": live.D
 
 
 @pytest.fixture
-def demo_path(tmp_path) -> str:
-    labelled_demo(tmp_path / "demo.db").close()
-    return str(tmp_path / "demo.db")
+def demo_path(labelled_demo_db) -> str:
+    """The labelled demo project's path, as text (as the app reads it from GOLDSET_DB)."""
+    return str(labelled_demo_db)
 
 
 def version(figures: live.Dashboard) -> str:
@@ -115,26 +116,21 @@ def test_a_new_label_shows_after_the_refreshers_background_cycle(demo_path):
     assert shown["queries"]["answerable"] == before.snapshot.report["queries"]["answerable"] + 1
 
 
-@pytest.fixture
-def project(tmp_path, monkeypatch):
-    yield from demo_opened_by_the_app(tmp_path, monkeypatch)
-
-
 def header(at) -> str:
     return next(h.proto.body for h in at.get("html") if "golden set" in h.proto.body)
 
 
-def test_the_page_shows_a_new_label_without_a_restart(project):
+def test_the_page_shows_a_new_label_without_a_restart(labelled_demo_app):
     before = header(open_page(DASHBOARD))
     assert "4 answerable" in before
-    label_one_more(str(project))
+    label_one_more(str(labelled_demo_app))
     assert eventually(lambda: "5 answerable" in header(open_page(DASHBOARD)), seconds=30)
 
 
-def test_after_a_restart_the_page_shows_the_kept_figures_and_says_they_are_older(project):
+def test_after_a_restart_the_page_shows_the_kept_figures_and_says_they_are_older(labelled_demo_app):
     open_page(DASHBOARD)
-    as_if_slow(str(project))
-    label_one_more(str(project))
+    as_if_slow(str(labelled_demo_app))
+    label_one_more(str(labelled_demo_app))
     st.cache_resource.clear()  # a server restart: no refresher in memory
     at = open_page(DASHBOARD)
     assert "4 answerable" in header(at)  # the kept figures, at once

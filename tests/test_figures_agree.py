@@ -7,18 +7,12 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from click.testing import CliRunner
-from test_live import demo_opened_by_the_app, open_page
+from test_live import open_page
 
 from goldset.labeler import live
 from goldset.labeler.cli import cli
 from goldset.labeler.store import Store
-
-
-@pytest.fixture
-def project(tmp_path, monkeypatch):
-    yield from demo_opened_by_the_app(tmp_path, monkeypatch)
 
 
 def goldset(*args: str) -> str:
@@ -33,8 +27,8 @@ def captions(script: str) -> list[str]:
     return [caption.value for caption in at.caption]
 
 
-def test_work_figures_are_defined_once_from_the_log(project):
-    with Store(project) as store:
+def test_work_figures_are_defined_once_from_the_log(labelled_demo_app):
+    with Store(labelled_demo_app) as store:
         events = store.events_frame()
         summary = live.cost_summary(store)
         status = store.status()
@@ -47,21 +41,21 @@ def test_work_figures_are_defined_once_from_the_log(project):
     assert summary.queries_remaining == 50 - 6  # six done; the skipped one is still to do
 
 
-def test_dashboard_planner_status_and_cost_show_the_same_work_figures(project):
-    with Store(project) as store:
+def test_dashboard_planner_status_and_cost_show_the_same_work_figures(labelled_demo_app):
+    with Store(labelled_demo_app) as store:
         line = live.work_text(live.cost_summary(store))
     # ranks 1, 3, none (10 judged) and 2 hold 16 labels, and the two unanswerable queries
     # 2 x 10, the 0s their verdict gave; ben judged twice, then undid it
     assert "36 current labels · 18 judgements made" in line and "44 queries left" in line
     assert line in captions("../labeler/views/dashboard.py")
     assert any(caption.startswith(line) for caption in captions("../labeler/views/planner.py"))
-    assert line in goldset("status", "--db", str(project)).splitlines()
-    assert line in goldset("cost", "--db", str(project)).splitlines()
+    assert line in goldset("status", "--db", str(labelled_demo_app)).splitlines()
+    assert line in goldset("cost", "--db", str(labelled_demo_app)).splitlines()
 
 
-def test_status_json_carries_the_work_figures_of_cost_json(project):
-    status = json.loads(goldset("status", "--db", str(project), "--json"))
-    cost = json.loads(goldset("cost", "--db", str(project), "--json"))
+def test_status_json_carries_the_work_figures_of_cost_json(labelled_demo_app):
+    status = json.loads(goldset("status", "--db", str(labelled_demo_app), "--json"))
+    cost = json.loads(goldset("cost", "--db", str(labelled_demo_app), "--json"))
     for key in ("current_labels", "judgements_made", "seconds_per_query",
                 "median_seconds_per_query", "seconds_per_judgement", "judgements_per_query",
                 "queries_remaining"):  # fmt: skip

@@ -9,7 +9,8 @@ candidate relevant and the judge calls it irrelevant: q1 waits for a second opin
 
 import pytest
 from click.testing import CliRunner
-from test_live import open_page, opened_by_the_app
+from helpers.projects import opened_by_the_app
+from test_live import open_page
 from test_second_opinions import JUDGE, machine_label
 
 from goldset.labeler.cli import cli
@@ -19,25 +20,25 @@ PAGE = "../labeler/views/judges.py"
 
 
 @pytest.fixture
-def store(tmp_path):
-    with Store(tmp_path / "project.db") as store:
-        store.import_records(
-            {
-                "query_id": f"q{q}",
-                "query": f"question {q}",
-                "candidates": [{"doc_id": f"q{q}-d{d}", "text": f"text {d}"} for d in (1, 2, 3)],
-            }
-            for q in range(4)
-        )
-        store.judge("q1", "q1-d1", 1, "ana")
-        machine_label(store, "q1", "q1-d1", 0)
-        store.trust_judge(JUDGE, golden_version="v1")
-        assert store.next_query("bob") == "q1"  # the second opinion first
-        yield store
+def disputed_store(make_store):
+    """The four queries; ana and the judge, trusted on golden version v1, disagree on q1."""
+    store = make_store(
+        {
+            "query_id": f"q{q}",
+            "query": f"question {q}",
+            "candidates": [{"doc_id": f"q{q}-d{d}", "text": f"text {d}"} for d in (1, 2, 3)],
+        }
+        for q in range(4)
+    )
+    store.judge("q1", "q1-d1", 1, "ana")
+    machine_label(store, "q1", "q1-d1", 0)
+    store.trust_judge(JUDGE, golden_version="v1")
+    assert store.next_query("bob") == "q1"  # the second opinion first
+    return store
 
 
-def test_a_judge_trusted_as_it_is_stays_trusted(store):
-    status = store.trust_status("v1")
+def test_a_judge_trusted_as_it_is_stays_trusted(disputed_store):
+    status = disputed_store.trust_status("v1")
     assert status["trusted"] and status["changed"] == []
     assert status["bound"] == {
         "model": "rule",
@@ -45,8 +46,8 @@ def test_a_judge_trusted_as_it_is_stays_trusted(store):
         "grade_scale": 3,
         "golden_version": "v1",
     }
-    machine_label(store, "q2", "q2-d1", 1)  # more labels, same model and prompt
-    assert store.trusted_judge() == JUDGE
+    machine_label(disputed_store, "q2", "q2-d1", 1)  # more labels, same model and prompt
+    assert disputed_store.trusted_judge() == JUDGE
 
 
 @pytest.mark.parametrize(
@@ -56,40 +57,42 @@ def test_a_judge_trusted_as_it_is_stays_trusted(store):
         ({"model": "rule-2"}, "model"),
     ],
 )
-def test_a_new_model_or_prompt_unbinds_the_trust_and_the_queue_forgets_it(store, change, changed):
-    machine_label(store, "q2", "q2-d1", 1, **change)
-    status = store.trust_status()
+def test_a_new_model_or_prompt_unbinds_the_trust_and_the_queue_forgets_it(
+    disputed_store, change, changed
+):
+    machine_label(disputed_store, "q2", "q2-d1", 1, **change)
+    status = disputed_store.trust_status()
     assert not status["trusted"] and status["changed"] == [changed]
-    assert store.trusted_judge() is None
-    assert store.second_opinions() == []
-    assert store.next_query("bob") == "q0"  # the ordinary queue
+    assert disputed_store.trusted_judge() is None
+    assert disputed_store.second_opinions() == []
+    assert disputed_store.next_query("bob") == "q0"  # the ordinary queue
 
 
-def test_a_new_grade_scale_unbinds_the_trust(store):
-    store.configure(max_grade=4)
-    assert store.trust_status()["changed"] == ["grade scale"]
-    assert store.second_opinions() == [] and store.next_query("bob") == "q0"
+def test_a_new_grade_scale_unbinds_the_trust(disputed_store):
+    disputed_store.configure(max_grade=4)
+    assert disputed_store.trust_status()["changed"] == ["grade scale"]
+    assert disputed_store.second_opinions() == [] and disputed_store.next_query("bob") == "q0"
 
 
-def test_a_new_golden_set_version_unbinds_the_trust(store):
-    assert store.trust_status("v2")["changed"] == ["golden-set version"]
-    assert not store.trust_status("v2")["trusted"]
+def test_a_new_golden_set_version_unbinds_the_trust(disputed_store):
+    assert disputed_store.trust_status("v2")["changed"] == ["golden-set version"]
+    assert not disputed_store.trust_status("v2")["trusted"]
 
 
-def test_trusting_it_again_binds_it_to_what_it_is_now(store):
-    machine_label(store, "q2", "q2-d1", 1, prompt="f" * 64)
-    store.trust_judge(JUDGE, golden_version="v2")
-    assert store.trust_status("v2")["trusted"] and store.trusted_judge() == JUDGE
-    assert store.next_query("bob") == "q1"
+def test_trusting_it_again_binds_it_to_what_it_is_now(disputed_store):
+    machine_label(disputed_store, "q2", "q2-d1", 1, prompt="f" * 64)
+    disputed_store.trust_judge(JUDGE, golden_version="v2")
+    assert disputed_store.trust_status("v2")["trusted"] and disputed_store.trusted_judge() == JUDGE
+    assert disputed_store.next_query("bob") == "q1"
 
 
-def test_calibrate_says_which_part_changed_and_trust_binds_the_golden_set(tmp_path, store):
-    db = str(store.path)
+def test_calibrate_says_which_part_changed_and_trust_binds_the_golden_set(tmp_path, disputed_store):
+    db = str(disputed_store.path)
     runner = CliRunner()
     trusted = runner.invoke(cli, ["calibrate", "--db", db, "--judge", "rule", "--trust"])
     assert trusted.exit_code == 0, trusted.output
     assert "trusted judge: machine:rule" in trusted.output
-    store.judge("q0", "q0-d1", 1, "ana")  # the golden set moves on
+    disputed_store.judge("q0", "q0-d1", 1, "ana")  # the golden set moves on
     again = runner.invoke(cli, ["calibrate", "--db", db, "--judge", "rule", "--json"])
     assert '"changed": [\n      "golden-set version"\n    ]' in again.output
     text = runner.invoke(cli, ["calibrate", "--db", db, "--judge", "rule"]).output

@@ -1,9 +1,8 @@
 """Live figures (labeler.live): the store turned into eval inputs, and the dashboard's,
 cost planner's and run comparison's figures computed by eval from them.
 
-The app tests (test_app_dashboard, test_app_planner, test_app_compare) import their shared
-helpers from here: ``labelled_demo`` (the demo set with the MRR worked example labelled),
-``opened_by_the_app``, ``demo_opened_by_the_app``, ``open_page`` and ``table_with``.
+The app tests import two helpers from here, ``open_page`` and ``table_with``; most run on
+the labelled demo (``labelled_demo`` in tests/helpers/projects.py, served by conftest).
 """
 
 from __future__ import annotations
@@ -12,15 +11,13 @@ import json
 import math
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import pytrec_eval
-import streamlit as st
+from helpers.projects import label
 from streamlit.testing.v1 import AppTest
 from test_pool_cranfield import label_pool, run_at_depth
 
@@ -28,61 +25,7 @@ from goldset.eval import cost
 from goldset.eval.readers import Golden, golden_from_records, read_golden, run_from_frame
 from goldset.eval.report import build_report
 from goldset.labeler import live
-from goldset.labeler.store import DEMO_TASKS, Store
-
-# The MRR worked example (first relevant at ranks 1, 3, none, 2) on the demo's first four
-# queries, then two unanswerable queries and one skipped.
-WORKED_EXAMPLE = {"q01": 1, "q02": 3, "q03": None, "q04": 2}
-UNANSWERABLE = ("q05", "q06")
-SKIPPED = "q07"
-
-
-def label(store: Store, query_id: str, first_relevant: int | None, annotator: str = "ana"):
-    """Judge top-down, 4 s a judgement, up to the first relevant rank; None: all ten not
-    relevant, then a miss."""
-    candidates = store.candidates(query_id)
-    for candidate in candidates[: (first_relevant or len(candidates) + 1) - 1]:
-        store.judge(query_id, candidate["doc_id"], 0, annotator, seconds=4.0)
-    if first_relevant is None:
-        store.mark(query_id, "miss", annotator, seconds=2.0)
-    else:
-        store.judge(query_id, candidates[first_relevant - 1]["doc_id"], 1, annotator, seconds=6.0)
-
-
-def labelled_demo(path) -> Store:
-    """The demo project with the worked example, two unanswerable queries and a skip."""
-    store = Store(path)
-    store.import_tasks(DEMO_TASKS)
-    for query_id, rank in WORKED_EXAMPLE.items():
-        label(store, query_id, rank)
-    for query_id in UNANSWERABLE:
-        label(store, query_id, 1, annotator="ben")
-        store.undo("ben")
-        store.mark(query_id, "unanswerable", "ben", seconds=3.0)
-    store.mark(SKIPPED, "skip", "ana", seconds=1.0)
-    return store
-
-
-@contextmanager
-def opened_by_the_app(path: Path, monkeypatch) -> Iterator[Path]:
-    """Make the project at ``path`` the one the app opens (``GOLDSET_DB``), with Streamlit's
-    caches, which every AppTest session shares, cleared before and after."""
-    monkeypatch.setenv("GOLDSET_DB", str(path))
-    st.cache_data.clear()
-    st.cache_resource.clear()
-    try:
-        yield path
-    finally:
-        st.cache_data.clear()
-        st.cache_resource.clear()
-
-
-def demo_opened_by_the_app(folder: Path, monkeypatch) -> Iterator[Path]:
-    """The labelled demo project in ``folder``, opened by the app: for a fixture to yield
-    from."""
-    labelled_demo(folder / "demo.db").close()
-    with opened_by_the_app(folder / "demo.db", monkeypatch) as path:
-        yield path
+from goldset.labeler.store import Store
 
 
 def open_page(script: str, user: str | None = None) -> AppTest:
@@ -99,8 +42,9 @@ def table_with(at: AppTest, column: str) -> pd.DataFrame:
 
 
 @pytest.fixture
-def demo(tmp_path) -> Store:
-    with labelled_demo(tmp_path / "demo.db") as store:
+def demo(labelled_demo_db) -> Iterator[Store]:
+    """The labelled demo project, open."""
+    with Store(labelled_demo_db) as store:
         yield store
 
 

@@ -9,7 +9,7 @@ import dataclasses
 import numpy as np
 import pandas as pd
 import pytest
-from test_live import label, labelled_demo
+from helpers.projects import label, labelled_demo
 
 from goldset.eval.metrics import DEFAULT_METRICS, Ranking, rank_run
 from goldset.labeler import live

@@ -13,7 +13,8 @@ from __future__ import annotations
 import math
 
 import pytest
-from test_live import open_page, opened_by_the_app, table_with
+from helpers.projects import opened_by_the_app
+from test_live import open_page, table_with
 
 from goldset.eval.cost import judge_human_correlation, queries_with_judge
 from goldset.labeler import judges, live

@@ -8,7 +8,8 @@ The demo set: 50 queries, 26 in slice ``head`` and 24 in ``tail``.
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from test_live import open_page, opened_by_the_app, table_with
+from helpers.projects import opened_by_the_app
+from test_live import open_page, table_with
 from test_planner_ppi import label_sample
 
 from goldset.labeler import judges
@@ -19,13 +20,6 @@ from goldset.labeler.store.sampling import FLOOR_SHARE, active_probabilities
 JUDGE = "machine:rule"
 DASHBOARD = "../labeler/views/dashboard.py"
 QUERY_IDS = [f"q{n:02}" for n in range(1, 51)]  # the demo set's, in import order
-
-
-@pytest.fixture
-def store(tmp_path):
-    with Store(tmp_path / "project.db") as store:
-        store.import_tasks(DEMO_TASKS)
-        yield store
 
 
 def finish(store: Store, query_id: str, annotator: str = "ana") -> None:
@@ -40,15 +34,15 @@ def machine_label(store: Store, query_id: str, doc_id: str, grade: int) -> None:
     store.record_judge_calls(judges.call_rows(pair, [call], context))
 
 
-def test_a_project_is_not_sampled_until_a_sample_is_drawn(store):
-    assert store.sampling()["mode"] == "off"
-    assert store.human_sample().empty
-    assert store.next_query("ana") == "q01"
+def test_a_project_is_not_sampled_until_a_sample_is_drawn(demo_store):
+    assert demo_store.sampling()["mode"] == "off"
+    assert demo_store.human_sample().empty
+    assert demo_store.next_query("ana") == "q01"
 
 
-def test_the_random_order_holds_every_slice_in_its_share_of_any_prefix(store):
-    store.draw_sample("random", seed=7)
-    sample = store.human_sample()
+def test_the_random_order_holds_every_slice_in_its_share_of_any_prefix(demo_store):
+    demo_store.draw_sample("random", seed=7)
+    sample = demo_store.human_sample()
     assert sorted(sample["query_id"]) == QUERY_IDS
     assert list(sample["rank"]) == list(range(1, 51))
     assert (sample["probability"] == 1.0).all()  # every query is drawn: a census, in order
@@ -58,16 +52,16 @@ def test_the_random_order_holds_every_slice_in_its_share_of_any_prefix(store):
     assert list(sample["query_id"])[:10] != [f"q{n:02}" for n in range(1, 11)]  # shuffled
 
 
-def test_the_same_seed_draws_the_same_order_and_another_seed_another(store):
-    first = list(store.draw_sample("random", seed=7) and store.human_sample()["query_id"])
-    again = list(store.draw_sample("random", seed=7) and store.human_sample()["query_id"])
-    other = list(store.draw_sample("random", seed=8) and store.human_sample()["query_id"])
+def test_the_same_seed_draws_the_same_order_and_another_seed_another(demo_store):
+    first = list(demo_store.draw_sample("random", seed=7) and demo_store.human_sample()["query_id"])
+    again = list(demo_store.draw_sample("random", seed=7) and demo_store.human_sample()["query_id"])
+    other = list(demo_store.draw_sample("random", seed=8) and demo_store.human_sample()["query_id"])
     assert first == again and first != other
 
 
-def test_a_budget_draws_each_slice_in_proportion_with_its_inclusion_probability(store):
-    settings = store.draw_sample("random", seed=3, budget=10)
-    sample = store.human_sample()
+def test_a_budget_draws_each_slice_in_proportion_with_its_inclusion_probability(demo_store):
+    settings = demo_store.draw_sample("random", seed=3, budget=10)
+    sample = demo_store.human_sample()
     assert settings["drawn"] == 10 and settings["budget"] == 10
     per_slice = sample.groupby("slice")["query_id"].count().to_dict()
     assert per_slice in ({"head": 5, "tail": 5}, {"head": 6, "tail": 4})
@@ -76,63 +70,63 @@ def test_a_budget_draws_each_slice_in_proportion_with_its_inclusion_probability(
         assert (drawn["probability"] == per_slice[name] / size).all()
 
 
-def test_the_queue_offers_the_drawn_order(store):
-    store.draw_sample("random", seed=7)
-    order = list(store.human_sample()["query_id"])
-    assert store.next_query("ana") == order[0]
-    finish(store, order[0])
-    assert store.next_query("ana") == order[1]
-    assert store.next_query("ana", after=order[1]) == order[2]
-    assert store.next_query("bob") == order[1]  # the shared queue: done by ana, not offered
+def test_the_queue_offers_the_drawn_order(demo_store):
+    demo_store.draw_sample("random", seed=7)
+    order = list(demo_store.human_sample()["query_id"])
+    assert demo_store.next_query("ana") == order[0]
+    finish(demo_store, order[0])
+    assert demo_store.next_query("ana") == order[1]
+    assert demo_store.next_query("ana", after=order[1]) == order[2]
+    assert demo_store.next_query("bob") == order[1]  # the shared queue: done by ana, not offered
 
 
-def test_the_queue_leaves_the_sample_only_when_every_drawn_query_is_labelled(store):
-    store.draw_sample("random", seed=7, budget=2)
-    order = list(store.human_sample()["query_id"])
+def test_the_queue_leaves_the_sample_only_when_every_drawn_query_is_labelled(demo_store):
+    demo_store.draw_sample("random", seed=7, budget=2)
+    order = list(demo_store.human_sample()["query_id"])
     for query_id in order:
-        finish(store, query_id)
-    assert store.next_query("ana") == next(q for q in QUERY_IDS if q not in order)
+        finish(demo_store, query_id)
+    assert demo_store.next_query("ana") == next(q for q in QUERY_IDS if q not in order)
 
 
-def test_a_skipped_drawn_query_stays_in_the_sample_as_missing_and_comes_back_first(store):
-    store.draw_sample("random", seed=7, budget=3)
-    order = list(store.human_sample()["query_id"])
-    store.mark(order[0], "skip", "ana")
-    finish(store, order[1])
-    finish(store, order[2])
-    sample = store.human_sample()
+def test_a_skipped_drawn_query_stays_in_the_sample_as_missing_and_comes_back_first(demo_store):
+    demo_store.draw_sample("random", seed=7, budget=3)
+    order = list(demo_store.human_sample()["query_id"])
+    demo_store.mark(order[0], "skip", "ana")
+    finish(demo_store, order[1])
+    finish(demo_store, order[2])
+    sample = demo_store.human_sample()
     assert list(sample["query_id"]) == order  # membership unchanged
     assert not sample["labelled"].any()  # nothing counted behind a missing query
-    settings = store.sampling()
+    settings = demo_store.sampling()
     assert (settings["labelled"], settings["missing"], settings["waiting"]) == (0, 1, 2)
-    assert store.next_query("ana") == order[0]  # offered again before the rest of the set
-    finish(store, order[0])
-    assert store.sampling()["labelled"] == 3 and store.human_sample()["labelled"].all()
+    assert demo_store.next_query("ana") == order[0]  # offered again before the rest of the set
+    finish(demo_store, order[0])
+    assert demo_store.sampling()["labelled"] == 3 and demo_store.human_sample()["labelled"].all()
 
 
-def test_reopening_a_labelled_query_changes_its_label_not_its_membership(store):
-    store.draw_sample("random", seed=7, budget=3)
-    before = store.human_sample()
+def test_reopening_a_labelled_query_changes_its_label_not_its_membership(demo_store):
+    demo_store.draw_sample("random", seed=7, budget=3)
+    before = demo_store.human_sample()
     first = before["query_id"][0]
-    finish(store, first)
-    assert store.human_sample()["labelled"][0]
-    store.undo("ana", first)  # reopened
-    after = store.human_sample()
+    finish(demo_store, first)
+    assert demo_store.human_sample()["labelled"][0]
+    demo_store.undo("ana", first)  # reopened
+    after = demo_store.human_sample()
     assert after[["query_id", "probability", "rank"]].equals(
         before[["query_id", "probability", "rank"]]
     )
     assert not after["labelled"][0]
-    assert store.next_query("ana") == first
+    assert demo_store.next_query("ana") == first
 
 
-def test_an_assigned_annotator_gets_their_queries_in_drawn_order(store):
-    store.draw_sample("random", seed=7)
-    order = list(store.human_sample()["query_id"])
+def test_an_assigned_annotator_gets_their_queries_in_drawn_order(demo_store):
+    demo_store.draw_sample("random", seed=7)
+    order = list(demo_store.human_sample()["query_id"])
     mine = sorted(order[5:9])  # assigned in import order
-    store.assign("ana", mine)
-    assert store.next_query("ana") == order[5]
-    finish(store, order[5])
-    assert store.next_query("ana") == order[6]
+    demo_store.assign("ana", mine)
+    assert demo_store.next_query("ana") == order[5]
+    finish(demo_store, order[5])
+    assert demo_store.next_query("ana") == order[6]
 
 
 def test_active_probabilities_rise_with_uncertainty_and_are_floored():
@@ -144,34 +138,34 @@ def test_active_probabilities_rise_with_uncertainty_and_are_floored():
     assert active_probabilities(np.zeros(4), budget=1) == pytest.approx([0.25] * 4)
 
 
-def test_an_active_sample_draws_the_queries_the_judge_is_unsure_of_more_often(store):
+def test_an_active_sample_draws_the_queries_the_judge_is_unsure_of_more_often(demo_store):
     # The judge labels every candidate of q01..q25 far from the edge of relevance (grade 3
     # or 0, threshold 1) and nothing of q26..q50: it is sure of the first half only.
     for query_id in QUERY_IDS[:25]:
-        for number, candidate in enumerate(store.candidates(query_id)):
-            machine_label(store, query_id, candidate["doc_id"], 3 * (number % 2))
-    store.draw_sample("active", seed=1, budget=10, judge=JUDGE)
-    sample = store.human_sample()
+        for number, candidate in enumerate(demo_store.candidates(query_id)):
+            machine_label(demo_store, query_id, candidate["doc_id"], 3 * (number % 2))
+    demo_store.draw_sample("active", seed=1, budget=10, judge=JUDGE)
+    sample = demo_store.human_sample()
     sure = sample["query_id"] <= "q25"
     assert sample.loc[sure, "probability"].to_numpy() == pytest.approx(FLOOR_SHARE * 10 / 50)
     assert (sample.loc[~sure, "probability"] > 0.3).all()
     assert (~sure).sum() > sure.sum()
     assert list(sample["rank"]) == list(range(1, len(sample) + 1))
-    assert store.sampling()["judge"] == JUDGE
+    assert demo_store.sampling()["judge"] == JUDGE
 
 
-def test_an_active_sample_needs_a_judge_that_labelled_something(store):
+def test_an_active_sample_needs_a_judge_that_labelled_something(demo_store):
     with pytest.raises(ValueError, match="labelled nothing"):
-        store.draw_sample("active", seed=1, budget=10, judge=JUDGE)
+        demo_store.draw_sample("active", seed=1, budget=10, judge=JUDGE)
     with pytest.raises(ValueError, match="judge and a budget"):
-        store.draw_sample("active", seed=1)
+        demo_store.draw_sample("active", seed=1)
 
 
-def test_sampling_off_gives_back_the_ordinary_queue(store):
-    store.draw_sample("random", seed=7)
-    store.draw_sample("off")
-    assert store.human_sample().empty and store.sampling()["mode"] == "off"
-    assert store.next_query("ana") == "q01"
+def test_sampling_off_gives_back_the_ordinary_queue(demo_store):
+    demo_store.draw_sample("random", seed=7)
+    demo_store.draw_sample("off")
+    assert demo_store.human_sample().empty and demo_store.sampling()["mode"] == "off"
+    assert demo_store.next_query("ana") == "q01"
 
 
 def test_the_sample_command_draws_and_reports_progress(tmp_path):
@@ -235,9 +229,9 @@ def test_the_dashboard_shows_no_sample_panel_without_a_sample(tmp_path, monkeypa
         assert "Random sample" not in [header.value for header in at.subheader]
 
 
-def test_a_deal_hands_out_the_drawn_queries_first_in_drawn_order(store):
-    store.draw_sample("random", seed=7, budget=4)
-    order = list(store.human_sample()["query_id"])
-    dealable = [query["query_id"] for query in store.dealable_queries()]
+def test_a_deal_hands_out_the_drawn_queries_first_in_drawn_order(demo_store):
+    demo_store.draw_sample("random", seed=7, budget=4)
+    order = list(demo_store.human_sample()["query_id"])
+    dealable = [query["query_id"] for query in demo_store.dealable_queries()]
     assert dealable[:4] == order
     assert dealable[4:] == [q for q in QUERY_IDS if q not in order]

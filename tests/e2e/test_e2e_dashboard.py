@@ -4,8 +4,8 @@ and screenshots of the dashboard and the compare page are left in tests/artifact
 from __future__ import annotations
 
 from e2e_support import open_app, query_heading, wait_idle
+from helpers.projects import labelled_demo
 from playwright.sync_api import Browser, expect
-from test_live import labelled_demo
 
 from goldset.labeler.live import REFRESH_SECONDS
 

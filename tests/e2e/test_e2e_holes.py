@@ -5,8 +5,8 @@ the keyboard, kept on it until they are judged."""
 from __future__ import annotations
 
 from e2e_support import open_app, query_heading, wait_idle
+from helpers.projects import label
 from playwright.sync_api import Page, expect
-from test_live import label
 
 from goldset.labeler.auth import LOCAL_ANNOTATOR
 from goldset.labeler.store import DEMO_TASKS, Store
