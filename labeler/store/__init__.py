@@ -17,19 +17,34 @@ Design, in short:
   costs a handful of index lookups, never a table scan — and
   :meth:`Store.rebuild_projections` can recompute them all from the log.
 
-The package, bottom up (each module imports only those below it; tests/test_architecture.py
-checks it, and docs/architecture.md draws it): ``schema`` (migrations; ``golden_rows``, the
-golden projection's rows, below it) and ``paths``;
-``connection`` (opening, transactions, key-press tagging); ``settings`` (the protocol);
-``corpus`` (queries, documents, search) and ``log`` (the append-only event log); ``states``
-(per-query state and reviewers' decisions); ``projections`` (the tables the log maintains);
-above them ``imports`` (with ``replay``, pure) and ``pool``, ``labelling`` (queue and actions),
-``accounts`` (users, sign-in, sessions), ``sampling`` (the sample humans label first, below
-``labelling``, whose queue follows it), ``team`` (assignments, adjudication), ``worklist``
-(an annotator's own queries, filtered and paged), ``frames``
-(bulk frames for eval and the dashboard, run history), ``metric_cache`` (the dashboard's
-last figures) and ``export``. :class:`Store` is the
-one facade composed of them: callers import only it and the constants re-exported here.
+The package, bottom up: each module imports only modules listed before it, and its mixin
+uses through ``self`` only what it or a module listed before it defines
+(tests/test_architecture.py reads this list and checks both; docs/architecture.md draws it):
+
+- ``golden_rows``: the golden projection's rows, below the schema whose migration backfills it
+- ``schema``: the migrations, appended in order
+- ``paths``: the demo set, the default project
+- ``connection``: opening, transactions, snapshots, key-press tagging, the import lock
+- ``settings``: the protocol
+- ``corpus``: queries, documents, search
+- ``log``: the append-only event log
+- ``states``: per-query state and reviewers' decisions
+- ``projections``: the tables the log maintains
+- ``replay``: golden records read back for import (pure)
+- ``imports``: tasks files and golden sets
+- ``pool``: pooling runs
+- ``machine``: machine judges' labels and calls
+- ``sampling``: the sample humans label first
+- ``labelling``: the queue, which follows the sample, and the actions
+- ``accounts``: users, sign-in, sessions
+- ``team``: assignments, adjudication
+- ``frames``: bulk frames for eval and the dashboard, run history
+- ``metric_cache``: the dashboard's last figures
+- ``export``: JSONL and qrels
+- ``worklist``: an annotator's own queries, filtered and paged
+
+:class:`Store` is the one facade composed of them: callers import only it and the constants
+re-exported here.
 """
 
 from __future__ import annotations
