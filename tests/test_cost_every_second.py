@@ -66,10 +66,9 @@ class Annotator:
 
 
 @pytest.fixture
-def store(tmp_path):
-    with Store(tmp_path / "project.db") as opened:
-        opened.import_tasks(tasks(tmp_path / "tasks.jsonl", 8))
-        yield opened
+def eight_queries(make_store, tmp_path) -> Store:
+    """A project of eight queries of four candidates, from a tasks file."""
+    return make_store(tasks(tmp_path / "tasks.jsonl", 8))
 
 
 def label_the_small_project(ana: Annotator) -> None:
@@ -88,9 +87,9 @@ def label_the_small_project(ana: Annotator) -> None:
     ana.judge("q7", 1)  # 15 s: in progress
 
 
-def test_the_cost_figures_equal_a_hand_computation(store):
-    label_the_small_project(Annotator(store))
-    summary = live.cost_summary(store, rate=RATE)
+def test_the_cost_figures_equal_a_hand_computation(eight_queries):
+    label_the_small_project(Annotator(eight_queries))
+    summary = live.cost_summary(eight_queries, rate=RATE)
     figures = summary.cost
 
     # Spent: every action's capped seconds, the U, M, skip and the search before the attach
@@ -103,7 +102,7 @@ def test_the_cost_figures_equal_a_hand_computation(store):
     assert (figures.seconds_per_query, figures.median_seconds_per_query) == (70.0, 37.0)
     # Docs read: q1 1, q2 3, q3 the 4 its U answered for, q4 4 (one judged, three by the M),
     # q5 the 4 candidates and the attached doc: 17, 3.4 a query, 350 / 17 s each.
-    reads = store.completed_depths().sort_values("seconds")["docs_read"].tolist()
+    reads = eight_queries.completed_depths().sort_values("seconds")["docs_read"].tolist()
     assert reads == [1, 4, 3, 4, 5]  # by seconds: q1, q4, q2, q3, q5
     assert figures.judgements_per_query == pytest.approx(3.4)
     assert figures.seconds_per_judgement == pytest.approx(350 / 17)
@@ -122,9 +121,9 @@ def test_the_cost_figures_equal_a_hand_computation(store):
     assert summary.judgements_made == 11  # the U, M and skip are no judgements: their time is
 
 
-def test_the_cli_and_the_dashboard_give_the_same_hand_computed_figures(store):
-    label_the_small_project(Annotator(store))
-    result = CliRunner().invoke(cli, ["cost", "--db", str(store.path), "--json"])
+def test_the_cli_and_the_dashboard_give_the_same_hand_computed_figures(eight_queries):
+    label_the_small_project(Annotator(eight_queries))
+    result = CliRunner().invoke(cli, ["cost", "--db", str(eight_queries.path), "--json"])
     assert result.exit_code == 0, result.output
     measured = json.loads(result.output)
     assert [measured[name]["seconds"] for name in ("spent", "remaining", "total")] == [
@@ -133,13 +132,13 @@ def test_the_cli_and_the_dashboard_give_the_same_hand_computed_figures(store):
         560,
     ]
     assert (measured["seconds_per_query"], measured["median_seconds_per_query"]) == (70, 37)
-    text = CliRunner().invoke(cli, ["cost", "--db", str(store.path)]).output
+    text = CliRunner().invoke(cli, ["cost", "--db", str(eight_queries.path)]).output
     assert "mean 70.0 s per done query, median 37.0 s (U/M, search and skips included)" in text
     assert "mean 3.40 docs read per done query, 20.6 s each" in text
     work = LiveWork()  # the dashboard's figures, kept event by event
-    work.update(store, live.ProjectState.of(store))
-    kept = live.cost_summary(store, seconds=work.seconds, depths=work.depths)
-    assert kept.as_dict() == live.cost_summary(store).as_dict()
+    work.update(eight_queries, live.ProjectState.of(eight_queries))
+    kept = live.cost_summary(eight_queries, seconds=work.seconds, depths=work.depths)
+    assert kept.as_dict() == live.cost_summary(eight_queries).as_dict()
 
 
 def label_a_round(ana: Annotator, first: int) -> None:

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from goldset.eval.readers import InputError
-from goldset.labeler.store import DEMO_TASKS, Store
+from goldset.labeler.store import DEMO_TASKS
 
 TASK = {
     "query_id": "q17",
@@ -17,12 +17,6 @@ TASK = {
         {"doc_id": "sdk/http.py#get", "title": "get()", "text": "GET.", "lang": "python"},
     ],
 }
-
-
-@pytest.fixture
-def store(tmp_path):
-    with Store(tmp_path / "project.db") as store:
-        yield store
 
 
 def write_jsonl(path, records):

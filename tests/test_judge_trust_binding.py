@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 from helpers.projects import opened_by_the_app
 from test_live import open_page
-from test_second_opinions import JUDGE, machine_label
+from test_second_opinions import JUDGE, TASKS, machine_label
 
 from goldset.labeler.cli import cli
 from goldset.labeler.store import Store
@@ -22,14 +22,7 @@ PAGE = "../labeler/views/judges.py"
 @pytest.fixture
 def disputed_store(make_store):
     """The four queries; ana and the judge, trusted on golden version v1, disagree on q1."""
-    store = make_store(
-        {
-            "query_id": f"q{q}",
-            "query": f"question {q}",
-            "candidates": [{"doc_id": f"q{q}-d{d}", "text": f"text {d}"} for d in (1, 2, 3)],
-        }
-        for q in range(4)
-    )
+    store = make_store(TASKS)
     store.judge("q1", "q1-d1", 1, "ana")
     machine_label(store, "q1", "q1-d1", 0)
     store.trust_judge(JUDGE, golden_version="v1")

@@ -34,10 +34,9 @@ KNOWN, UNKNOWN = "ana", "nobody"
 
 
 @pytest.fixture
-def store(tmp_path):
-    with Store(tmp_path / "project.db") as store:
-        store.add_annotator(KNOWN, password_hash=hash_password(RIGHT))
-        yield store
+def known_store(make_store) -> Store:
+    """An empty project whose one user, ``KNOWN``, has the password ``RIGHT``."""
+    return make_store(users=[KNOWN], passwords={KNOWN: RIGHT})
 
 
 def messages(store: Store, name: str, script: list[tuple[timedelta, int]]) -> list[str]:
@@ -49,13 +48,13 @@ def messages(store: Store, name: str, script: list[tuple[timedelta, int]]) -> li
     ]
 
 
-def test_an_unknown_name_is_answered_counted_and_locked_exactly_as_a_known_one(store):
+def test_an_unknown_name_is_answered_counted_and_locked_exactly_as_a_known_one(known_store):
     script = [
         (timedelta(0), LOCK_AFTER_FAILURES),  # the last one locks
         (timedelta(minutes=LOCK_MINUTES - 1), 1),  # still locked
         (timedelta(minutes=LOCK_MINUTES, seconds=1), LOCK_AFTER_FAILURES),  # counted again
     ]
-    known, unknown = messages(store, KNOWN, script), messages(store, UNKNOWN, script)
+    known, unknown = messages(known_store, KNOWN, script), messages(known_store, UNKNOWN, script)
     assert unknown == known
     assert unknown[: LOCK_AFTER_FAILURES - 1] == [WRONG_LOGIN] * (LOCK_AFTER_FAILURES - 1)
     assert "locked until 12:15 UTC" in unknown[LOCK_AFTER_FAILURES - 1]
@@ -63,21 +62,21 @@ def test_an_unknown_name_is_answered_counted_and_locked_exactly_as_a_known_one(s
     assert "locked until 12:30 UTC" in unknown[-1]
 
 
-def test_an_unknown_names_failures_are_kept_in_the_database(store):
-    messages(store, UNKNOWN, [(timedelta(0), LOCK_AFTER_FAILURES - 1)])
-    with Store(store.path) as restarted:
+def test_an_unknown_names_failures_are_kept_in_the_database(known_store):
+    messages(known_store, UNKNOWN, [(timedelta(0), LOCK_AFTER_FAILURES - 1)])
+    with Store(known_store.path) as restarted:
         assert "locked" in sign_in(restarted, UNKNOWN, "wrong password", NOON).message
 
 
-def test_failures_of_one_unknown_name_do_not_lock_another_nor_a_user(store):
-    messages(store, UNKNOWN, [(timedelta(0), LOCK_AFTER_FAILURES)])
-    assert sign_in(store, "somebody", "wrong password", NOON).message == WRONG_LOGIN
-    assert sign_in(store, KNOWN, RIGHT, NOON).user["name"] == KNOWN
+def test_failures_of_one_unknown_name_do_not_lock_another_nor_a_user(known_store):
+    messages(known_store, UNKNOWN, [(timedelta(0), LOCK_AFTER_FAILURES)])
+    assert sign_in(known_store, "somebody", "wrong password", NOON).message == WRONG_LOGIN
+    assert sign_in(known_store, KNOWN, RIGHT, NOON).user["name"] == KNOWN
 
 
 @pytest.mark.parametrize("name", [KNOWN, UNKNOWN])
 def test_every_unlocked_attempt_checks_one_password_hash_and_a_locked_one_none(
-    store, monkeypatch, name
+    known_store, monkeypatch, name
 ):
     hashes = []
 
@@ -87,7 +86,7 @@ def test_every_unlocked_attempt_checks_one_password_hash_and_a_locked_one_none(
 
     verify = auth.verify_password
     monkeypatch.setattr(auth, "verify_password", counting_verify)
-    messages(store, name, [(timedelta(0), LOCK_AFTER_FAILURES + 2)])
+    messages(known_store, name, [(timedelta(0), LOCK_AFTER_FAILURES + 2)])
     assert len(hashes) == LOCK_AFTER_FAILURES  # the two attempts while locked check nothing
     assert (set(hashes) == {DECOY_HASH}) == (name == UNKNOWN)
 
@@ -98,7 +97,7 @@ def test_the_decoy_hash_costs_what_a_users_hash_costs():
 
 
 @pytest.mark.parametrize("name", [KNOWN, UNKNOWN])
-def test_twenty_parallel_attempts_check_no_more_than_five_and_lock(store, monkeypatch, name):
+def test_twenty_parallel_attempts_check_no_more_than_five_and_lock(known_store, monkeypatch, name):
     checked = []
 
     def counting_check(name: str, password: str, stored_hash: str | None) -> bool:
@@ -109,7 +108,7 @@ def test_twenty_parallel_attempts_check_no_more_than_five_and_lock(store, monkey
     start = threading.Barrier(20)
 
     def attempt(_: int) -> str:
-        with Store(store.path) as own:  # one connection per thread, as the app's sessions
+        with Store(known_store.path) as own:  # one connection per thread, as the app's sessions
             start.wait()
             return sign_in(own, name, "wrong password", NOON).message
 
@@ -117,51 +116,52 @@ def test_twenty_parallel_attempts_check_no_more_than_five_and_lock(store, monkey
         answers = set(pool.map(attempt, range(20)))
     assert len(checked) == LOCK_AFTER_FAILURES
     assert answers <= {WRONG_LOGIN, BUSY_LOGIN, accounts._locked_message("2026-01-05T12:15")}
-    assert "locked" in sign_in(store, name, RIGHT, NOON + timedelta(minutes=1)).message
+    assert "locked" in sign_in(known_store, name, RIGHT, NOON + timedelta(minutes=1)).message
     assert len(checked) == LOCK_AFTER_FAILURES
 
 
 def test_an_attempt_on_an_unknown_name_finding_every_slot_taken_is_busy_as_a_users(
-    store, monkeypatch
+    known_store, monkeypatch
 ):
     inner = {}
 
     def another_attempt_meanwhile(name: str, password: str, stored_hash: str | None) -> bool:
         if name not in inner:
-            inner[name] = sign_in(store, name, "wrong password", NOON).message
+            inner[name] = sign_in(known_store, name, "wrong password", NOON).message
         return check_login(name, password, stored_hash)
 
     for name in (KNOWN, UNKNOWN):
-        messages(store, name, [(timedelta(0), LOCK_AFTER_FAILURES - 1)])
+        messages(known_store, name, [(timedelta(0), LOCK_AFTER_FAILURES - 1)])
     monkeypatch.setattr(accounts, "check_login", another_attempt_meanwhile)
     for name in (KNOWN, UNKNOWN):
-        assert "locked" in sign_in(store, name, "wrong password", NOON).message
+        assert "locked" in sign_in(known_store, name, "wrong password", NOON).message
     assert inner == {KNOWN: BUSY_LOGIN, UNKNOWN: BUSY_LOGIN}
 
 
-def test_the_store_keeps_no_unknown_name_as_typed(store):
+def test_the_store_keeps_no_unknown_name_as_typed(known_store):
     typed = "my secret passphrase"  # typed into the name field, as people do
-    sign_in(store, typed, "wrong password", NOON)
-    dump = "\n".join(store.conn.iterdump())
+    sign_in(known_store, typed, "wrong password", NOON)
+    dump = "\n".join(known_store.conn.iterdump())
     assert typed not in dump
-    assert "locked" not in sign_in(store, typed, "wrong password", NOON).message  # but counted:
-    messages(store, typed, [(timedelta(0), LOCK_AFTER_FAILURES - 2)])
-    assert "locked" in sign_in(store, typed, "wrong password", NOON).message
+    assert "locked" not in sign_in(known_store, typed, "wrong password", NOON).message
+    # but counted:
+    messages(known_store, typed, [(timedelta(0), LOCK_AFTER_FAILURES - 2)])
+    assert "locked" in sign_in(known_store, typed, "wrong password", NOON).message
 
 
-def test_an_unknown_names_ended_lock_is_forgotten(store):
-    messages(store, UNKNOWN, [(timedelta(0), LOCK_AFTER_FAILURES)])
+def test_an_unknown_names_ended_lock_is_forgotten(known_store):
+    messages(known_store, UNKNOWN, [(timedelta(0), LOCK_AFTER_FAILURES)])
     count = "SELECT count(*) FROM unknown_sign_ins"
-    assert store.conn.execute(count).fetchone()[0] == 1
-    sign_in(store, KNOWN, RIGHT, NOON + timedelta(minutes=LOCK_MINUTES, seconds=1))
-    assert store.conn.execute(count).fetchone()[0] == 0
+    assert known_store.conn.execute(count).fetchone()[0] == 1
+    sign_in(known_store, KNOWN, RIGHT, NOON + timedelta(minutes=LOCK_MINUTES, seconds=1))
+    assert known_store.conn.execute(count).fetchone()[0] == 0
 
 
-def test_a_removed_users_lock_stays_and_a_new_user_starts_without_failures(store):
-    messages(store, KNOWN, [(timedelta(0), LOCK_AFTER_FAILURES)])
-    store.remove_annotator(KNOWN)
-    assert "locked" in sign_in(store, KNOWN, RIGHT, NOON).message  # no tell that it went
-    messages(store, "bob", [(timedelta(0), LOCK_AFTER_FAILURES - 1)])
-    store.add_annotator("bob", password_hash=hash_password(RIGHT))
-    assert sign_in(store, "bob", "wrong password", NOON).message == WRONG_LOGIN
-    assert sign_in(store, "bob", RIGHT, NOON).user["name"] == "bob"
+def test_a_removed_users_lock_stays_and_a_new_user_starts_without_failures(known_store):
+    messages(known_store, KNOWN, [(timedelta(0), LOCK_AFTER_FAILURES)])
+    known_store.remove_annotator(KNOWN)
+    assert "locked" in sign_in(known_store, KNOWN, RIGHT, NOON).message  # no tell that it went
+    messages(known_store, "bob", [(timedelta(0), LOCK_AFTER_FAILURES - 1)])
+    known_store.add_annotator("bob", password_hash=hash_password(RIGHT))
+    assert sign_in(known_store, "bob", "wrong password", NOON).message == WRONG_LOGIN
+    assert sign_in(known_store, "bob", RIGHT, NOON).user["name"] == "bob"

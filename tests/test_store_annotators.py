@@ -3,13 +3,7 @@ password hashes; hashing and login are the app's."""
 
 import pytest
 
-from goldset.labeler.store import DEMO_TASKS, Store
-
-
-@pytest.fixture
-def store(tmp_path):
-    with Store(tmp_path / "project.db") as store:
-        yield store
+from goldset.labeler.store import DEMO_TASKS
 
 
 def test_users_are_added_listed_changed_and_removed(store):

@@ -2,10 +2,6 @@
 
 import json
 
-import pytest
-
-from goldset.labeler.store import Store
-
 HOSTILE = [
     "<script>alert(1)</script>",
     '<img src=x onerror="alert(1)">',
@@ -15,12 +11,6 @@ HOSTILE = [
     "\u202eright-to-left override\u202c and \u200fRLM\u200e",
     "{{ template }} ${injection} '; DROP TABLE events; --",
 ]
-
-
-@pytest.fixture
-def store(tmp_path):
-    with Store(tmp_path / "project.db") as store:
-        yield store
 
 
 def hostile_task(index: int, text: str) -> dict:

@@ -10,7 +10,6 @@ from helpers.team import (
     PLANTED_KAPPA,
     PLANTED_RANK_AGREEMENT,
     PLANTED_VERDICT_AGREEMENT,
-    plant,
     team_project,
     type_keys,
 )
@@ -20,15 +19,8 @@ from goldset.labeler.store import Store
 from goldset.labeler.team import agreement_report
 
 
-@pytest.fixture
-def store(tmp_path):
-    with Store(team_project(tmp_path / "team.db", with_passwords=False)) as store:
-        plant(store)
-        yield store
-
-
-def test_planted_project_gives_the_hand_worked_figures(store):
-    report = agreement_report(store, n_resamples=200)
+def test_planted_project_gives_the_hand_worked_figures(planted_store):
+    report = agreement_report(planted_store, n_resamples=200)
     overall = report["overall"]
     assert report["queries"] == 6 and report["annotators"] == ["ana", "bob"]
     assert overall["relevance_kappa"]["value"] == pytest.approx(PLANTED_KAPPA)
@@ -37,8 +29,8 @@ def test_planted_project_gives_the_hand_worked_figures(store):
     assert overall["unanswerable_vs_miss"]["value"] == pytest.approx(PLANTED_VERDICT_AGREEMENT)
 
 
-def test_each_figure_says_how_many_items_and_queries_it_rests_on(store):
-    overall = agreement_report(store, n_resamples=200)["overall"]
+def test_each_figure_says_how_many_items_and_queries_it_rests_on(planted_store):
+    overall = agreement_report(planted_store, n_resamples=200)["overall"]
     counts = {name: (figure["items"], figure["queries"]) for name, figure in overall.items()}
     assert counts == {
         "relevance_kappa": (14, 6),  # docs judged by both
@@ -51,9 +43,9 @@ def test_each_figure_says_how_many_items_and_queries_it_rests_on(store):
         assert low <= figure["value"] <= high
 
 
-def test_figures_per_pair_and_per_slice(store):
-    type_keys(store, "cy", "q1", "01")  # a third annotator on one query
-    report = agreement_report(store, n_resamples=100)
+def test_figures_per_pair_and_per_slice(planted_store):
+    type_keys(planted_store, "cy", "q1", "01")  # a third annotator on one query
+    report = agreement_report(planted_store, n_resamples=100)
     pairs = {tuple(pair["annotators"]): pair for pair in report["pairs"]}
     assert set(pairs) == {("ana", "bob"), ("ana", "cy"), ("bob", "cy")}
     assert pairs[("ana", "bob")]["relevance_kappa"]["value"] == pytest.approx(PLANTED_KAPPA)
@@ -83,8 +75,8 @@ def test_one_category_only_gives_none_with_full_plain_agreement(tmp_path):
     assert kappa["value"] is None and kappa["observed_agreement"] == 1.0
 
 
-def test_cli_agreement_prints_a_table_and_json(store):
-    db = str(store.path)
+def test_cli_agreement_prints_a_table_and_json(planted_store):
+    db = str(planted_store.path)
     text = CliRunner().invoke(cli, ["agreement", "--db", db, "--bootstrap", "50"])
     assert text.exit_code == 0, text.output
     assert "6 doubly judged queries" in text.output
