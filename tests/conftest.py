@@ -104,11 +104,19 @@ def labelled_demo_db(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def planted_store(tmp_path: Path) -> Iterator[Store]:
-    """The team project with its disagreements planted (tests/helpers/team.py), no passwords;
-    open."""
-    with Store(team_project(tmp_path / "team.db", with_passwords=False)) as store:
+def planted_db(tmp_path: Path) -> Path:
+    """The team project with its disagreements planted (tests/helpers/team.py), no
+    passwords; closed."""
+    path = team_project(tmp_path / "team.db", with_passwords=False)
+    with Store(path) as store:
         plant(store)
+    return path
+
+
+@pytest.fixture
+def planted_store(planted_db: Path) -> Iterator[Store]:
+    """The planted team project, open."""
+    with Store(planted_db) as store:
         yield store
 
 

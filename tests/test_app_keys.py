@@ -1,6 +1,7 @@
 """The Python side of the key log: each press applied once, in order, whatever the batching."""
 
 import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -60,12 +61,9 @@ def test_a_page_seen_by_an_earlier_server_resumes_after_its_last_applied_press()
 
 
 @pytest.fixture
-def project(tmp_path):
-    path = tmp_path / "project.db"
-    with Store(path) as store:
-        store.import_records(TASKS)
-        store.add_annotator("ana")
-    return path
+def ana_db(make_project) -> Path:
+    """The two queries of ``TASKS`` and one annotator, ana; closed."""
+    return make_project(TASKS, users=["ana"])
 
 
 def serve(path, state: dict) -> list[int]:
@@ -80,17 +78,17 @@ def serve(path, state: dict) -> list[int]:
     return applied
 
 
-def test_presses_applied_before_a_server_restart_are_not_applied_again(project):
+def test_presses_applied_before_a_server_restart_are_not_applied_again(ana_db):
     # "0", "0", "1": q1's first two candidates are not relevant, the third is.
     state = log("page-1", (1, "0", 10), (2, "0", 20), (3, "1", 30))
-    assert serve(project, state) == [1, 2, 3]
-    with Store(project) as store:
+    assert serve(ana_db, state) == [1, 2, 3]
+    with Store(ana_db) as store:
         before = store.golden_records()
     # The server restarts before the browser hears that 1-3 were applied, and it sends them
     # again with a new one: "0" on q2. Only that one is applied.
     state = log("page-1", (1, "0", 10), (2, "0", 20), (3, "1", 30), (4, "0", 40))
-    assert serve(project, state) == [4]
-    with Store(project) as store:
+    assert serve(ana_db, state) == [4]
+    with Store(ana_db) as store:
         after = {record["query_id"]: record for record in store.golden_records()}
         assert store.applied_key_press("page-1") == 4
     assert (
@@ -105,8 +103,8 @@ def test_presses_applied_before_a_server_restart_are_not_applied_again(project):
     assert after["q2"]["judgments"] == {"q2-d1": 0}
 
 
-def test_a_key_press_whose_write_fails_is_not_recorded(project):
-    with Store(project) as store:
+def test_a_key_press_whose_write_fails_is_not_recorded(ana_db):
+    with Store(ana_db) as store:
         with pytest.raises(ValueError), store.key_press("page-1", 7):
             store.judge("q1", "q1-d1", 99, "ana")  # no such grade: nothing is written
         assert store.applied_key_press("page-1") == 0
@@ -146,8 +144,8 @@ def test_active_time_never_goes_negative_for_a_press_typed_before_the_last_lap()
     assert clock.lap(9.8) == 0.0
 
 
-def test_the_open_page_of_a_removed_user_writes_nothing(project):
-    with Store(project) as store:
+def test_the_open_page_of_a_removed_user_writes_nothing(ana_db):
+    with Store(ana_db) as store:
         store.add_annotator("admin", role="admin")  # the project keeps a user
         session = LabelSession(store, "ana")
         store.remove_annotator("ana")
@@ -165,12 +163,12 @@ def test_a_press_names_what_the_page_showed():
 
 
 def test_a_press_while_another_writer_holds_the_database_is_not_applied_and_can_be_retried(
-    project,
+    ana_db,
 ):
     from goldset.labeler.judging import StillBusy
 
-    blocker = sqlite3.connect(project, isolation_level=None)
-    with Store(project, timeout=0.05) as store:
+    blocker = sqlite3.connect(ana_db, isolation_level=None)
+    with Store(ana_db, timeout=0.05) as store:
         session = LabelSession(store, "ana")
         blocker.execute("BEGIN IMMEDIATE")  # e.g. a long import holding the write lock
         with pytest.raises(StillBusy):
@@ -183,8 +181,8 @@ def test_a_press_while_another_writer_holds_the_database_is_not_applied_and_can_
     blocker.close()
 
 
-def test_a_press_acts_on_the_query_the_page_showed_not_the_one_open_here(project):
-    with Store(project) as store:
+def test_a_press_acts_on_the_query_the_page_showed_not_the_one_open_here(ana_db):
+    with Store(ana_db) as store:
         session = LabelSession(store, "ana")
         assert session.query_id == "q1"
         # The page showed q2 (fetched ahead), while this session still had q1 open.

@@ -7,6 +7,8 @@ text only as text. The store's page of queries (:meth:`Store.own_queries`) is te
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import streamlit as st
@@ -50,7 +52,8 @@ def work(store: Store, plan: dict, keys_by_user: dict) -> None:
 
 
 @pytest.fixture
-def project(tmp_path):
+def worked_db(tmp_path) -> Path:
+    """The team project (tests/helpers/team.py) dealt as ``PLAN`` and worked as ``WORK``."""
     path = team_project(tmp_path / "team.db", with_passwords=False)
     with Store(path) as store:
         work(store, PLAN, WORK)
@@ -58,19 +61,15 @@ def project(tmp_path):
 
 
 @pytest.fixture
-def store(project):
-    with Store(project) as opened:
+def worked_store(worked_db) -> Iterator[Store]:
+    with Store(worked_db) as opened:
         yield opened
 
 
 @pytest.fixture
-def app(project, monkeypatch):
-    monkeypatch.setenv("GOLDSET_DB", str(project))
-    st.cache_resource.clear()
-    st.cache_data.clear()
-    yield project
-    st.cache_resource.clear()
-    st.cache_data.clear()
+def app(worked_db, open_in_app) -> Path:
+    """The app opens the worked project."""
+    return open_in_app(worked_db)
 
 
 def my_queries(user: str) -> AppTest:
@@ -243,20 +242,20 @@ def test_a_query_waiting_for_a_second_opinion_is_open_to_the_others(tmp_path):
         assert own_ids(store, "ana") == ["q1", "q2"]  # hers: she worked on it
 
 
-def test_every_listed_query_is_one_the_user_may_open(store):
-    store.add_annotator("dave")
+def test_every_listed_query_is_one_the_user_may_open(worked_store):
+    worked_store.add_annotator("dave")
     for user in ("ana", "bob", "dave", "rita", "alan"):
-        listed_ids = own_ids(store, user, limit=100)
-        assert all(store.in_queue(user, query_id) for query_id in listed_ids)
-        assert all(team.may_open(store, user, query_id) for query_id in listed_ids)
-        queue = [row["query_id"] for row in TASKS if store.in_queue(user, row["query_id"])]
+        listed_ids = own_ids(worked_store, user, limit=100)
+        assert all(worked_store.in_queue(user, query_id) for query_id in listed_ids)
+        assert all(team.may_open(worked_store, user, query_id) for query_id in listed_ids)
+        queue = [row["query_id"] for row in TASKS if worked_store.in_queue(user, row["query_id"])]
         assert set(listed_ids) <= set(queue)
 
 
-def test_the_list_is_paged_in_queue_order_with_its_total(store):
-    first = store.own_queries("ana", limit=2)
-    second = store.own_queries("ana", limit=2, offset=2)
-    past = store.own_queries("ana", limit=2, offset=10)
+def test_the_list_is_paged_in_queue_order_with_its_total(worked_store):
+    first = worked_store.own_queries("ana", limit=2)
+    second = worked_store.own_queries("ana", limit=2, offset=2)
+    past = worked_store.own_queries("ana", limit=2, offset=10)
     assert [row["query_id"] for row in first["queries"]] == ["q1", "q2"]
     assert [row["query_id"] for row in second["queries"]] == ["q4", "q5"]
     assert (first["total"], second["total"], past) == (5, 5, {"total": 0, "queries": []})
@@ -276,6 +275,6 @@ def test_the_search_takes_percent_and_underscore_literally(tmp_path):
         assert own_ids(store, "local", text="e_c") == ["c"]
 
 
-def test_an_unknown_verdict_is_refused(store):
+def test_an_unknown_verdict_is_refused(worked_store):
     with pytest.raises(ValueError, match="unknown verdicts"):
-        store.own_queries("ana", verdicts=["done", *VERDICTS])
+        worked_store.own_queries("ana", verdicts=["done", *VERDICTS])

@@ -32,24 +32,6 @@ def slice_of(query: int) -> str:
     return "head" if query < QUERIES // 2 else "tail"
 
 
-def project(path) -> Store:
-    store = Store(path)
-    store.configure(mode="full", max_grade=1)
-    store.import_records(
-        {
-            "query_id": f"q{q}",
-            "query": f"question {q}",
-            "slice": slice_of(q),
-            "candidates": [{"doc_id": f"d{q}-{d}", "text": f"text {d}"} for d in range(DOCS)],
-        }
-        for q in range(QUERIES)
-    )
-    for q in range(QUERIES):
-        for d in range(DOCS):
-            store.judge(f"q{q}", f"d{q}-{d}", human_grade(q, d), "ana", seconds=3.0, mode="full")
-    return store
-
-
 def add_machine_labels(store: Store, rule, queries=range(QUERIES)) -> None:
     context = {"judge": JUDGE, "model": "rule", "prompt_sha256": "0" * 64}
     for q in queries:
@@ -78,9 +60,25 @@ def plain_order(q):
 
 
 @pytest.fixture
-def store(tmp_path):
-    with project(tmp_path / "project.db") as store:
-        yield store
+def labelled_store(make_store) -> Store:
+    """``QUERIES`` queries of ``DOCS`` candidates in two slices, every pair labelled by ana
+    in full mode (:func:`human_grade`)."""
+    store = make_store(
+        (
+            {
+                "query_id": f"q{q}",
+                "query": f"question {q}",
+                "slice": slice_of(q),
+                "candidates": [{"doc_id": f"d{q}-{d}", "text": f"text {d}"} for d in range(DOCS)],
+            }
+            for q in range(QUERIES)
+        ),
+        protocol={"mode": "full", "max_grade": 1},
+    )
+    for q in range(QUERIES):
+        for d in range(DOCS):
+            store.judge(f"q{q}", f"d{q}-{d}", human_grade(q, d), "ana", seconds=3.0, mode="full")
+    return store
 
 
 def golden_of(store: Store) -> Golden:
@@ -101,9 +99,9 @@ def report_for(store, runs=("good", "plain"), **options):
     )
 
 
-def test_a_judge_that_agrees_everywhere_is_usable_on_every_slice(store):
-    add_machine_labels(store, human_grade)
-    report = report_for(store)
+def test_a_judge_that_agrees_everywhere_is_usable_on_every_slice(labelled_store):
+    add_machine_labels(labelled_store, human_grade)
+    report = report_for(labelled_store)
     overall = report["agreement"]["(all)"]
     assert overall["pairs"] == QUERIES * DOCS and overall["kappa"]["value"] == 1.0
     assert overall["tpr"]["value"] == 1.0 and overall["tnr"]["value"] == 1.0
@@ -113,12 +111,12 @@ def test_a_judge_that_agrees_everywhere_is_usable_on_every_slice(store):
     assert all(text.startswith("usable") for text in report["verdicts"].values())
 
 
-def test_kappa_tpr_and_tnr_are_those_of_the_relevance_table(store):
+def test_kappa_tpr_and_tnr_are_those_of_the_relevance_table(labelled_store):
     def noisy(q, d):  # wrong on every 7th pair
         return 1 - human_grade(q, d) if (q * DOCS + d) % 7 == 0 else human_grade(q, d)
 
-    add_machine_labels(store, noisy)
-    overall = report_for(store)["agreement"]["(all)"]
+    add_machine_labels(labelled_store, noisy)
+    overall = report_for(labelled_store)["agreement"]["(all)"]
     human = np.array([human_grade(q, d) for q in range(QUERIES) for d in range(DOCS)])
     machine = np.array([noisy(q, d) for q in range(QUERIES) for d in range(DOCS)])
     assert overall["kappa"]["value"] == pytest.approx(cohen_kappa(human, machine))
@@ -131,9 +129,11 @@ def test_kappa_tpr_and_tnr_are_those_of_the_relevance_table(store):
     assert overall["kappa"]["ci95"][0] <= overall["kappa"]["value"] <= overall["kappa"]["ci95"][1]
 
 
-def test_a_judge_that_calls_everything_relevant_has_no_true_negatives_and_is_not_usable(store):
-    add_machine_labels(store, lambda q, d: 1)
-    report = report_for(store)
+def test_a_judge_that_calls_everything_relevant_has_no_true_negatives_and_is_not_usable(
+    labelled_store,
+):
+    add_machine_labels(labelled_store, lambda q, d: 1)
+    report = report_for(labelled_store)
     overall = report["agreement"]["(all)"]
     assert overall["tpr"]["value"] == 1.0 and overall["tnr"]["value"] == 0.0
     assert overall["kappa"]["value"] == pytest.approx(0.0)
@@ -143,28 +143,28 @@ def test_a_judge_that_calls_everything_relevant_has_no_true_negatives_and_is_not
     assert report["verdicts"]["(all)"].startswith("not usable for hole-filling overall: kappa")
 
 
-def test_the_verdict_is_given_per_slice(store):
+def test_the_verdict_is_given_per_slice(labelled_store):
     def head_only(q, d):
         return human_grade(q, d) if slice_of(q) == "head" else 1 - human_grade(q, d)
 
-    add_machine_labels(store, head_only)
-    verdicts = report_for(store)["verdicts"]
+    add_machine_labels(labelled_store, head_only)
+    verdicts = report_for(labelled_store)["verdicts"]
     assert verdicts["head"] == "usable for hole-filling on slice head"
     assert verdicts["tail"].startswith("not usable for hole-filling on slice tail")
 
 
-def test_too_few_pairs_give_no_verdict(store):
-    add_machine_labels(store, human_grade, queries=range(2))
-    report = report_for(store)
+def test_too_few_pairs_give_no_verdict(labelled_store):
+    add_machine_labels(labelled_store, human_grade, queries=range(2))
+    report = report_for(labelled_store)
     assert report["queries"] == 2 and report["agreement"]["(all)"]["pairs"] == 2 * DOCS
     assert report["verdicts"]["(all)"].startswith("too few pairs to tell")
 
 
-def test_the_gate_can_decide_differently_under_machine_labels(store):
+def test_the_gate_can_decide_differently_under_machine_labels(labelled_store):
     # The machine calls only doc 0 relevant: under its labels the plain run (doc 0 first)
     # beats the good one, and the gate from plain to good fails.
-    add_machine_labels(store, lambda q, d: int(d == 0))
-    gate = report_for(store)["gate"]
+    add_machine_labels(labelled_store, lambda q, d: int(d == 0))
+    gate = report_for(labelled_store)["gate"]
     assert gate["human"]["passed"] and not gate["machine"]["passed"]
     assert not gate["same_decision"]
 
@@ -199,18 +199,18 @@ def test_both_labels_keep_the_humans_and_fill_only_the_holes():
     assert sorted(only["doc_id"]) == ["x", "y"] and set(only["query_id"]) == {"a"}
 
 
-def test_disagreements_go_to_a_second_annotator_most_disagreeing_first(store):
+def test_disagreements_go_to_a_second_annotator_most_disagreeing_first(labelled_store):
     def wrong_on_some(q, d):  # q3: two wrong pairs, q5: one; the rest agree
         wrong = {(3, 0), (3, 1), (5, 4)}
         return 1 - human_grade(q, d) if (q, d) in wrong else human_grade(q, d)
 
-    add_machine_labels(store, wrong_on_some)
+    add_machine_labels(labelled_store, wrong_on_some)
     result = CliRunner().invoke(
         cli,
         [
             "calibrate",
             "--db",
-            str(store.path),
+            str(labelled_store.path),
             "--trust",
             "--send-disagreements-to",
             "rita",
@@ -224,19 +224,21 @@ def test_disagreements_go_to_a_second_annotator_most_disagreeing_first(store):
         "annotator": "rita",
         "queries": 2,
     }
-    assert store.assignments("rita") == ["q3", "q5"]
-    assert store.next_query("rita") == "q3"
+    assert labelled_store.assignments("rita") == ["q3", "q5"]
+    assert labelled_store.next_query("rita") == "q3"
 
 
-def test_disagreements_are_sent_only_after_the_judge_is_trusted(store):
-    add_machine_labels(store, lambda q, d: 1 - human_grade(q, d))
-    args = ["calibrate", "--db", str(store.path), "--send-disagreements-to", "rita"]
+def test_disagreements_are_sent_only_after_the_judge_is_trusted(labelled_store):
+    add_machine_labels(labelled_store, lambda q, d: 1 - human_grade(q, d))
+    args = ["calibrate", "--db", str(labelled_store.path), "--send-disagreements-to", "rita"]
     result = CliRunner().invoke(cli, [*args, "--bootstrap", "0"])
     assert result.exit_code == 2 and "add --trust" in result.output
-    assert store.assignments("rita") == [] and store.trusted_judge() is None
+    assert labelled_store.assignments("rita") == [] and labelled_store.trusted_judge() is None
 
 
-def test_machine_labels_leave_the_human_golden_set_and_its_figures_byte_identical(store, tmp_path):
+def test_machine_labels_leave_the_human_golden_set_and_its_figures_byte_identical(
+    labelled_store, tmp_path
+):
     run_path = tmp_path / "good.trec"
     frame = run_frame(good_order)
     run_path.write_text(
@@ -247,23 +249,33 @@ def test_machine_labels_leave_the_human_golden_set_and_its_figures_byte_identica
         runner = CliRunner()
         paths = {name: tmp_path / f"{tag}.{name}" for name in ("jsonl", "qrels")}
         for name, path in paths.items():
-            args = ["export", "--db", str(store.path), "--format", name, "--out", str(path)]
+            args = [
+                "export",
+                "--db",
+                str(labelled_store.path),
+                "--format",
+                name,
+                "--out",
+                str(path),
+            ]
             assert runner.invoke(cli, args).exit_code == 0
         evaluated = runner.invoke(
-            cli, ["eval", "--db", str(store.path), "--run", str(run_path), "--json"]
+            cli, ["eval", "--db", str(labelled_store.path), "--run", str(run_path), "--json"]
         )
-        agreed = runner.invoke(cli, ["agreement", "--db", str(store.path), "--json"])
+        agreed = runner.invoke(cli, ["agreement", "--db", str(labelled_store.path), "--json"])
         return {
             **{name: path.read_bytes() for name, path in paths.items()},
             "eval": evaluated.output.encode(),
             "agreement": agreed.output.encode(),
-            "frames": repr(store.golden_frames()).encode(),
-            "status": json.dumps({k: v for k, v in store.status().items() if k != "path"}).encode(),
+            "frames": repr(labelled_store.golden_frames()).encode(),
+            "status": json.dumps(
+                {k: v for k, v in labelled_store.status().items() if k != "path"}
+            ).encode(),
         }
 
     before = outputs("before")
-    add_machine_labels(store, lambda q, d: 1)
-    assert len(store.machine_judgments_frame(JUDGE)) == QUERIES * DOCS
+    add_machine_labels(labelled_store, lambda q, d: 1)
+    assert len(labelled_store.machine_judgments_frame(JUDGE)) == QUERIES * DOCS
     assert outputs("after") == before
 
 
@@ -331,11 +343,11 @@ def compare_json(*args: str) -> dict:
 
 
 def test_compare_with_machine_labels_equals_compare_on_a_golden_set_of_those_labels(
-    store, tmp_path
+    labelled_store, tmp_path
 ):
     # The machine calls only doc 0 relevant: under its labels the plain run (doc 0 first)
     # beats the good one, while the humans' labels say the opposite.
-    add_machine_labels(store, lambda q, d: int(d == 0))
+    add_machine_labels(labelled_store, lambda q, d: int(d == 0))
     runs = {}
     for name, order in (("plain", plain_order), ("good", good_order)):
         rows = run_frame(order).itertuples(index=False)
@@ -346,11 +358,11 @@ def test_compare_with_machine_labels_equals_compare_on_a_golden_set_of_those_lab
         machine_golden,
         (
             {**record, "judgments": {doc: int(doc.endswith("-0")) for doc in record["judgments"]}}
-            for record in store.golden_records()
+            for record in labelled_store.golden_records()
         ),
     )
     pair = ["--baseline", str(runs["plain"]), "--candidate", str(runs["good"])]
-    db = ["--db", str(store.path)]
+    db = ["--db", str(labelled_store.path)]
     by_machine = compare_json(*db, *pair, "--labels", "machine", "--judge", "rule")
     by_file = compare_json("--golden", str(machine_golden), *pair)
     for key in ("metrics", "slices", "changed_queries", "gate"):

@@ -34,12 +34,11 @@ def slice_of(q: int) -> str:
 
 
 @pytest.fixture
-def project(tmp_path) -> Store:
-    """40 queries in two slices; a random sample drawn; the humans labelled its first 16
-    queries; the judge labelled every query."""
-    with Store(tmp_path / "project.db") as store:
-        store.configure(mode="full", max_grade=1)
-        store.import_records(
+def judged_store(make_store) -> Store:
+    """40 queries in two slices, binary full mode; the judge labelled every pair (the humans'
+    sample is drawn and labelled by :func:`draw_and_label`)."""
+    store = make_store(
+        (
             {
                 "query_id": f"q{q}",
                 "query": f"question {q}",
@@ -47,14 +46,16 @@ def project(tmp_path) -> Store:
                 "candidates": [{"doc_id": f"d{q}-{d}", "text": "t"} for d in range(DOCS)],
             }
             for q in range(QUERIES)
-        )
-        context = {"judge": JUDGE, "model": "rule", "prompt_sha256": "0" * 64}
-        for q in range(QUERIES):
-            for d in range(DOCS):
-                pair = judges.Pair(f"q{q}", f"d{q}-{d}", "", "", "")
-                call = judges.Call("ok", 0.1, 4, 1, grade=int(judge_relevant(q, d)), reason="r")
-                store.record_judge_calls(judges.call_rows(pair, [call], context))
-        yield store
+        ),
+        protocol={"mode": "full", "max_grade": 1},
+    )
+    context = {"judge": JUDGE, "model": "rule", "prompt_sha256": "0" * 64}
+    for q in range(QUERIES):
+        for d in range(DOCS):
+            pair = judges.Pair(f"q{q}", f"d{q}-{d}", "", "", "")
+            call = judges.Call("ok", 0.1, 4, 1, grade=int(judge_relevant(q, d)), reason="r")
+            store.record_judge_calls(judges.call_rows(pair, [call], context))
+    return store
 
 
 def draw_and_label(store: Store, budget: int | None = 30) -> list[str]:
@@ -108,57 +109,57 @@ def expected(store: Store, rank_of, members: list[int]) -> dict:
     ).as_dict()
 
 
-def test_the_report_is_eval_ppi_on_the_sample_and_every_query(project, tmp_path):
-    draw_and_label(project)
+def test_the_report_is_eval_ppi_on_the_sample_and_every_query(judged_store, tmp_path):
+    draw_and_label(judged_store)
     from goldset.eval.readers import read_run
 
     run = read_run(write_run(tmp_path / "plain.trec", plain))
-    judge = project.machine_judgments_frame(JUDGE)
-    figures = ppi_report(project, run, judge, ["mrr@10"])
+    judge = judged_store.machine_judgments_frame(JUDGE)
+    figures = ppi_report(judged_store, run, judge, ["mrr@10"])
     assert list(figures) == ["all", "head", "tail"]
     everyone = list(range(QUERIES))
-    assert figures["all"]["mrr@10"] == pytest.approx(expected(project, plain, everyone))
+    assert figures["all"]["mrr@10"] == pytest.approx(expected(judged_store, plain, everyone))
     heads = [q for q in everyone if slice_of(q) == "head"]
-    assert figures["head"]["mrr@10"] == pytest.approx(expected(project, plain, heads))
+    assert figures["head"]["mrr@10"] == pytest.approx(expected(judged_store, plain, heads))
     assert figures["all"]["mrr@10"]["n_human"] == LABELLED
     assert figures["all"]["mrr@10"]["n_all"] == QUERIES
 
 
-def test_weights_are_the_inverse_inclusion_probabilities(project, tmp_path):
+def test_weights_are_the_inverse_inclusion_probabilities(judged_store, tmp_path):
     """A stratified draw of 30 of 40: each slice's probability is its share drawn; over all
     queries the sample is weighted (Hájek), not a plain mean when the shares differ."""
-    draw_and_label(project, budget=7)  # 7 of 40: 4 of one slice, 3 of the other
-    probabilities = set(project.human_sample()["probability"].round(6))
+    draw_and_label(judged_store, budget=7)  # 7 of 40: 4 of one slice, 3 of the other
+    probabilities = set(judged_store.human_sample()["probability"].round(6))
     assert len(probabilities) == 2
     from goldset.eval.readers import read_run
 
     run = read_run(write_run(tmp_path / "plain.trec", plain))
-    figures = ppi_report(project, run, project.machine_judgments_frame(JUDGE), ["mrr@10"])
-    assert figures["all"]["mrr@10"] == pytest.approx(expected(project, plain, list(range(40))))
+    figures = ppi_report(judged_store, run, judged_store.machine_judgments_frame(JUDGE), ["mrr@10"])
+    assert figures["all"]["mrr@10"] == pytest.approx(expected(judged_store, plain, list(range(40))))
     assert figures["all"]["mrr@10"]["n_human"] == 7
 
 
-def test_no_sample_no_figure(project, tmp_path):
+def test_no_sample_no_figure(judged_store, tmp_path):
     from goldset.eval.readers import read_run
 
     run = read_run(write_run(tmp_path / "plain.trec", plain))
     with pytest.raises(NoSample):
-        ppi_report(project, run, project.machine_judgments_frame(JUDGE))
-    project.draw_sample("random", seed=1)  # drawn, but nothing labelled yet
+        ppi_report(judged_store, run, judged_store.machine_judgments_frame(JUDGE))
+    judged_store.draw_sample("random", seed=1)  # drawn, but nothing labelled yet
     with pytest.raises(NoSample):
-        ppi_report(project, run, project.machine_judgments_frame(JUDGE))
+        ppi_report(judged_store, run, judged_store.machine_judgments_frame(JUDGE))
 
 
-def test_eval_labels_ppi_prints_the_figures_beside_the_humans(project, tmp_path):
-    draw_and_label(project)
+def test_eval_labels_ppi_prints_the_figures_beside_the_humans(judged_store, tmp_path):
+    draw_and_label(judged_store)
     run = write_run(tmp_path / "plain.trec", plain)
-    args = ["eval", "--db", str(project.path), "--run", run, "--labels", "ppi", "-m", "mrr@10"]
+    args = ["eval", "--db", str(judged_store.path), "--run", run, "--labels", "ppi", "-m", "mrr@10"]
     result = CliRunner().invoke(cli, [*args, "--judge", JUDGE, "--json"])
     assert result.exit_code == 0, result.output
     ppi = json.loads(result.output)["ppi"]
     assert ppi["judge"] == JUDGE and ppi["sample"] == {"mode": "random", "labelled": LABELLED}
     assert ppi["figures"]["all"]["mrr@10"] == pytest.approx(
-        expected(project, plain, list(range(QUERIES)))
+        expected(judged_store, plain, list(range(QUERIES)))
     )
     text = CliRunner().invoke(cli, [*args, "--judge", JUDGE])
     assert text.exit_code == 0, text.output
@@ -166,9 +167,9 @@ def test_eval_labels_ppi_prints_the_figures_beside_the_humans(project, tmp_path)
     assert "tail mrr@10" in text.output and "humans' 95% CI" in text.output
 
 
-def test_eval_labels_ppi_without_a_sample_is_refused_in_one_line(project, tmp_path):
+def test_eval_labels_ppi_without_a_sample_is_refused_in_one_line(judged_store, tmp_path):
     run = write_run(tmp_path / "plain.trec", plain)
-    args = ["eval", "--db", str(project.path), "--run", run, "--labels", "ppi"]
+    args = ["eval", "--db", str(judged_store.path), "--run", run, "--labels", "ppi"]
     result = CliRunner().invoke(cli, [*args, "--judge", JUDGE])
     assert result.exit_code == 2
     assert result.output.strip() == f"Error: {NO_SAMPLE}"
@@ -185,21 +186,29 @@ def test_eval_labels_ppi_needs_a_project(tmp_path):
     assert result.exit_code == 2 and "give --db" in result.output
 
 
-def test_compare_labels_ppi_gives_the_paired_deltas(project, tmp_path):
-    draw_and_label(project)
+def test_compare_labels_ppi_gives_the_paired_deltas(judged_store, tmp_path):
+    draw_and_label(judged_store)
     baseline, candidate = (
         write_run(tmp_path / f"{n}.trec", o) for n, o in (("p", plain), ("g", good))
     )
     result = CliRunner().invoke(
         cli,
-        ["compare", "--db", str(project.path), "--baseline", baseline, "--candidate", candidate]
+        [
+            "compare",
+            "--db",
+            str(judged_store.path),
+            "--baseline",
+            baseline,
+            "--candidate",
+            candidate,
+        ]
         + ["--labels", "ppi", "--judge", JUDGE, "--json", "--bootstrap", "0"],
     )
     assert result.exit_code == 0, result.output
     delta = json.loads(result.output)["ppi"]["figures"]["all"]["mrr@10"]
-    plain_figure = expected(project, plain, list(range(QUERIES)))
+    plain_figure = expected(judged_store, plain, list(range(QUERIES)))
     # The humans' own delta on the sample: the good run finds every relevant doc at rank 1.
-    sample = project.human_sample()
+    sample = judged_store.human_sample()
     labelled = [int(q[1:]) for q in sample.loc[sample["labelled"], "query_id"]]
     human_plain = np.mean([1 / (relevant_doc(q) + 1) for q in labelled])
     assert delta["human_mean"] == pytest.approx(1 - human_plain)
@@ -207,7 +216,10 @@ def test_compare_labels_ppi_gives_the_paired_deltas(project, tmp_path):
     from goldset.eval.readers import read_run
 
     deltas = ppi_comparison(
-        project, read_run(baseline), read_run(candidate), project.machine_judgments_frame(JUDGE)
+        judged_store,
+        read_run(baseline),
+        read_run(candidate),
+        judged_store.machine_judgments_frame(JUDGE),
     ).deltas
     assert deltas["all"]["mrr@10"] == pytest.approx(delta)
     assert set(deltas["all"]) == {"mrr@10", "miss@10"}
@@ -224,11 +236,11 @@ def gate(project, tmp_path, baseline_order, candidate_order) -> tuple[int, dict]
     return result.exit_code, json.loads(result.output)
 
 
-def test_the_gate_with_labels_ppi_judges_the_ppi_deltas(project, tmp_path):
-    draw_and_label(project)
-    code, better = gate(project, tmp_path, plain, good)
+def test_the_gate_with_labels_ppi_judges_the_ppi_deltas(judged_store, tmp_path):
+    draw_and_label(judged_store)
+    code, better = gate(judged_store, tmp_path, plain, good)
     assert code == 0 and better["gate"]["verdict"] == "pass"
-    code, worse = gate(project, tmp_path, good, plain)
+    code, worse = gate(judged_store, tmp_path, good, plain)
     assert code == 1 and worse["gate"]["verdict"] == "fail"
     mrr = next(rule for rule in worse["gate"]["rules"] if rule["name"] == "mrr@10")
     ppi = worse["ppi"]["figures"]["all"]["mrr@10"]
@@ -243,8 +255,8 @@ def test_the_gate_with_labels_ppi_judges_the_ppi_deltas(project, tmp_path):
     }
 
 
-def test_a_ppi_compare_reads_the_sample_once_for_its_figures(project, tmp_path, monkeypatch):
-    draw_and_label(project)
+def test_a_ppi_compare_reads_the_sample_once_for_its_figures(judged_store, tmp_path, monkeypatch):
+    draw_and_label(judged_store)
     reads = {"human_sample": 0, "golden_records": 0}
     for name in reads:
         original = getattr(Store, name)
@@ -254,28 +266,38 @@ def test_a_ppi_compare_reads_the_sample_once_for_its_figures(project, tmp_path, 
             return _original(self, *args, **kwargs)
 
         monkeypatch.setattr(Store, name, counted)
-    code, _ = gate(project, tmp_path, plain, good)
+    code, _ = gate(judged_store, tmp_path, plain, good)
     assert code == 0
     # The sample: once for both runs' figures and the gate, once for the header's count (in
     # the same snapshot); the humans' golden set: for the PPI figures and the plain comparison.
     assert reads == {"human_sample": 2, "golden_records": 2}
 
 
-def test_export_does_not_offer_ppi_labels(project, tmp_path):
+def test_export_does_not_offer_ppi_labels(judged_store, tmp_path):
     """PPI gives figures, not labels: export keeps its three label sets."""
     out = tmp_path / "golden.jsonl"
-    args = ["export", "--db", str(project.path), "--labels", "ppi", "--out", str(out)]
+    args = ["export", "--db", str(judged_store.path), "--labels", "ppi", "--out", str(out)]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 2 and "'ppi' is not one of" in result.output
     assert not out.exists()
 
 
-def test_a_sample_labelled_only_unanswerable_gives_no_figure(project, tmp_path):
-    project.draw_sample("random", seed=5)
-    for query_id in list(project.human_sample()["query_id"])[:3]:
-        project.mark(query_id, "unanswerable", "ana")
-    assert project.sampling()["labelled"] == 3
+def test_a_sample_labelled_only_unanswerable_gives_no_figure(judged_store, tmp_path):
+    judged_store.draw_sample("random", seed=5)
+    for query_id in list(judged_store.human_sample()["query_id"])[:3]:
+        judged_store.mark(query_id, "unanswerable", "ana")
+    assert judged_store.sampling()["labelled"] == 3
     run = write_run(tmp_path / "plain.trec", plain)
-    args = ["eval", "--db", str(project.path), "--run", run, "--labels", "ppi", "--judge", JUDGE]
+    args = [
+        "eval",
+        "--db",
+        str(judged_store.path),
+        "--run",
+        run,
+        "--labels",
+        "ppi",
+        "--judge",
+        JUDGE,
+    ]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 2 and result.output.strip() == f"Error: {NO_SAMPLE}"

@@ -11,8 +11,9 @@ coming back. ``PRAGMA query_only`` gives the error of a read-only file (SQLITE_R
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from goldset.labeler import render
@@ -34,12 +35,9 @@ TASKS = [
 
 
 @pytest.fixture
-def project(tmp_path):
-    path = tmp_path / "project.db"
-    with Store(path) as store:
-        store.import_records(TASKS)
-        store.add_annotator("ana")
-    return path
+def long_queue_db(make_project) -> Path:
+    """The sixty queries of ``TASKS`` and one annotator, ana; closed."""
+    return make_project(TASKS, users=["ana"])
 
 
 class Browser:
@@ -96,9 +94,9 @@ def judgements(store: Store, query_id: str) -> list[tuple[str, int]]:
 
 
 def test_presses_refused_by_a_full_disk_are_named_kept_and_applied_once_when_space_returns(
-    project,
+    long_queue_db,
 ):
-    with Store(project) as store:
+    with Store(long_queue_db) as store:
         browser = Browser(LabelSession(store, "ana"))
         cap_the_file(store)
         query_id = press_until_refused(browser)
@@ -132,8 +130,8 @@ def test_presses_refused_by_a_full_disk_are_named_kept_and_applied_once_when_spa
         assert session.query_id != query_id  # on to the next query only now
 
 
-def test_a_restarted_server_does_not_apply_the_recovered_presses_again(project):
-    with Store(project) as store:
+def test_a_restarted_server_does_not_apply_the_recovered_presses_again(long_queue_db):
+    with Store(long_queue_db) as store:
         browser = Browser(LabelSession(store, "ana"))
         cap_the_file(store)
         query_id = press_until_refused(browser)
@@ -141,7 +139,7 @@ def test_a_restarted_server_does_not_apply_the_recovered_presses_again(project):
         resent = browser.log[:]
         assert browser.send() == 0
         judged = judgements(store, query_id)
-    with Store(project) as store:  # a new server process gets the same log again
+    with Store(long_queue_db) as store:  # a new server process gets the same log again
         browser = Browser(LabelSession(store, "ana"))
         browser.log = resent
         browser.cursor.page = "page-1"
@@ -150,8 +148,8 @@ def test_a_restarted_server_does_not_apply_the_recovered_presses_again(project):
         assert judgements(store, query_id) == judged
 
 
-def test_a_read_only_file_refuses_the_press_by_name_and_it_is_applied_once_writable(project):
-    with Store(project) as store:
+def test_a_read_only_file_refuses_the_press_by_name_and_it_is_applied_once_writable(long_queue_db):
+    with Store(long_queue_db) as store:
         browser = Browser(LabelSession(store, "ana"))
         store.conn.execute("PRAGMA query_only = ON")
         browser.type("1")
@@ -164,8 +162,8 @@ def test_a_read_only_file_refuses_the_press_by_name_and_it_is_applied_once_writa
         assert store.labels("q01", "ana") == {"q01-d1": 1}
 
 
-def test_a_click_refused_by_the_file_says_so(project):
-    with Store(project) as store:
+def test_a_click_refused_by_the_file_says_so(long_queue_db):
+    with Store(long_queue_db) as store:
         session = LabelSession(store, "ana")
         store.conn.execute("PRAGMA query_only = ON")
         session.click(session.press, "1")
@@ -178,11 +176,9 @@ def test_a_click_refused_by_the_file_says_so(project):
 
 
 @pytest.fixture
-def app(project, monkeypatch):
-    monkeypatch.setenv("GOLDSET_DB", str(project))
-    st.cache_resource.clear()
-    yield
-    st.cache_resource.clear()
+def app(long_queue_db, open_in_app) -> Path:
+    """The app opens the project."""
+    return open_in_app(long_queue_db)
 
 
 def test_the_page_names_the_unsaved_press_and_stays_on_its_query(app):
