@@ -3,10 +3,9 @@ comparison's means, that a reviewer reads first (new misses before anything else
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
+from goldset.eval.ids import query_id_order
 from goldset.eval.metrics import NOT_RANKED, Ranking, reciprocal_rank
 from goldset.eval.readers import Golden
 
@@ -22,7 +21,7 @@ def changed_queries(
     ``new_misses`` (a relevant doc in the baseline's top ``cutoff``, none in the
     candidate's), ordered by the rank lost, best first; ``new_hits`` (the reverse), by the rank
     gained; ``worse`` and ``better`` (a hit in both, the first relevant rank moved), by the
-    change of RR@cutoff. Ties go by query id, numbers in ids compared as numbers. Each item:
+    change of RR@cutoff. Ties go by query id in natural order (:func:`query_id_order`). Each item:
     query_id, slice, baseline_rank and candidate_rank (first relevant rank within the
     cutoff, None when there is none).
     """
@@ -41,10 +40,7 @@ def changed_queries(
     changed = {}
     for name, (selected, order_key) in lists.items():
         positions = np.flatnonzero(selected)
-        keys = order_key[positions].tolist()
-        by_change = sorted(
-            range(len(positions)), key=lambda i: (keys[i], _natural_key(query_ids[positions[i]]))
-        )
+        by_change = np.lexsort((query_id_order(query_ids[positions]), order_key[positions]))
         changed[name] = [
             {
                 "query_id": query_ids[position],
@@ -60,9 +56,3 @@ def changed_queries(
 def rank_or_none(rank: int) -> int | None:
     """A first relevant rank as JSON gives it: None when there is none."""
     return None if rank == NOT_RANKED else int(rank)
-
-
-def _natural_key(text: str) -> tuple[list[object], str]:
-    """Sort key of an id with its digit runs compared as numbers: q2 < q10."""
-    parts = re.split(r"(\d+)", text)
-    return [int(part) if position % 2 else part for position, part in enumerate(parts)], text

@@ -128,7 +128,7 @@ def filter_rows(column: Strings, keep: np.ndarray) -> Strings:
     return column if keep.all() else column.filter(arrow_array(keep))
 
 
-def slice_rows(column: Strings, start: int, length: int) -> Strings:
+def take_range(column: Strings, start: int, length: int) -> Strings:
     """``length`` rows of ``column`` from ``start`` on (fewer at its end), without copying."""
     if isinstance(column, np.ndarray):
         return column[start : start + length]
@@ -311,7 +311,7 @@ def _filled_fingerprints(column: Strings, hashes: np.ndarray) -> np.ndarray:
     filled = 0
     for chunk in column.chunks if chunked else [column]:
         for start in range(0, len(chunk), SLICE_ROWS):
-            part = _slice_fingerprints(slice_rows(chunk, start, SLICE_ROWS))
+            part = _slice_fingerprints(take_range(chunk, start, SLICE_ROWS))
             hashes[filled : filled + len(part)] = part >> shift
             filled += len(part)
     return hashes

@@ -16,6 +16,7 @@ import numpy as np
 from goldset.eval.changes import rank_or_none
 from goldset.eval.columns import as_strings, lookup, sorted_codes
 from goldset.eval.exactness import EXACT_CUTOFF, exactness_report
+from goldset.eval.ids import query_id_order
 from goldset.eval.metrics import (
     DEFAULT_METRICS,
     LOWER_BOUND_FROM_FIRST_HIT,
@@ -214,7 +215,7 @@ def worst_queries(
     cutoff: int = 10,
 ) -> list[dict[str, object]]:
     """The ``count`` worst queries: misses (no relevant doc in the top ``cutoff``) first, then
-    by lowest reciprocal rank, then by query_id.
+    by lowest reciprocal rank, then by query_id in natural order (:func:`query_id_order`).
 
     ``per_query`` holds the metrics in the ranking's query order (as ``per_query_values``
     gives them). ``first_relevant_rank`` is None when no relevant doc was found in the ranks
@@ -227,7 +228,7 @@ def worst_queries(
         candidates = np.flatnonzero(badness >= -np.partition(-badness, count)[count])
     else:
         candidates = np.arange(len(badness))
-    by_badness = np.lexsort((ranking.query_ids[candidates].astype(str), -badness[candidates]))
+    by_badness = np.lexsort((query_id_order(ranking.query_ids[candidates]), -badness[candidates]))
     order = candidates[by_badness][:count]
     per_query = PerQuery.of(per_query)
     query_ids = ranking.query_ids[order]

@@ -14,10 +14,12 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from pathlib import Path
 
 import numpy as np
 
+from goldset.eval.columns import strings_column
 from goldset.eval.ranking import run_order
 from goldset.eval.readers import InputError, Run, json_lines, read_run
 from goldset.eval.validation import checked_id, id_character, identifier, optional_text
@@ -86,19 +88,20 @@ def fuse(
         docs += fused
         scores += fused.values()
         counts.append(len(fused))
-    query_ids = list(pools)
     run = Run(
-        query_ids=np.array(query_ids, dtype=object),
+        query_ids=np.array(list(pools), dtype=object),
         query_index=np.repeat(np.arange(len(counts), dtype=np.int64), counts),
-        doc_ids=np.array(docs, dtype=object),
+        doc_ids=strings_column(docs),
         scores=np.array(scores, dtype=np.float64),
         name="fused",
     )
-    order = run_order(run)
-    fused_order: dict[str, list[tuple[str, float]]] = {query_id: [] for query_id in query_ids}
-    for row, query in zip(order.row.tolist(), order.query_index.tolist(), strict=True):
-        fused_order[query_ids[query]].append((docs[row], scores[row]))
-    return fused_order
+    # run_order keeps every row, query after query as given: each query's share in turn.
+    ordered = [(docs[row], scores[row]) for row in run_order(run).row.tolist()]
+    ends = accumulate(counts)
+    return {
+        query_id: ordered[end - count : end]
+        for query_id, count, end in zip(pools, counts, ends, strict=True)
+    }
 
 
 def run_settled(ranking: Sequence[str], grades: Mapping[str, int], threshold: int) -> bool:

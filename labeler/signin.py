@@ -79,7 +79,7 @@ def current_user(store: Store, identity_provider_account: Callable[[], dict | No
     return session.user
 
 
-def sign_in(store: Store, name: str) -> None:
+def sign_in_tab(store: Store, name: str) -> None:
     """Sign this tab in as ``name`` (whose password was just checked) with a new session."""
     st.session_state.pop(SIGNED_OUT_KEY, None)
     _keep(store, accounts.start_session(store, name))

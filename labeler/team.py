@@ -200,7 +200,7 @@ def agreement_report(store: Store, *, n_resamples: int = 1000, seed: int = 0) ->
     }
 
 
-def figure_text(figure: Mapping) -> str:
+def agreement_text(figure: Mapping) -> str:
     """One agreement figure on one line: ``0.588 [0.214, 0.857] n=14`` (n/a when undefined)."""
     value, (low, high) = figure["value"], figure["ci95"]
     text = "n/a" if value is None else f"{value:.3f}"
@@ -211,12 +211,15 @@ def figure_text(figure: Mapping) -> str:
 
 def figure_table(report: Mapping) -> list[dict]:
     """The report's figures as rows for a table: one per group (all, each pair, each slice),
-    one column per figure (see :data:`FIGURE_NAMES`), each cell :func:`figure_text`."""
+    one column per figure (see :data:`FIGURE_NAMES`), each cell :func:`agreement_text`."""
     groups = [("all", report["overall"])]
     groups += [(" & ".join(pair["annotators"]), pair) for pair in report["pairs"]]
     groups += [(f"slice {name or '(none)'}", data) for name, data in report["slices"].items()]
     return [
-        {"group": group, **{label: figure_text(data[key]) for key, label in FIGURE_NAMES.items()}}
+        {
+            "group": group,
+            **{label: agreement_text(data[key]) for key, label in FIGURE_NAMES.items()},
+        }
         for group, data in groups
     ]
 

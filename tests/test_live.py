@@ -475,11 +475,6 @@ def test_durations_read_in_minutes_below_an_hour():
     ]  # fmt: skip
 
 
-def test_query_ids_sort_with_their_numbers_as_numbers():
-    ids = pd.Series(["q219", "q22", "q3", "a10", "q22b"])
-    assert ids.sort_values(key=live.id_order).tolist() == ["a10", "q3", "q22", "q22b", "q219"]
-
-
 def test_paired_figures_say_not_measured_and_mark_lower_bounds():
     measured = {"baseline": 0.5, "candidate": 0.6, "delta": 0.1, "ci95": [0.0, 0.2]}
     comparison = {

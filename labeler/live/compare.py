@@ -11,12 +11,14 @@ from goldset.eval.metrics import DEFAULT_METRICS
 from goldset.eval.readers import Golden, Run
 from goldset.eval.report import build_report
 from goldset.labeler.live.downloads import saved_uploads
-from goldset.labeler.live.figures import _EMPTY_REPORT, BOOTSTRAP, SEED, report_table
-from goldset.labeler.live.formats import _FIGURE_COLUMNS, JUDGED
+from goldset.labeler.live.figures import BOOTSTRAP, SEED, report_table
+from goldset.labeler.live.formats import FIGURE_COLUMNS, JUDGED
 from goldset.labeler.live.project import CUTOFF
 from goldset.labeler.store import Store
 
-__all__ = ["compare_pair", "evaluate_runs", "holes_preview", "label_the_holes"]
+__all__ = ["compare_pair", "evaluate_runs", "holes_preview", "queue_holes"]
+
+_EMPTY_REPORT = {"queries": {"answerable": 0}, "metrics": {}, "slices": {}}  # a table's columns
 
 
 def evaluate_runs(
@@ -39,7 +41,7 @@ def evaluate_runs(
         reports[run.name] = report
     tables = [report_table(report).assign(run=name) for name, report in reports.items()]
     table = pd.concat(tables, ignore_index=True) if tables else report_table(_EMPTY_REPORT)
-    return table[["run", *_FIGURE_COLUMNS, JUDGED]], reports
+    return table[["run", *FIGURE_COLUMNS, JUDGED]], reports
 
 
 def compare_pair(
@@ -64,14 +66,14 @@ def compare_pair(
 
 
 def holes_preview(store: Store, file_name: str, data: bytes, depth: int = CUTOFF) -> dict:
-    """What :func:`label_the_holes` would do, nothing written: the documents it adds, over
+    """What :func:`queue_holes` would do, nothing written: the documents it adds, over
     how many queries, the done queries it gives holes to judge and those already exact for
     the run (see :meth:`Store.pool_preview`)."""
     with saved_uploads((file_name, data)) as saved:
         return store.pool_preview(saved, depth)
 
 
-def label_the_holes(store: Store, file_name: str, data: bytes, depth: int = CUTOFF) -> dict:
+def queue_holes(store: Store, file_name: str, data: bytes, depth: int = CUTOFF) -> dict:
     """Add an uploaded run's unjudged top ``depth`` docs as work for the annotators, through
     the store's pooling (judged docs are reused; only docs not yet in the pool are queued;
     a done query keeps its place in the golden set while its holes wait). An admin's action.

@@ -15,19 +15,19 @@ from goldset.labeler.live.figures import (
     BOOTSTRAP,
     HEADLINE,
     SEED,
-    first_relevant_of,
+    first_relevant_histogram,
     first_relevant_ranks,
     report_table,
     unanswerable_shares,
     wide_figures,
     worst_table,
 )
-from goldset.labeler.live.formats import ALL, _share_rows, finite
+from goldset.labeler.live.formats import ALL, finite, share_rows
 from goldset.labeler.live.planning import (
     TARGET_HALF_WIDTH,
     CostSummary,
     QueriesNeeded,
-    queries_needed,
+    more_queries,
 )
 from goldset.labeler.live.project import CUTOFF
 from goldset.labeler.store import Store
@@ -120,9 +120,9 @@ def snapshot(
         report=report,
         table=dashboard_table(report, shares),
         wide=wide_figures(report, shares),
-        first_relevant=first_relevant_ranks(first_relevant_of(ranking), golden),
+        first_relevant=first_relevant_histogram(first_relevant_ranks(golden, run, ranking), golden),
         worst=worst_table(report),
-        needed=queries_needed(per_query, report, measured, left, target),
+        needed=more_queries(per_query, report, measured, left, target),
         alerts=alerts(report, shares[ALL], [r for r in history if r["run"] == run.name]),
     )
 
@@ -132,7 +132,7 @@ def dashboard_table(report: Mapping, shares: Mapping[str, Mapping]) -> pd.DataFr
     rate, each with judged@10 beside it, then the unanswerable share (its ``queries`` are the
     done ones). Columns as :func:`report_table`."""
     figures = report_table(report)
-    rows = pd.concat([figures[figures["metric"].isin(HEADLINE)], _share_rows(shares)])
+    rows = pd.concat([figures[figures["metric"].isin(HEADLINE)], share_rows(shares)])
     order = list(dict.fromkeys([ALL, *report["slices"], *shares]))
     rows["slice"] = pd.Categorical(rows["slice"], order, ordered=True)
     rows = rows.sort_values("slice", kind="stable").reset_index(drop=True)

@@ -1,5 +1,5 @@
-"""The figures of one run and of several: report tables, first relevant ranks, the worst
-queries, wide tables, changed queries."""
+"""The figures of one run and of several: report tables, first relevant ranks in a run, the
+worst queries, wide tables, changed queries."""
 
 from __future__ import annotations
 
@@ -15,14 +15,13 @@ from goldset.eval.readers import Golden, Run
 from goldset.eval.report import slice_rows, slice_summaries, summarise
 from goldset.eval.stats import p_value_text
 from goldset.labeler.live.formats import (
-    _FIGURE_COLUMNS,
     ALL,
+    FIGURE_COLUMNS,
     JUDGED,
     UNANSWERABLE,
-    _figure_row,
+    figure_row,
     figure_text,
     finite,
-    id_order,
     is_rate,
     metric_label,
     value_text,
@@ -31,12 +30,11 @@ from goldset.labeler.live.project import CUTOFF
 
 __all__ = [
     "BOOTSTRAP",
-    "changed_queries",
+    "changed_table",
     "CHANGES",
     "exactness_by_run",
     "exactness_by_slice",
-    "first_relevant",
-    "first_relevant_of",
+    "first_relevant_histogram",
     "first_relevant_ranks",
     "HEADLINE",
     "LABEL_LINK",
@@ -74,8 +72,8 @@ def report_table(report: Mapping) -> pd.DataFrame:
         judged = metrics.get(JUDGED, {}).get("mean")
         for metric, entry in metrics.items():
             if metric != JUDGED:
-                rows.append(_figure_row(slice_name, metric, entry, queries, judged))
-    return pd.DataFrame(rows, columns=[*_FIGURE_COLUMNS, JUDGED]).astype({JUDGED: float})
+                rows.append(figure_row(slice_name, metric, entry, queries, judged))
+    return pd.DataFrame(rows, columns=[*FIGURE_COLUMNS, JUDGED]).astype({JUDGED: float})
 
 
 def unanswerable_shares(golden: Golden, bootstrap: int = BOOTSTRAP, seed: int = SEED) -> dict:
@@ -92,10 +90,23 @@ def unanswerable_shares(golden: Golden, bootstrap: int = BOOTSTRAP, seed: int = 
     }
 
 
-def first_relevant_ranks(first_ranks: pd.Series, golden: Golden) -> pd.DataFrame:
+def first_relevant_ranks(golden: Golden, run: Run, ranking: Ranking | None = None) -> pd.Series:
+    """Each scored query's first relevant rank in ``run`` within its top 10, NaN when none is
+    there (:meth:`goldset.eval.ranking.Ranking.first_relevant_within`, as a Series indexed by
+    query_id in eval's query order). ``ranking``: the run already ranked (to the top 10 at
+    least), when known. A rank in the system's run, not a position on the annotator's screen
+    (:func:`goldset.labeler.golden.first_relevant_position`)."""
+    if ranking is None:
+        ranking = rank(golden, run, top=CUTOFF)
+    first = ranking.first_relevant_within(CUTOFF)
+    ranks = np.where(first == NOT_RANKED, np.nan, first.astype(np.float64))
+    return pd.Series(ranks, index=pd.Index(ranking.query_ids, name="query_id"))
+
+
+def first_relevant_histogram(first_ranks: pd.Series, golden: Golden) -> pd.DataFrame:
     """How many answerable queries have their first relevant doc at each rank 1..10, or none
     in the top 10, overall and per slice: DataFrame(slice, rank, queries, share).
-    ``first_ranks`` is :func:`first_relevant` of the run."""
+    ``first_ranks`` is :func:`first_relevant_ranks` of the run."""
     first = first_ranks.to_numpy()
     found = ~np.isnan(first)
     bins = np.full(len(first), CUTOFF, dtype=np.int64)  # the last bin: none in the top 10
@@ -116,8 +127,10 @@ def first_relevant_ranks(first_ranks: pd.Series, golden: Golden) -> pd.DataFrame
 
 
 def worst_table(report: Mapping) -> pd.DataFrame:
-    """The report's worst queries (misses first), with a link opening each on the label page:
-    DataFrame(link, query_id, query, slice, first_relevant_rank, mrr@10, hit@1)."""
+    """The report's worst queries in the report's order (misses first, then the lowest MRR@10,
+    ids in natural order: :func:`goldset.eval.report.worst_queries`), with a link opening each
+    on the label page: DataFrame(link, query_id, query, slice, first_relevant_rank, mrr@10,
+    hit@1)."""
     columns = ["link", "query_id", "query", "slice", "first_relevant_rank", "mrr@10", "hit@1"]
     rows = [
         {
@@ -127,14 +140,7 @@ def worst_table(report: Mapping) -> pd.DataFrame:
         }
         for worst in report["worst"]
     ]
-    frame = pd.DataFrame(rows, columns=columns).astype({"first_relevant_rank": str})
-    # Misses first (MRR@10 0), then the lowest MRR@10; ids in numeric order (q22 before q219).
-    return frame.sort_values(
-        ["mrr@10", "query_id"],
-        key=lambda column: id_order(column) if column.name == "query_id" else column,
-        kind="stable",
-        ignore_index=True,
-    )
+    return pd.DataFrame(rows, columns=columns).astype({"first_relevant_rank": str})
 
 
 def label_link(query_id: str) -> str:
@@ -225,11 +231,11 @@ CHANGES = {  # the kinds of changed queries, in the order a reviewer reads them
 }
 
 
-def changed_queries(comparison: Mapping, golden: Golden) -> pd.DataFrame:
-    """The queries behind a comparison (``changed_queries`` of eval's comparison; empty when
-    an older result lacks it), new misses first, each with its text and a link opening it on
-    the label page: DataFrame(link, change, query_id, query, slice, baseline_rank,
-    candidate_rank). A rank is None when no relevant doc is in the top 10."""
+def changed_table(comparison: Mapping, golden: Golden) -> pd.DataFrame:
+    """The queries behind a comparison (``changed_queries`` of eval's comparison, in its
+    order; empty when an older result lacks it), new misses first, each with its text and a
+    link opening it on the label page: DataFrame(link, change, query_id, query, slice,
+    baseline_rank, candidate_rank). A rank is None when no relevant doc is in the top 10."""
     columns = ["link", "change", "query_id", "query", "slice", "baseline_rank", "candidate_rank"]
     texts = golden.queries.set_index("query_id")["query"]
     changed = comparison.get("changed_queries") or {}
@@ -278,22 +284,6 @@ def paired_table(comparison: Mapping) -> pd.DataFrame:
         for metric, entry in metrics.items()
     ]
     return pd.DataFrame(rows)
-
-
-_EMPTY_REPORT = {"queries": {"answerable": 0}, "metrics": {}, "slices": {}}
-
-
-def first_relevant(golden: Golden, run: Run) -> pd.Series:
-    """Each scored query's first relevant rank within the top 10 (NaN when none is there), as
-    eval ranks the run: a Series indexed by query_id, in eval's query order."""
-    return first_relevant_of(rank(golden, run, top=CUTOFF))
-
-
-def first_relevant_of(ranking: Ranking) -> pd.Series:
-    """:func:`first_relevant` of a run already ranked (to the top 10 at least)."""
-    first = ranking.first_relevant_within(CUTOFF)
-    ranks = np.where(first == NOT_RANKED, np.nan, first.astype(np.float64))
-    return pd.Series(ranks, index=pd.Index(ranking.query_ids, name="query_id"))
 
 
 def _exactness_row(summary: Mapping, k: int) -> dict:

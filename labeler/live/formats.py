@@ -11,15 +11,17 @@ import pandas as pd
 __all__ = [
     "ALL",
     "duration_text",
+    "FIGURE_COLUMNS",
+    "figure_row",
     "figure_text",
     "finite",
-    "id_order",
     "is_rate",
     "JUDGED",
     "metric_label",
     "METRIC_WORDS",
     "NOT_MEASURED",
     "RATES",
+    "share_rows",
     "UNANSWERABLE",
     "UNMEASURABLE",
     "value_text",
@@ -84,18 +86,14 @@ def duration_text(hours: float | None) -> str:
     return f"≈ {hours:.1f} h" if hours < 10 else f"≈ {hours:,.0f} h"
 
 
-def id_order(ids: pd.Series) -> pd.Series:
-    """A sort key for query ids that orders the numbers inside them as numbers
-    (``q2 < q10 < q22 < q219``), for ``sort_values(key=...)``."""
-    return ids.astype(str).str.replace(r"\d+", lambda m: m.group().zfill(20), regex=True)
+FIGURE_COLUMNS = ("slice", "metric", "value", "ci_low", "ci_high", "queries")  # and judged@10
 
 
-_FIGURE_COLUMNS = ("slice", "metric", "value", "ci_low", "ci_high", "queries")
-
-
-def _figure_row(
+def figure_row(
     slice_name: str, metric: str, entry: Mapping, queries: int, judged: float | None = None
 ) -> dict:
+    """One figure of a report (its metric ``entry``) as a row of the figures tables: the
+    columns of :data:`FIGURE_COLUMNS` and judged@10."""
     low, high = entry["ci95"] or (None, None)
     return {
         "slice": slice_name,
@@ -108,11 +106,13 @@ def _figure_row(
     }
 
 
-def _share_rows(shares: Mapping[str, Mapping]) -> pd.DataFrame:
+def share_rows(shares: Mapping[str, Mapping]) -> pd.DataFrame:
+    """The unanswerable shares (per slice, as ``unanswerable_shares`` gives them) as rows of
+    the figures tables (:func:`figure_row`)."""
     rows = [
-        _figure_row(name, UNANSWERABLE, entry, entry["queries"]) for name, entry in shares.items()
+        figure_row(name, UNANSWERABLE, entry, entry["queries"]) for name, entry in shares.items()
     ]
-    return pd.DataFrame(rows, columns=[*_FIGURE_COLUMNS, JUDGED]).astype({JUDGED: float})
+    return pd.DataFrame(rows, columns=[*FIGURE_COLUMNS, JUDGED]).astype({JUDGED: float})
 
 
 def finite(value: object) -> bool:

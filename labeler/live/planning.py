@@ -8,7 +8,6 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 
 from goldset.eval import cost, stats
@@ -16,7 +15,6 @@ from goldset.eval.calibration import restricted, with_labels
 from goldset.eval.metrics import per_query_frame, rank_run
 from goldset.eval.readers import Golden, Run
 from goldset.labeler.live.downloads import read_uploaded_run
-from goldset.labeler.live.figures import first_relevant
 from goldset.labeler.live.formats import finite
 from goldset.labeler.live.incremental import JUDGEMENTS
 from goldset.labeler.live.project import CUTOFF
@@ -28,10 +26,9 @@ __all__ = [
     "CostSummary",
     "DEFAULT_RATE",
     "judge_savings",
-    "measured_first_relevant",
+    "more_queries",
     "plans",
     "pool_sizes",
-    "queries_needed",
     "QueriesNeeded",
     "runs_to_pool",
     "TARGET_HALF_WIDTH",
@@ -57,7 +54,7 @@ class QueriesNeeded:
     cost: cost.Cost | None  # of labelling ``to_label`` queries at the measured pace
 
 
-def queries_needed(
+def more_queries(
     per_query: pd.DataFrame,
     report: Mapping,
     measured: CostSummary | None,
@@ -321,12 +318,6 @@ _SAVINGS_COLUMNS = (
     "slice", "sampled", "correlation", "human_queries", "with_judge", "queries_saved",
     "hours_without", "hours_with", "hours_saved",
 )  # fmt: skip
-
-
-def measured_first_relevant(golden: Golden, run: Run) -> np.ndarray:
-    """The run's first relevant rank on each answerable done query (NaN when none is in the
-    top 10), as eval ranks the run: what first-hit labelling has cost per query."""
-    return first_relevant(golden, run).to_numpy()
 
 
 def answerable_share(golden: Golden) -> float | None:

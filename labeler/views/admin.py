@@ -98,7 +98,7 @@ def _first_admin(store: Store, name: str, password: str, again: str) -> str:
     if not password or password != again:
         raise ValueError("give the same password twice")
     store.add_annotator(name, "admin", hash_password(password))
-    signin.sign_in(store, name)
+    signin.sign_in_tab(store, name)
     return f"Created your admin account {name}, and signed you in with it. Now add the others."
 
 

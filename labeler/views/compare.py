@@ -201,7 +201,7 @@ def changed_section(result: dict, golden: Golden) -> None:
     if "changed_queries" not in result:
         st.caption("This comparison does not list the queries that changed.")
         return
-    changed = live.changed_queries(result, golden)
+    changed = live.changed_table(result, golden)
     if changed.empty:
         st.caption("No query changed its first relevant rank in the top 10.")
         return
@@ -287,7 +287,7 @@ def label_the_holes(
     if st.button("Label the holes", icon=":material/playlist_add:"):
         try:
             accounts.authorize(store, user["name"], "admin")
-            counts = live.label_the_holes(store, *uploads[name], int(depth))
+            counts = live.queue_holes(store, *uploads[name], int(depth))
         except (PermissionError, ValueError) as error:
             context.show_error("Could not add the run's documents:", error)
             return

@@ -200,7 +200,7 @@ def _login_form() -> None:
     if submitted:
         result = accounts.sign_in(store(), name, password)
         if result.user is not None:
-            signin.sign_in(store(), result.user["name"])
+            signin.sign_in_tab(store(), result.user["name"])
             st.rerun()
         st.error(result.message)
 

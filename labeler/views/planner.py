@@ -41,7 +41,7 @@ def measured_ranks(state: live.ProjectState) -> tuple[np.ndarray, float | None]:
     """First relevant ranks of the candidate lists on the labelled queries, and the share of
     done queries that are answerable (None before any is done)."""
     golden = context.golden_at(state)
-    ranks = live.measured_first_relevant(golden, context.run_at(state.candidates(), None))
+    ranks = live.first_relevant_ranks(golden, context.run_at(state.candidates(), None)).to_numpy()
     return ranks, live.answerable_share(golden)
 
 

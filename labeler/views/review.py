@@ -45,7 +45,7 @@ def agreement_section(store: Store) -> None:
         for column, (key, label) in zip(st.columns(FIGURES_PER_ROW), row, strict=False):
             figure = report["overall"][key]
             value = "n/a" if figure["value"] is None else f"{figure['value']:.3f}"
-            column.metric(label, value, help=team.figure_text(figure), border=True)
+            column.metric(label, value, help=team.agreement_text(figure), border=True)
     st.dataframe(pd.DataFrame(team.figure_table(report)), hide_index=True)
 
 
