@@ -5,12 +5,19 @@ The truth is each query's MRR@10 and hit@10 (and the paired MRR@10 delta bm25 �
 from eval on the full qrels (relevant: grade ≥ 1), averaged over all 225 queries. A simulated
 machine judge labels every (query, doc) pair of the pool (the top 10 of both runs): each
 pair's relevance is flipped with one error rate, chosen so that the expected Cohen's kappa
-against the qrels on the pool is the cell's (0.3, 0.6, 0.8); its per-query figures come from
-its own labels. The humans are the qrels on a uniform random sample of n queries. Each draw
-takes a fresh judge and a fresh sample; per cell (metric, kappa, n) the table gives how often
-the 95% CI held the truth, PPI's and the humans-only one on the same sample, their mean
-widths, the mean power-tuning λ and effective number of human queries (eval.ppi's guarded
-interval by default, ``--interval normal`` for PPI++'s).
+against the qrels on the pool is the cell's (0, 0.3, 0.6, 0.8; at 0 each label is flipped
+with probability 1/2: a useless judge, its labels independent of the truth); its per-query
+figures come from its own labels. The humans are the qrels on a uniform random sample of n
+queries. Each draw takes a fresh judge and a fresh sample; per cell (metric, kappa, n) the
+table gives how often the 95% CI held the truth, PPI's and the humans-only one on the same
+sample, their mean widths, the mean power-tuning λ and effective number of human queries
+(eval.ppi's guarded interval by default, ``--interval normal`` for PPI++'s).
+
+The sample is drawn from the 225 queries whose mean is the truth, while the CIs are for
+queries like them (no finite-population correction): with 100 of 225 drawn, a 95% CI holds
+that truth about 99% of the time even when exact. Uniform samples only: the simulated judge
+flips binary labels and has no grade at the edge of relevance, the uncertainty an active
+sample is drawn by (labeler/store/sampling.py), so it would draw uniformly too.
 
     python bench/ppi_coverage.py                       # the README's table ("Label less")
     python bench/ppi_coverage.py --draws 2000 --kappas 0.8 --samples 50
@@ -36,7 +43,7 @@ CRANFIELD = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "cranf
 RUNS = ("bm25", "tfidf-title")
 DEPTH = 10
 METRICS = ("mrr@10", "hit@10", "Δmrr@10")  # Δ: bm25 − tfidf-title, paired per query
-KAPPAS = (0.3, 0.6, 0.8)
+KAPPAS = (0.0, 0.3, 0.6, 0.8)
 SAMPLES = (25, 50, 100)
 
 

@@ -44,16 +44,32 @@ the plain ones above.
 **The interval.** ``interval="normal"`` is PPI++'s, θ̂ ± z · √Var with the variances above:
 ppi_py's to the last digit. On few queries and rare events it falls short, as Wald's interval
 does: with hit@10 near 0.93, a sample of 25 often holds no query where the judge and the
-humans disagree, the correction looks exact and the CI holds the truth 72-88% of the time
+humans disagree, the correction looks exact and the CI holds the truth 76-90% of the time
 instead of 95% (bench/ppi_coverage.py; the humans' own normal CI 84-90%). The default,
 ``interval="guarded"``, keeps the same centre and form with two changes for small samples:
 Student's t quantile with n − 1 degrees of freedom, and the sample's variance counting one
-more query that deviates by b, the values' largest magnitude (1 for a metric once a query
-scores 1), much as eval's score interval adds one (eval/intervals.py): Var_sample =
-(Σ w̃² d² + b²) / (n (n + 1)), d the deviations. That is room for the disagreement the sample
-may not have shown; it costs little width once n is large. Values that are all 0 (no query
-changed, under the humans or the judge) get none, as the release gate's CI stays within the
-deltas seen. The humans-only CI beside it is computed the same way (λ = 0).
+more query, much as eval's score interval adds one (eval/intervals.py), that deviates by g
+in the correction Y − λ'Ŷ (λ' = λ(1 − f)): Var_sample = (Σ w̃² d² + g²) / (n (n + 1)), d the
+deviations. Writing the correction as (1 − λ') · Y + λ' · (Y − Ŷ), the humans' values and the
+judge's error on them,
+
+    g = b · (1 − λ' + λ' · √s),    s = Σ e⁴ / (Σ e²)²
+
+b the values' largest magnitude (1 for a metric once a query scores 1), e the sample's
+deviations of the judge's error Y − Ŷ (s = 1 when they show none). The humans' part may
+always hide one more query as far off as the values allow: b, as the humans-only CI keeps
+(λ' = 0). The judge's error needs that room when the sample shows it on at most one query —
+hit@10's disagreements are few, often none in 25 or 50 queries — and less the more queries
+show it: 1/s is the number of queries its spread rests on (Kish's effective number, 1 to
+n), so one more disagreement of size b counts as a share s of b², a deviation b · √s. The
+two parts' deviations add, not their squares: the disagreement a sample misses sits where
+the humans' values are rare (hit@10: a miss the judge calls a hit). Measured on
+bench/ppi_coverage.py: always at b (the guard as it was) a good judge's CI paid for room
+its sample had measured — 50 queries with a kappa-0.8 judge were worth 97 humans-only, not
+113, and no narrower than 100 humans alone; with the squares added, hit@10 at 50 queries
+fell to 92%. Values that are all 0 (no query changed, under the humans or the judge) get
+no extra query, as the release gate's CI stays within the deltas seen. The humans-only CI
+beside it is computed the same way (λ' = 0).
 
 The CI is centred on θ̂ either way. ``effective_n`` is n × Var(humans only) / Var(PPI):
 how many human-labelled queries alone would give the same width. Pure computation, no loop
@@ -73,6 +89,7 @@ from goldset.eval.intervals import student_t_quantile
 
 NORMAL, GUARDED = "normal", "guarded"
 INTERVALS = (GUARDED, NORMAL)
+_NO_SPREAD = 1e-12  # judge errors whose squares sum below this × b² per query show no spread
 
 
 @dataclass(frozen=True)
@@ -122,6 +139,8 @@ def ppi_mean(
     >>> estimate = ppi_mean([1.0, 0.0, 1.0, 1.0], [1.0, 0.0, 1.0, 0.0], [1, 0, 1, 0, 1, 1, 0, 1])
     >>> round(estimate.mean, 4), round(estimate.weight, 4), estimate.n_human, estimate.n_all
     (0.8083, 0.4667, 4, 8)
+    >>> [round(bound, 4) for bound in (estimate.low, estimate.high)]  # 4 queries tell little
+    [-0.0675, 1.6842]
     """
     y, y_hat, y_all, w = _checked(human, judge_labelled, judge_all, weights, alpha)
     if interval not in INTERVALS:
@@ -134,12 +153,11 @@ def ppi_mean(
     if tuned:
         covariance = _mean(w * w * centred_y * centred_hat, None)
         weight = float(np.clip(covariance / judge_variance, 0, 1)) if judge_variance > 0 else 0.0
-    # One more query deviating by b (guarded), or none (normal).
-    largest = float(np.abs(np.concatenate([y, y_all])).max())
-    extra = largest**2 if interval == GUARDED else 0.0
+    # The largest magnitude b sizes the guarded interval's one more query; normal: none.
+    largest = float(np.abs(np.concatenate([y, y_all])).max()) if interval == GUARDED else 0.0
     outside_variance = _outside_variance(y_hat, y_all)
-    variance = _variance(centred_y, centred_hat, w, weight * outside, outside_variance, extra)
-    human_variance = _variance(centred_y, centred_hat, w, 0.0, 0.0, extra)
+    variance = _variance(centred_y, centred_hat, w, weight * outside, outside_variance, largest)
+    human_variance = _variance(centred_y, centred_hat, w, 0.0, 0.0, largest)
     mean = weight * float(y_all.mean()) + _mean(y - weight * y_hat, w)
     human_mean = _mean(y, w)
     quantile = _quantile(alpha, n, interval)
@@ -209,15 +227,33 @@ def _variance(
     w: np.ndarray,
     sample_weight: float,
     outside_variance: float,
-    extra: float,
+    largest: float,
 ) -> float:
-    """Var(θ̂) = Var_w(Y − λ(1 − f)Ŷ) / n + (λ(1 − f))² Var(Ŷ_u) / (N − n); with ``extra``
-    (b², guarded) the sample's part is (Σ w̃² d² + b²) / (n (n + 1))."""
+    """Var(θ̂) = Var_w(Y − λ(1 − f)Ŷ) / n + (λ(1 − f))² Var(Ŷ_u) / (N − n); with ``largest``
+    (b > 0, guarded) the sample's part is (Σ w̃² d² + g²) / (n (n + 1))."""
     residual = w * (centred_y - sample_weight * centred_hat)
     n = len(residual)
     squares = float((residual * residual).sum())
-    sample = squares / n**2 if not extra else (squares + extra) / (n * (n + 1))
+    unseen = _unseen_deviation(w * (centred_y - centred_hat), largest, sample_weight)
+    sample = squares / n**2 if not unseen else (squares + unseen**2) / (n * (n + 1))
     return sample + sample_weight**2 * outside_variance
+
+
+def _unseen_deviation(errors: np.ndarray, largest: float, sample_weight: float) -> float:
+    """The guarded interval's one more query: how far it deviates in the correction
+    Y − λ'Ŷ = (1 − λ')·Y + λ'·(Y − Ŷ), g = b·(1 − λ' + λ'·√s) with s = Σe⁴ / (Σe²)², ``errors``
+    the sample's (weighted) deviations e of the judge's error Y − Ŷ: the humans' part as far
+    off as the values allow, the judge's error's part b·√s, 1/s the number of queries the
+    sample shows that error on (s = 1: one query, or none). 0 when b is 0 (normal interval,
+    or nothing moved)."""
+    if not largest:
+        return 0.0
+    squares = errors * errors
+    spread = float(squares.sum())
+    # Below this the errors are float noise around a constant: no spread shown.
+    shown = spread > _NO_SPREAD * largest**2 * len(errors)
+    share = float((squares * squares).sum()) / spread**2 if shown else 1.0
+    return largest * (1 - sample_weight + sample_weight * math.sqrt(share))
 
 
 def _quantile(alpha: float, n: int, interval: str) -> float:

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
 
+from goldset.eval.intervals import student_t_quantile
 from goldset.eval.ppi import ppi_mean
 
 Z = NormalDist().inv_cdf(0.975)
@@ -95,23 +96,69 @@ def test_weighted_by_hand() -> None:
 
 def test_guarded_interval_by_hand() -> None:
     """The default: Student's t (n − 1 degrees of freedom) and the sample's variance with one
-    more query deviating by the values' largest magnitude (here 1)."""
+    more query deviating by g = b · (1 − λ' + λ' · √s) in the correction: b the values' largest
+    magnitude (here 1), s = Σe⁴ / (Σe²)² over the judge's errors' deviations e."""
     human = np.array([1.0, 1.0, 1.0, 1.0, 0.0])
     judge = np.array([1.0, 1.0, 1.0, 1.0, 1.0])
     judge_all = np.array([1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0, 1.0, 1.0, 0.0])
     estimate = ppi_mean(human, judge, judge_all, tuned=False)
     t = 2.7764451051977987  # Student's t, 97.5%, 4 degrees of freedom
-    # λ = 1, f = 1/2: the sample's part is Y − Ŷ/2; the judge's outside it [1, 0, 1, 1, 0].
+    # λ = 1, f = 1/2: λ' = 1/2, the sample's part is Y − Ŷ/2; the judge's outside it
+    # [1, 0, 1, 1, 0]. The errors Y − Ŷ = [0, 0, 0, 0, −1] deviate by [.2, .2, .2, .2, −.8]:
+    # s = (4 · .2⁴ + .8⁴) / (4 · .2² + .8²)² = 0.416 / 0.64, shown on 1/s ≈ 1.5 queries.
+    g = 0.5 + 0.5 * math.sqrt(0.416 / 0.64)
     correction = human - 0.5 * judge
     squares = ((correction - correction.mean()) ** 2).sum()
-    variance = (squares + 1.0) / (5 * 6) + 0.25 * np.array([1, 0, 1, 1, 0]).var() / 5
+    variance = (squares + g**2) / (5 * 6) + 0.25 * np.array([1, 0, 1, 1, 0]).var() / 5
     mean = 0.8 + (0.8 - 1.0)
     assert estimate.mean == pytest.approx(mean, abs=1e-12)
     assert (estimate.low, estimate.high) == pytest.approx(
         (mean - t * math.sqrt(variance), mean + t * math.sqrt(variance)), abs=1e-9
     )
+    # The humans alone (λ' = 0): one more query at b.
     human_variance = (((human - 0.8) ** 2).sum() + 1.0) / 30
     assert estimate.human_high == pytest.approx(0.8 + t * math.sqrt(human_variance), abs=1e-9)
+
+
+def test_the_guard_shrinks_as_the_sample_shows_the_judges_errors() -> None:
+    """Errors of one size on k of n queries (p = k/n): the sample shows them on
+    1/s = n p (1 − p) / ((1 − p)³ + p³) queries, so the judge's part of the one more query is
+    b · √s; the humans' part stays b."""
+    n, k = 40, 10
+    human = np.r_[np.ones(30), np.zeros(10)]
+    judge = human.copy()
+    judge[:k] = 0.5  # the judge halves ten of the humans' ones
+    judge_all = np.r_[judge, np.ones(60), np.zeros(20)]
+    estimate = ppi_mean(human, judge, judge_all, tuned=False)
+    shared = 1 - n / len(judge_all)  # λ' with λ = 1
+    errors = human - judge  # 0.5 on ten queries, 0 elsewhere
+    e = errors - errors.mean()
+    s = (e**4).sum() / (e**2).sum() ** 2
+    p = k / n
+    assert 1 / s == pytest.approx(n * p * (1 - p) / ((1 - p) ** 3 + p**3), rel=1e-12)
+    g = 1 - shared + shared * math.sqrt(s)
+    correction = human - shared * judge
+    squares = ((correction - correction.mean()) ** 2).sum()
+    outside = judge_all[n:]
+    variance = (squares + g**2) / (n * (n + 1)) + shared**2 * outside.var() / len(outside)
+    t = student_t_quantile(0.975, n - 1)
+    assert estimate.high - estimate.mean == pytest.approx(t * math.sqrt(variance), abs=1e-12)
+    assert g < 0.75  # well below b = 1, the guard before the errors were seen
+
+
+def test_a_judge_off_by_a_constant_shows_no_error_spread() -> None:
+    """Errors equal up to float rounding (0.3 − 0.2 is not 0.1) show no spread: s = 1, g = b."""
+    human = np.array([0.3, 0.7, 0.9, 0.5, 0.6, 0.2])
+    judge = human - 0.1
+    judge_all = np.r_[judge, [0.1, 0.4, 0.8, 0.5]]
+    estimate = ppi_mean(human, judge, judge_all, tuned=False)
+    shared = 1 - 6 / 10
+    correction = human - shared * judge
+    squares = ((correction - correction.mean()) ** 2).sum()
+    outside = judge_all[6:]
+    variance = (squares + 0.9**2) / (6 * 7) + shared**2 * outside.var() / 4  # g = b = 0.9
+    t = student_t_quantile(0.975, 5)
+    assert estimate.high - estimate.mean == pytest.approx(t * math.sqrt(variance), abs=1e-12)
 
 
 def test_guarded_holds_room_for_unseen_disagreement() -> None:
