@@ -36,25 +36,28 @@ def qrels(path: Path) -> dict[str, dict[str, int]]:
     return judged
 
 
-def sliced_queries(source: Path, target: Path) -> None:
-    """The queries file with a ``slice`` by length."""
+def sliced_queries(source: Path, target: Path, limit: int | None = None) -> None:
+    """The queries file with a ``slice`` by length (its first ``limit`` queries)."""
     with source.open() as lines, target.open("w") as out:
-        for line in lines:
+        for number, line in enumerate(lines):
+            if limit is not None and number >= limit:
+                break
             query = json.loads(line)
             query["slice"] = "short" if len(query["text"].split()) <= SHORT_WORDS else "long"
             out.write(json.dumps(query) + "\n")
 
 
-def build(db: Path) -> int:
-    """Pool and label the project; returns the human judgements made."""
+def build(db: Path, queries: int | None = None, depth: int = 10) -> int:
+    """Pool (the first ``queries`` queries, every one by default, at ``depth``) and label the
+    project; returns the human judgements made."""
     grades = qrels(CRANFIELD / "qrels.tsv")
     runs = [CRANFIELD / "runs" / f"{name}.trec" for name in RUNS]
     judgements = 0
     with tempfile.TemporaryDirectory() as folder, Store(db) as store:
-        queries = Path(folder) / "queries.jsonl"
-        sliced_queries(CRANFIELD / "queries.jsonl", queries)
+        query_file = Path(folder) / "queries.jsonl"
+        sliced_queries(CRANFIELD / "queries.jsonl", query_file, queries)
         store.configure(max_grade=4, mode="full")
-        store.pool(CRANFIELD / "corpus.jsonl", queries, runs, 10)
+        store.pool(CRANFIELD / "corpus.jsonl", query_file, runs, depth)
         query_id = store.next_query("qrels")
         while query_id is not None:
             while (candidate := store.next_candidate(query_id, "qrels", mode="full")) is not None:
