@@ -43,7 +43,7 @@ from statistics import NormalDist
 import numpy as np
 
 from goldset.eval import stats
-from goldset.eval.intervals import _t_tail  # P(T > t), t ≥ 0: the t test's tail, as the CIs use it
+from goldset.eval.intervals import t_tail  # P(T > t), t ≥ 0: the t test's tail, as the CIs use it
 
 MRR = "mrr@10"
 MISS = "miss@10"
@@ -138,7 +138,7 @@ class Estimated:
         if self.std_error == 0:
             return 0.0 if beyond > 0 else 1.0
         t = beyond / self.std_error  # P(T ≥ t): an estimate this far beyond by chance
-        return _t_tail(t, self.df) if t >= 0 else 1 - _t_tail(-t, self.df)
+        return t_tail(t, self.df) if t >= 0 else 1 - t_tail(-t, self.df)
 
 
 @dataclass(frozen=True)

@@ -76,7 +76,7 @@ def score_p_value(deltas: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         statistic = np.where(spread > 0, np.abs(mean) / spread, 0.0)
     degrees = max(count - 1, 1)
-    return np.array([min(1.0, 2 * _t_tail(float(t), degrees)) for t in statistic])
+    return np.array([min(1.0, 2 * t_tail(float(t), degrees)) for t in statistic])
 
 
 def _score_moments(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -148,7 +148,7 @@ def student_t_quantile(p: float, df: int) -> float:
     return (low + high) / 2
 
 
-def _t_tail(t: float, df: int) -> float:
+def t_tail(t: float, df: int) -> float:
     """P(T > t) for t ≥ 0: exact up to 30 degrees of freedom; above, the normal tail of
     t · (1 − 1/(4 df)) / √(1 + t² / (2 df)) (Abramowitz & Stegun 26.7.8), within 1e-3."""
     if df <= 30:

@@ -27,10 +27,10 @@ from goldset.labeler.store.golden_rows import write_golden
 from goldset.labeler.store.projections import _LABEL_COLUMNS, _STATE_COLUMNS, STAGED, Projections
 from goldset.labeler.store.replay import (
     Replay,
-    _golden_plan,
-    _imported_rows,
-    _replayed,
-    _stored_metadata,
+    golden_plan,
+    imported_rows,
+    replayed,
+    stored_metadata,
 )
 
 STAGE_ROWS = 20_000  # rows deleted per transaction when an unpublished import is discarded
@@ -57,7 +57,7 @@ _EVENT_COLUMNS = (
 _DECISION_COLUMNS = (
     *("id", "query_id", "reviewer", "judgments", "answerable", "adopted", "note", "created_at"),
 )
-_POOL_COLUMNS = ("query_id", "run", "rank", "doc_id", "score")
+POOL_COLUMNS = ("query_id", "run", "rank", "doc_id", "score")
 # The tables where an unpublished batch leaves rows keyed only by their (missing) query.
 _ORPHANED = ("labels", "query_state", "golden_judgments", "pool_ranks")
 
@@ -130,7 +130,7 @@ class Imports(Projections):
                     raise InputError(source, task.line, "query_id", problem)
             new = [task for task in tasks if task.query_id not in known]
             plans = {
-                task.query_id: _golden_plan(task, source, self.settings()["max_grade"])
+                task.query_id: golden_plan(task, source, self.settings()["max_grade"])
                 for task in new
                 if task.golden is not None
             }
@@ -144,14 +144,14 @@ class Imports(Projections):
             corpus_rows, corpus_fill_ins = self._new_documents(beyond, corpus_source)
             new_documents += corpus_rows
             fill_ins.update(corpus_fill_ins)
-            replay = _replayed(new, plans, self.settings(), source)
+            replay = replayed(new, plans, self.settings(), source)
             candidates = [
                 row
                 for task in new
                 for row in (
                     plans[task.query_id].candidate_rows(task.query_id)
                     if task.query_id in plans
-                    else _imported_rows(task)
+                    else imported_rows(task)
                 )
             ]
             with self._batch(source) as batch, self._staging():
@@ -163,7 +163,7 @@ class Imports(Projections):
                     self._stage_replay(replay, batch)
                 counts = self._stage_queries(
                     [
-                        (t.query_id, t.query, t.slice, _stored_metadata(t), t.content_hash)
+                        (t.query_id, t.query, t.slice, stored_metadata(t), t.content_hash)
                         for t in new
                     ],
                     source,
@@ -173,7 +173,7 @@ class Imports(Projections):
                 # ranks does not go through their queries, so they wait for the publishing
                 self._stage_rows(
                     "pool_ranks",
-                    _POOL_COLUMNS,
+                    POOL_COLUMNS,
                     [r for r in replay.pool_ranks if r[1] in known_runs],
                 )
                 with self._foreign_keys_off(), self._writing():
@@ -186,7 +186,7 @@ class Imports(Projections):
                         "ON CONFLICT (name) DO UPDATE SET depth = max(depth, excluded.depth)",
                         [(run, source, depth, golden.now()) for run, depth in replay.runs.items()],
                     )
-                    self._publish_staged("pool_ranks", _POOL_COLUMNS)
+                    self._publish_staged("pool_ranks", POOL_COLUMNS)
                     self._add_counts(_merged_counts(counts, replay.counts))
                     self._publish(batch)
         added = {
@@ -277,7 +277,7 @@ class Imports(Projections):
         published or runs not registered yet, in short transactions: readers count a rank
         only with its query and its run (see ``corpus.POOLED_RUN``), and a batch never
         published is cleared of them (see :meth:`_discard_batch`)."""
-        sql = _insert("pool_ranks", _POOL_COLUMNS)
+        sql = _insert("pool_ranks", POOL_COLUMNS)
         with self._foreign_keys_off():
             self._in_short_transactions(rows, lambda conn, chunk: conn.executemany(sql, chunk))
 
@@ -515,7 +515,7 @@ class Imports(Projections):
 
     def _stage_replay(self, replay: Replay, batch: int) -> None:
         """Write the events, projections and decisions that reproduce imported golden records
-        (computed beforehand by :func:`_replayed`), and the golden projection of their queries
+        (computed beforehand by :func:`replayed`), and the golden projection of their queries
         as the replay merged it, in short transactions before the queries are published: no
         reader reaches them but through a published query (see :func:`corpus.published`; the
         events and decisions carry the import ``batch``, which also keeps them off every undo

@@ -24,7 +24,7 @@ from goldset.labeler.pooling import (
     run_settled,
 )
 from goldset.labeler.store.connection import CANDIDATES_NEXT, CANDIDATES_RETIRED, _chunks, _marks
-from goldset.labeler.store.imports import _POOL_COLUMNS, Imports
+from goldset.labeler.store.imports import POOL_COLUMNS, Imports
 from goldset.labeler.store.log import IMPORT_RUN, JOINED, query_context
 
 
@@ -172,7 +172,7 @@ class Pool(Imports):
                     self._rewrite_document(doc_id, title, text)
                 self._publish_queries()
                 self._add_counts(progress)
-                self._publish_staged("pool_ranks", _POOL_COLUMNS)
+                self._publish_staged("pool_ranks", POOL_COLUMNS)
                 if order:
                     self.conn.execute(f"ALTER TABLE candidates RENAME TO {CANDIDATES_RETIRED}")
                     self.conn.execute(f"ALTER TABLE {CANDIDATES_NEXT} RENAME TO candidates")
@@ -364,9 +364,7 @@ class Pool(Imports):
         # ranks under a new run count only once it is registered (see corpus.POOLED_RUN):
         # they are written now, in short transactions; the others wait for the publishing
         self._stage_ranks([row for row in new_ranks if row[1] in new_runs])
-        self._stage_rows(
-            "pool_ranks", _POOL_COLUMNS, [r for r in new_ranks if r[1] not in new_runs]
-        )
+        self._stage_rows("pool_ranks", POOL_COLUMNS, [r for r in new_ranks if r[1] not in new_runs])
         return added, touched - fresh, order, context
 
     def _build_next_candidates(self, order: Sequence[tuple], batch: int) -> None:

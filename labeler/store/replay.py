@@ -25,7 +25,7 @@ ROUND_TRIP_KEYS = (golden.POOL_KEY, "labels", "adjudication")
 
 @dataclass(frozen=True)
 class GoldenPlan:
-    """How an imported golden record is rebuilt (see :func:`_golden_plan`).
+    """How an imported golden record is rebuilt (see :func:`golden_plan`).
 
     ``order``: the candidates in display order; ``runs``: each ranking's doc ids (``import``:
     the imported list); ``replayed``: (created_at, record for
@@ -52,7 +52,7 @@ class GoldenPlan:
 
 @dataclass
 class Replay:
-    """The rows that reproduce imported golden records (see :func:`_replayed`); event ids
+    """The rows that reproduce imported golden records (see :func:`replayed`); event ids
     (in ``events``, ``labels`` and ``states``) count from 1, shifted when written."""
 
     source: str
@@ -73,7 +73,7 @@ class Replay:
         self.counts[key] = self.counts.get(key, 0) + delta
 
 
-def _replayed(
+def replayed(
     tasks: Sequence[Task], plans: Mapping[str, GoldenPlan], settings: Mapping, source: str
 ) -> Replay:
     """Derive, without the database, what importing these golden records writes: each
@@ -156,7 +156,7 @@ def _replayed(
     return replay
 
 
-def _golden_plan(task: Task, source: str, max_grade: int) -> GoldenPlan:
+def golden_plan(task: Task, source: str, max_grade: int) -> GoldenPlan:
     """Read what a golden record holds beyond the golden-set format's keys (it arrives in the task's
     metadata): ``pool`` (its candidates), ``labels`` (each annotator's own) and
     ``adjudication`` (the decision). Raises :class:`InputError` when they are malformed."""
@@ -283,7 +283,7 @@ def _decision_of(
     )
 
 
-def _imported_rows(task: Task) -> list[tuple]:
+def imported_rows(task: Task) -> list[tuple]:
     """Rows of ``candidates`` for a task's imported list: display order = its rank order."""
     return [
         (task.query_id, candidate.doc_id, rank, candidate.score, rank)
@@ -291,7 +291,7 @@ def _imported_rows(task: Task) -> list[tuple]:
     ]
 
 
-def _stored_metadata(task: Task) -> dict:
+def stored_metadata(task: Task) -> dict:
     """The metadata kept with a query: a golden record's own keys beyond the golden-set format's are
     rebuilt from the log (pool, labels, adjudication), not kept."""
     if task.golden is None:
