@@ -27,8 +27,10 @@
 // server stays the single source of truth: each answer resets the model, and the page
 // converges to what it stored. The server renders, hidden, the next query and the one Z
 // returns to, so that completing a query and undoing it show at once too. A press whose
-// effect cannot be foreseen (P, the history, an undo of what this page did not see) greys
-// the panel until the server shows the next state.
+// effect cannot be foreseen (P, the history, an undo of what this page did not see, a grade
+// on a first-hit query pooled from several runs or on a done query its labels no longer
+// complete) greys the panel until the server shows the next state. tests/key_cases.json
+// holds these predictions and the server to one table of cases.
 //
 // What each key does is not written here: `data.table` is labeler/keys.py's key table
 // (browser key names, each key's action), the one the server dispatches on, so the two
@@ -126,18 +128,24 @@ function reduce(m, key) {
   if (attaching(m, key)) return { ...m, query: null }; // the server holds the results
   if (m.grades.includes(key)) {
     if (m.current == null) return m;
+    // First-hit over several pooled runs: which card comes next (each run's first unjudged
+    // one) and whether a relevant one completes the query (or leaves holes, the docs another
+    // run ranks above it) depend on each run's ranking: only the server knows.
+    if (m.mode === "first_hit" && m.runs > 1) return { ...m, query: null };
     const grade = Number(key);
     const cards = m.cards.map(([doc, g, implied]) =>
       doc === m.current ? [doc, grade, false] : [doc, g, implied],
     );
-    // A query with holes (docs a pooled run ranks above its first relevant one, unjudged):
-    // which card comes next, and whether this press fills the last, only the server knows.
-    if (m.holes) return { ...m, query: null };
-    const relevant = cards.some(([, g]) => g != null && g >= m.threshold);
     const open = cards.filter(([, g]) => g == null);
-    if (m.done || (m.mode === "first_hit" && relevant) || (m.mode === "full" && !open.length)) {
-      return advance(m);
-    }
+    const first = cards.findIndex(([, g]) => g != null && g >= m.threshold);
+    // Complete by its labels (docs/labelling.md): first-hit, a relevant card with every card
+    // above it judged (one ranking: the cards' order); full, every card graded and one of
+    // them relevant (all non-relevant, a verdict is due).
+    const above = first >= 0 && cards.slice(0, first).every(([, g]) => g != null);
+    if (first >= 0 && (m.mode === "first_hit" ? above : !open.length)) return advance(m);
+    // A done query its labels no longer complete may still stand on a verdict, or on an
+    // answer attached from search, which the cards do not show: only the server knows.
+    if (m.done) return { ...m, query: null };
     return { ...m, cards, current: open.length ? open[0][0] : null };
   }
   if (action === "unanswerable" || action === "miss") {
@@ -431,3 +439,8 @@ export default function ({ data, parentElement, setStateValue }) {
     send = null;
   };
 }
+
+// The rules above, for tests/test_key_cases.py, which runs them (in Node) on the panels the
+// server sends and holds them to the same table of cases as the server. Streamlit uses only
+// the default export.
+export { copyModel, keptStands, step };

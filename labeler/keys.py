@@ -7,7 +7,8 @@ and sends the whole unacknowledged log as its state; :func:`listen` hands each e
 than the last applied one to the caller exactly once, in order, and acknowledges it back to
 the browser once the caller returned (a press that raises one of ``retry_on`` stays
 unacknowledged and is sent again). Given a ``panel`` model, the component also shows each
-press's effect at once, before the server answers (see ``keys.js``).
+press's effect at once, before the server answers (see ``keys.js``); :func:`panel_model` is
+that model, the contract between the label page and ``keys.js``.
 
 :data:`KEY_ACTIONS` is the key table: the server (:mod:`goldset.labeler.judging`) dispatches on it,
 and :func:`listen` hands it to the browser as the component's data, so that the page's
@@ -17,11 +18,13 @@ immediate feedback and the server read the same keys. Streamlit is imported only
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
+
+from goldset.labeler import render
 
 # Browser key names (``KeyboardEvent.key``) sent as another key: the arrows move like J/K.
 BROWSER_KEYS = {"Enter": "enter", "Escape": "escape", "ArrowDown": "j", "ArrowUp": "k"}
@@ -44,6 +47,7 @@ KEY_ACTIONS = {
     "escape": ("escape", "leave a text field; close the search"),
 }
 HISTORY_KEYS = "123456789"
+CARD_MARKER = "▶ judge this"  # the current card's badge
 
 
 def grade_keys(max_grade: int) -> str:
@@ -65,6 +69,114 @@ def browser_table() -> dict:
         "browser": dict(BROWSER_KEYS),
         "actions": {key: action for key, (action, _) in KEY_ACTIONS.items()},
         "history": HISTORY_KEYS,
+    }
+
+
+class PanelSession(Protocol):
+    """What :func:`panel_model` reads of a label session (``judging.LabelSession``, which
+    imports this module, so it is described here rather than imported)."""
+
+    @property
+    def protocol(self) -> Mapping[str, Any]:
+        """The project's labelling protocol: mode, max_grade, rel_threshold, depth."""
+
+    @property
+    def search(self) -> object | None:
+        """The corpus search open on the query, None when closed."""
+
+    @property
+    def history_armed(self) -> bool:
+        """H was pressed: the next key opens a history entry."""
+
+
+class PanelView(Protocol):
+    """What :func:`panel_model` reads of a query as the page shows it (``judging.QueryView``)."""
+
+    @property
+    def query(self) -> Mapping[str, Any]:
+        """query_id, query (its text) and slice."""
+
+    @property
+    def state(self) -> Mapping[str, Any]:
+        """The annotator's state of the query (``Store.query_state``)."""
+
+    @property
+    def mode(self) -> str:
+        """The mode the query is labelled in."""
+
+    @property
+    def candidates(self) -> Sequence[Mapping[str, Any]]:
+        """The cards, in display order: doc_id, grade (None when unjudged), provenance."""
+
+    @property
+    def current(self) -> Mapping[str, Any] | None:
+        """The card the next grade key judges."""
+
+    @property
+    def asserted(self) -> Collection[str]:
+        """The cards a verdict graded 0, not pressed one by one."""
+
+
+def panel_model(
+    session: PanelSession,
+    view: PanelView | None,
+    ahead: PanelView | None = None,
+    last_action: Mapping[str, Any] | None = None,
+    *,
+    grade_name: Callable[[int], str],
+    implied: str,
+) -> dict | None:
+    """What the key listener (``keys.js``) needs to show a press's effect before the server
+    answers: the query on screen, (``ahead``) the one its completion leads to and
+    (``last_action``) what Z would take back, so that the listener keeps its own undo models
+    only while they end with that action (a click or another tab may have acted since);
+    whether the search is open (``searching``) and H waits for a digit (``armed``).
+    ``grade_name`` and ``implied`` are the page's words for a grade and for a 0 a verdict
+    gave. tests/test_key_cases.py holds what ``keys.js`` makes of it to the server's rules."""
+    if view is None:
+        return None
+    protocol = session.protocol
+    words = {"grade_name": grade_name, "implied": implied}
+    following = None if ahead is None else _query_panel(protocol, ahead, **words)
+    return {
+        **_query_panel(protocol, view, **words),
+        # Opening another query closes the search and stops H waiting.
+        "next": following and {**following, "searching": False, "armed": False},
+        "undo_to": last_action and [last_action["query_id"], last_action["doc_id"]],
+        "searching": session.search is not None,
+        "armed": session.history_armed,
+    }
+
+
+def _query_panel(
+    protocol: Mapping[str, Any],
+    view: PanelView,
+    *,
+    grade_name: Callable[[int], str],
+    implied: str,
+) -> dict:
+    """One query's part of :func:`panel_model`: its cards, their grades and the current one,
+    and the rules that apply to it. ``runs`` counts the runs that rank the cards (an imported
+    list is one): over several, which card a first-hit query needs next, and whether a
+    relevant one completes it, are the server's to say."""
+    query = view.query
+    return {
+        "query": query["query_id"],
+        "text": query["query"],
+        "meta": render.query_meta(query["query_id"], query["slice"], escape=False),
+        "next": None,
+        "undo_to": None,
+        # [doc_id, grade, graded 0 by the verdict]
+        "cards": [[c["doc_id"], c["grade"], c["doc_id"] in view.asserted] for c in view.candidates],
+        "current": view.current["doc_id"] if view.current else None,
+        "mode": view.mode,
+        "threshold": protocol["rel_threshold"],
+        "done": view.state["status"] == "done",
+        "runs": len({run for card in view.candidates for run in card["provenance"]}),
+        "grades": grade_keys(protocol["max_grade"]),
+        "names": [grade_name(grade) for grade in range(protocol["max_grade"] + 1)],
+        "implied": implied,
+        "marker": CARD_MARKER,
     }
 
 
@@ -163,14 +275,12 @@ def listen(
     candidate, so that it never sits below the fold). ``applied_before`` tells, for a page
     this session has not seen, its last press already applied (see
     :meth:`KeyCursor.take_new`). ``panel`` is the judging panel's model for the browser's
-    immediate feedback: query, cards ``[[doc_id, grade or None, graded by a verdict],
-    ...]``, current, mode, threshold, done, searching, grades (digit keys), names (grade
-    names), implied (the words for a grade a verdict gave), marker (the current card's
-    badge). The browser reads each key's action from :func:`browser_table`. ``unsaved``: the
-    database refused to store a press (full disk, read-only file): the browser then shows
-    ``panel`` as the server has it, greyed, not the presses' predicted effect, keeps every
-    unacknowledged press, holds the ones typed meanwhile, and sends them again, less often
-    than for a busy database, until a write succeeds.
+    immediate feedback (:func:`panel_model`). The browser reads each key's action from
+    :func:`browser_table`. ``unsaved``: the database refused to store a press (full disk,
+    read-only file): the browser then shows ``panel`` as the server has it, greyed, not the
+    presses' predicted effect, keeps every unacknowledged press, holds the ones typed
+    meanwhile, and sends them again, less often than for a busy database, until a write
+    succeeds.
     """
     import streamlit as st
 

@@ -32,7 +32,6 @@ MODE_NAMES = {
     "first_hit": "first hit (judge from the top down, stop at the first relevant)",
     "full": "full (grade every candidate)",
 }
-CARD_MARKER = "▶ judge this"
 SEARCH_LABEL = "Search the corpus"
 BUTTON_KEYS = "umszxnp"  # the letter keys that also have a button
 # The table's words, where they are too long for a button.
@@ -139,41 +138,6 @@ def candidate_cards(view: QueryView, terms: list[str], *, ahead: bool = False) -
 def grade_label(grade: int, implied: bool) -> str:
     """A card's grade in words: what the grade means, or that a verdict gave it."""
     return IMPLIED_NAME if implied else grade_name(grade)
-
-
-def panel_model(
-    session: LabelSession,
-    view: QueryView | None,
-    ahead: QueryView | None = None,
-    last_action: dict | None = None,
-) -> dict | None:
-    """What the key listener needs to show a press's effect before the server answers:
-    the query on screen, (``ahead``) the one its completion leads to and (``last_action``)
-    what Z would take back, so that the listener keeps its own undo models only while they
-    end with that action (a click or another tab may have acted since)."""
-    if view is None:
-        return None
-    protocol = session.protocol
-    query = view.query
-    return {
-        "query": query["query_id"],
-        "text": query["query"],
-        "meta": render.query_meta(query["query_id"], query["slice"], escape=False),
-        "next": panel_model(session, ahead),
-        "undo_to": last_action and [last_action["query_id"], last_action["doc_id"]],
-        # [doc_id, grade, graded 0 by the verdict]
-        "cards": [[c["doc_id"], c["grade"], c["doc_id"] in view.asserted] for c in view.candidates],
-        "current": view.current["doc_id"] if view.current else None,
-        "mode": view.mode,
-        "threshold": protocol["rel_threshold"],
-        "done": view.state["status"] == "done",
-        "holes": view.state["holes"],  # the server alone knows where a holed query goes next
-        "searching": session.search is not None,
-        "grades": session.grade_keys,
-        "names": [grade_name(grade) for grade in range(protocol["max_grade"] + 1)],
-        "implied": IMPLIED_NAME,
-        "marker": CARD_MARKER,
-    }
 
 
 def action_buttons(session: LabelSession) -> None:
@@ -336,7 +300,9 @@ def judging_panel(session: LabelSession) -> None:
         follow=".gs-cards:not(.gs-hidden) .gs-current",
         applied_before=session.store.applied_key_press,
         retry_on=(StillBusy,),
-        panel=panel_model(session, view, ahead, last_action),
+        panel=keys.panel_model(
+            session, view, ahead, last_action, grade_name=grade_name, implied=IMPLIED_NAME
+        ),
         unsaved=bool(session.unsaved),
     )
     with st.container(key="gs-header"):
