@@ -12,8 +12,9 @@ query, q2 (cards e1, e2), is next in the queue. ``keys.js`` shows the open query
 card and, on q1, the cards; ``"foreseen": false`` marks the keys it leaves to the server
 (its panel then waits for the server's answer).
 
-keys.js runs in the Node that Playwright ships (``playwright/driver/node``, the runtime of
-its driver): wherever the browser tests can run, this one can, and it needs no browser.
+keys.js runs in the Node that Playwright runs its driver on (the one its wheel ships, or
+``PLAYWRIGHT_NODEJS_PATH``): wherever the browser tests can run, this one can, with no browser
+and no Node of the machine's own (.ci/run installs none).
 """
 
 from __future__ import annotations
