@@ -7,7 +7,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-import streamlit as st
 from click.testing import CliRunner
 from starlette.requests import Request
 from streamlit.testing.v1 import AppTest
@@ -27,7 +26,7 @@ from goldset.labeler.auth import (
 from goldset.labeler.cli import cli
 from goldset.labeler.launch import APP, DB_ENV, app_environment, check_host, streamlit_command
 from goldset.labeler.session_cookie import CLAIM_PATH, COOKIE, claim
-from goldset.labeler.store import DEMO_TASKS, Store
+from goldset.labeler.store import Store
 from goldset.labeler.views import context
 
 
@@ -198,15 +197,9 @@ def test_streamlit_run_serves_the_app_with_the_cookie_endpoint():
 
 
 @pytest.fixture
-def lone_project(tmp_path, monkeypatch) -> Path:
-    """A project with queries and no users: the app serves the local admin."""
-    db = tmp_path / "lone.db"
-    with Store(db) as store:
-        store.import_tasks(DEMO_TASKS)
-    monkeypatch.setenv(DB_ENV, str(db))
-    st.cache_resource.clear()
-    yield db
-    st.cache_resource.clear()
+def lone_project(demo_db, open_in_app) -> Path:
+    """A project with queries and no users, opened by the app: it serves the local admin."""
+    return open_in_app(demo_db)
 
 
 def admin_page() -> AppTest:

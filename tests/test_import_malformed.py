@@ -10,19 +10,13 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers.projects import demo_project, project_state
+from helpers.projects import project_state
 
 from goldset.eval.readers import InputError
 from goldset.labeler.store import Store
 
 MALFORMED = Path(__file__).parent / "malformed"
 EXPECTED = json.loads((MALFORMED / "expected.json").read_text())
-
-
-@pytest.fixture(scope="module")
-def project(tmp_path_factory) -> Path:
-    """A project holding the demo set (imported before the refusals)."""
-    return demo_project(tmp_path_factory.mktemp("malformed") / "project.db")
 
 
 def test_catalogue_has_at_least_twenty_files_each_with_an_expectation():
@@ -32,10 +26,10 @@ def test_catalogue_has_at_least_twenty_files_each_with_an_expectation():
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
-def test_malformed_file_is_refused_naming_file_line_and_field(project, name):
-    before = project_state(project)
+def test_malformed_file_is_refused_naming_file_line_and_field(module_demo_db, name):
+    before = project_state(module_demo_db)
     expected = EXPECTED[name]
-    with Store(project) as store, pytest.raises(InputError) as error:
+    with Store(module_demo_db) as store, pytest.raises(InputError) as error:
         store.import_tasks(MALFORMED / name)
     message = str(error.value)
     assert f"{name}:{expected['line']}:" in message
@@ -43,4 +37,4 @@ def test_malformed_file_is_refused_naming_file_line_and_field(project, name):
     assert error.value.field == expected["field"]
     if expected["field"]:
         assert f"field '{expected['field']}'" in message
-    assert project_state(project) == before
+    assert project_state(module_demo_db) == before

@@ -13,14 +13,12 @@ from click.testing import CliRunner
 
 from goldset.labeler import launch
 from goldset.labeler.cli import cli
-from goldset.labeler.store import Store
 
 
 @pytest.fixture
-def project(tmp_path) -> str:
-    path = tmp_path / "p.db"
-    Store(path).close()
-    return str(path)
+def empty_db(make_project) -> str:
+    """An empty project's path, as the command line gives it."""
+    return str(make_project())
 
 
 @pytest.fixture(params=["listening", "bound"])
@@ -34,11 +32,11 @@ def held_port(request) -> Iterator[int]:
 
 
 def test_goldset_app_on_a_busy_port_refuses_in_one_line_before_serving(
-    project, held_port, monkeypatch
+    empty_db, held_port, monkeypatch
 ):
     served = []
     monkeypatch.setattr(launch, "serve", lambda *arguments: served.append(arguments))
-    arguments = ["app", "--db", project, "--port", str(held_port), "--no-open"]
+    arguments = ["app", "--db", empty_db, "--port", str(held_port), "--no-open"]
     result = CliRunner().invoke(cli, arguments)
     assert result.exit_code == 2
     assert result.output.splitlines() == [
@@ -49,10 +47,10 @@ def test_goldset_app_on_a_busy_port_refuses_in_one_line_before_serving(
     assert served == []
 
 
-def test_the_real_command_exits_before_streamlit_starts(project, held_port):
+def test_the_real_command_exits_before_streamlit_starts(empty_db, held_port):
     # The whole command, as a user types it: the check runs before the process becomes the
     # server (if it did not, Streamlit would start, say "serving" first, and exit 1).
-    command = [sys.executable, "-m", "goldset.labeler.cli", "app", "--db", project]
+    command = [sys.executable, "-m", "goldset.labeler.cli", "app", "--db", empty_db]
     result = subprocess.run(
         [*command, "--port", str(held_port), "--no-open"],
         capture_output=True,

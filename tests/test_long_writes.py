@@ -63,14 +63,12 @@ def write_tasks(path, first: int, count: int) -> str:
 
 
 @pytest.fixture
-def project(tmp_path, monkeypatch):
+def paced_project(make_project, tmp_path, monkeypatch):
     """A project of 50 queries to label, and a 600-query tasks file to import into it.
     Transactions are kept tiny so that even this import takes many of them."""
     monkeypatch.setattr(store_imports, "STAGE_SECONDS", 0.005)
     monkeypatch.setattr(store_imports, "STAGE_PAUSE", 0.002)
-    path = tmp_path / "project.db"
-    with Store(path) as store:
-        store.import_tasks(write_tasks(tmp_path / "labelled.jsonl", 0, 50))
+    path = make_project(write_tasks(tmp_path / "labelled.jsonl", 0, 50))
     return path, write_tasks(tmp_path / "big.jsonl", 50, 600)
 
 
@@ -121,8 +119,10 @@ def judged_meanwhile(path, work) -> dict[str, int]:
 
 
 @pytest.mark.parametrize("kind", ["tasks", "golden set"])
-def test_judgements_during_a_large_import_are_all_stored_exactly_once(project, golden_set, kind):
-    path, big = project
+def test_judgements_during_a_large_import_are_all_stored_exactly_once(
+    paced_project, golden_set, kind
+):
+    path, big = paced_project
     big = golden_set if kind == "golden set" else big
     counts = {}
 
@@ -155,8 +155,8 @@ def seen_during_import(path, big, look) -> set:
     return seen
 
 
-def test_readers_see_all_of_an_import_or_none_of_it(project):
-    path, big = project
+def test_readers_see_all_of_an_import_or_none_of_it(paced_project):
+    path, big = paced_project
 
     def look(store: Store) -> tuple:
         queries = store.conn.execute("SELECT count(*) FROM queries").fetchone()[0]
@@ -174,8 +174,8 @@ def test_readers_see_all_of_an_import_or_none_of_it(project):
     assert after in seen
 
 
-def test_readers_see_all_of_a_golden_set_import_or_none_of_it(project, golden_set):
-    path, _ = project
+def test_readers_see_all_of_a_golden_set_import_or_none_of_it(paced_project, golden_set):
+    path, _ = paced_project
 
     def look(store: Store) -> tuple:
         # its events, labels and states are written before its queries: every reader that
@@ -205,8 +205,8 @@ def test_readers_see_all_of_a_golden_set_import_or_none_of_it(project, golden_se
     assert after in seen
 
 
-def test_a_golden_set_import_publishes_only_its_queries_at_the_end(project, golden_set):
-    path, _ = project
+def test_a_golden_set_import_publishes_only_its_queries_at_the_end(paced_project, golden_set):
+    path, _ = paced_project
     transactions = []
     with Store(path) as store:
         store.transaction_observer = lambda seconds, rows: transactions.append(rows)
@@ -222,8 +222,8 @@ def test_a_golden_set_import_publishes_only_its_queries_at_the_end(project, gold
     assert sum(bulk) >= replayed + 600 * 3 and len(bulk) > 10
 
 
-def test_pooling_new_queries_stages_their_pools_before_publishing(project, tmp_path):
-    path, _ = project
+def test_pooling_new_queries_stages_their_pools_before_publishing(paced_project, tmp_path):
+    path, _ = paced_project
     corpus, queries = tmp_path / "corpus.jsonl", tmp_path / "queries.jsonl"
     corpus.write_text(
         "".join(json.dumps({"_id": f"c{n}", "text": f"corpus {n}"}) + "\n" for n in range(500)),
@@ -259,8 +259,8 @@ def test_pooling_new_queries_stages_their_pools_before_publishing(project, tmp_p
     assert len(transactions) > 5
 
 
-def test_a_failing_pool_leaves_none_of_its_staged_ranks(project, tmp_path, monkeypatch):
-    path, _ = project
+def test_a_failing_pool_leaves_none_of_its_staged_ranks(paced_project, tmp_path, monkeypatch):
+    path, _ = paced_project
     corpus, queries, run = tmp_path / "c.jsonl", tmp_path / "q.jsonl", tmp_path / "A.trec"
     corpus.write_text(
         "".join(json.dumps({"_id": f"c{n}", "text": "x"}) + "\n" for n in range(50)),
@@ -289,8 +289,8 @@ def test_a_failing_pool_leaves_none_of_its_staged_ranks(project, tmp_path, monke
     assert left == [50, 50 * CANDIDATES, 0, 0, 50 * CANDIDATES]
 
 
-def test_a_failing_import_leaves_nothing_behind(project, monkeypatch):
-    path, big = project
+def test_a_failing_import_leaves_nothing_behind(paced_project, monkeypatch):
+    path, big = paced_project
     original = Store._stage_candidates
 
     def fail_halfway(self, rows, batch):
@@ -336,9 +336,9 @@ UNPUBLISHED_LABELS = (  # a golden set's replayed log is written, its labels in 
     ids=["tasks", "golden set, candidates written", "golden set, log written"],
 )
 def test_an_import_killed_halfway_shows_nothing_and_a_retry_completes(
-    project, golden_set, kind, written
+    paced_project, golden_set, kind, written
 ):
-    path, big = project
+    path, big = paced_project
     golden = kind == "golden set"
     big = golden_set if golden else big
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
@@ -373,8 +373,8 @@ def test_an_import_killed_halfway_shows_nothing_and_a_retry_completes(
     assert stored == [50 * CANDIDATES + candidates, *replayed]  # the dead import's are gone
 
 
-def test_a_refused_pool_leaves_none_of_its_staged_corpus(project, tmp_path):
-    path, _ = project
+def test_a_refused_pool_leaves_none_of_its_staged_corpus(paced_project, tmp_path):
+    path, _ = paced_project
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text(
         "".join(json.dumps({"_id": f"c{n}", "text": f"corpus {n}"}) + "\n" for n in range(3_000)),
@@ -392,8 +392,8 @@ def test_a_refused_pool_leaves_none_of_its_staged_corpus(project, tmp_path):
     assert documents == 50 * CANDIDATES
 
 
-def test_an_export_in_progress_lets_annotators_write(project):
-    path, _ = project
+def test_an_export_in_progress_lets_annotators_write(paced_project):
+    path, _ = paced_project
     with Store(path) as exporter, Store(path, timeout=0.5) as annotator:
         records = exporter.iter_golden_records()
         first = next(records)  # the export holds its read snapshot from here to the end
@@ -520,13 +520,13 @@ def test_a_golden_import_writes_the_golden_projection_that_its_rows_merge_to(tmp
 
 
 def test_a_writer_with_a_short_busy_timeout_gets_in_between_an_imports_transactions(
-    project, golden_set, monkeypatch
+    paced_project, golden_set, monkeypatch
 ):
     # pauses far shorter than the 100 ms SQLite's own busy handler sleeps between its later
     # tries: a writer gets in only if it keeps trying every few milliseconds (Store._begin)
     monkeypatch.setattr(store_imports, "STAGE_SECONDS", 0.1)
     monkeypatch.setattr(store_imports, "STAGE_PAUSE", 0.015)
-    path, _ = project
+    path, _ = paced_project
     stop, judged, errors = threading.Event(), [], []
 
     def annotator() -> None:
@@ -567,8 +567,8 @@ def next_query_run(tmp_path, queries: int) -> str:
     return str(run)
 
 
-def test_readers_see_all_of_pooling_a_run_over_known_queries_or_none_of_it(project, tmp_path):
-    path, _ = project
+def test_readers_see_all_of_pooling_a_run_over_known_queries_or_none_of_it(paced_project, tmp_path):
+    path, _ = paced_project
     run, seen, stop = next_query_run(tmp_path, 50), set(), threading.Event()
 
     def reader() -> None:
@@ -591,9 +591,9 @@ def test_readers_see_all_of_pooling_a_run_over_known_queries_or_none_of_it(proje
 
 
 def test_a_failing_pool_over_known_queries_leaves_none_of_the_runs_ranks(
-    project, tmp_path, monkeypatch
+    paced_project, tmp_path, monkeypatch
 ):
-    path, _ = project
+    path, _ = paced_project
 
     def fail(self, pooled):
         raise RuntimeError("disk full")
@@ -748,8 +748,8 @@ def test_a_pool_killed_while_copying_the_candidates_leaves_the_project_as_before
         assert {name.removesuffix("_alt") for name in tables(store)} == schema
 
 
-def test_a_table_left_by_a_pool_killed_after_its_swap_is_dropped_by_the_next_import(project):
-    path, big = project
+def test_a_table_left_by_a_pool_killed_after_its_swap_is_dropped_by_the_next_import(paced_project):
+    path, big = paced_project
     with Store(path) as store:
         schema = tables(store)
         # what a pool killed between its swap and dropping the old table leaves
@@ -758,9 +758,9 @@ def test_a_table_left_by_a_pool_killed_after_its_swap_is_dropped_by_the_next_imp
         assert tables(store) == schema
 
 
-def test_rebuilding_the_projections_waits_for_a_running_import(project):
+def test_rebuilding_the_projections_waits_for_a_running_import(paced_project):
     # Rebuilt meanwhile, the projections would lose the import's rows staged so far.
-    path, _ = project
+    path, _ = paced_project
     importer, rebuilder = Store(path), Store(path)
     rebuilt = threading.Event()
     with importer._import_lock():
@@ -792,9 +792,9 @@ def refreshed_by(monkeypatch) -> list:
     one by one."""
     original, calls = Store._refresh, []
 
-    def refresh(self, query_id, annotators=None):
+    def refresh(self, query_id, *args, **kwargs):
         calls.append((self, query_id))
-        original(self, query_id, annotators)
+        return original(self, query_id, *args, **kwargs)
 
     monkeypatch.setattr(Store, "_refresh", refresh)
     return calls
@@ -827,13 +827,13 @@ ACTED_MEANWHILE = {  # an action on a query while its state is derived, and what
 @pytest.mark.parametrize("change", ["pool", "protocol"])
 @pytest.mark.parametrize("after", ["_derive", "_rederive"])
 def test_acting_on_a_query_while_its_state_is_derived_is_not_lost(
-    project, tmp_path, monkeypatch, acted, change, after
+    paced_project, tmp_path, monkeypatch, acted, change, after
 ):
     # acted on between two passes, the query is derived again before publishing; after the
     # last, the publishing transaction derives it from its newest events
     from test_golden_projection import every_projection, rebuilt
 
-    path, _ = project
+    path, _ = paced_project
     labelled_project(path)
     act, (query_id, annotator, doc_id, grade) = ACTED_MEANWHILE[acted]
     meanwhile(monkeypatch, lambda: act(Store(path)), after)
@@ -852,13 +852,13 @@ def test_acting_on_a_query_while_its_state_is_derived_is_not_lost(
 
 @pytest.mark.parametrize("change", ["pool", "protocol"])
 def test_a_change_to_what_states_derive_from_meanwhile_re_derives_every_labelled_query(
-    project, tmp_path, monkeypatch, change
+    paced_project, tmp_path, monkeypatch, change
 ):
     # a protocol change while a pool derives, or a pool while a protocol change derives:
     # what was derived no longer holds, and the publishing transaction derives again
     from test_golden_projection import every_projection, rebuilt
 
-    path, _ = project
+    path, _ = paced_project
     labelled_project(path)
     run = next_query_run(tmp_path, 50)
     other = {

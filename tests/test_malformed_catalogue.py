@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from helpers.projects import demo_project, project_state
+from helpers.projects import project_state
 
 from goldset.labeler.cli import cli
 
@@ -485,12 +485,6 @@ CASES.update(
 )
 
 
-@pytest.fixture(scope="module")
-def project(tmp_path_factory) -> Path:
-    """A project holding the demo set (imported before the refusals)."""
-    return demo_project(tmp_path_factory.mktemp("catalogue") / "project.db")
-
-
 def write(path: Path, content: str | bytes) -> Path:
     path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
     return path
@@ -524,11 +518,11 @@ def test_catalogue_has_at_least_100_files_across_every_format():
 
 
 @pytest.mark.parametrize("name", list(CASES))
-def test_malformed_file_is_refused_naming_file_line_and_field(project, tmp_path, name):
+def test_malformed_file_is_refused_naming_file_line_and_field(module_demo_db, tmp_path, name):
     case = CASES[name]
     bad = write(tmp_path / case.name, case.content)
-    before = project_state(project)
-    result = CliRunner().invoke(cli, command(case, bad, project))
+    before = project_state(module_demo_db)
+    result = CliRunner().invoke(cli, command(case, bad, module_demo_db))
     assert result.exit_code == 2, result.output
     assert "Traceback" not in result.output and "Exception ignored" not in result.output
     message = result.output.strip().splitlines()
@@ -539,7 +533,7 @@ def test_malformed_file_is_refused_naming_file_line_and_field(project, tmp_path,
         assert f"field '{case.field}':" in message[0]
     else:
         assert "field '" not in message[0]
-    assert project_state(project) == before
+    assert project_state(module_demo_db) == before
 
 
 def long_csv(rows: int, text: str = "body") -> str:

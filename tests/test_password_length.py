@@ -32,11 +32,10 @@ def test_the_rule_is_eight_characters_and_hashing_keeps_to_it():
 
 
 @pytest.fixture
-def db(tmp_path) -> str:
-    path = tmp_path / "p.db"
-    with Store(path) as store:
-        store.add_annotator("ana", role="admin", password_hash=hash_password("ana password"))
-    return str(path)
+def admin_db(make_project) -> str:
+    """A project whose one user, the admin ana, has the password "ana password"; its path as
+    the command line gives it."""
+    return str(make_project(users={"ana": "admin"}, passwords={"ana": "ana password"}))
 
 
 def goldset(*args: str, input: str | None = None):
@@ -49,28 +48,28 @@ def refused(result) -> bool:
 
 
 @pytest.mark.parametrize("password", ["a", SHORT])
-def test_cli_user_add_refuses_a_short_password(db, password):
-    assert refused(goldset("user", "add", "bob", "--password", password, "--db", db))
-    with Store(db) as store:
+def test_cli_user_add_refuses_a_short_password(admin_db, password):
+    assert refused(goldset("user", "add", "bob", "--password", password, "--db", admin_db))
+    with Store(admin_db) as store:
         assert store.annotator("bob") is None
 
 
-def test_cli_user_passwd_refuses_a_short_password_and_keeps_the_old_one(db):
-    assert refused(goldset("user", "passwd", "ana", "--password", "a", "--db", db))
-    with Store(db) as store:
+def test_cli_user_passwd_refuses_a_short_password_and_keeps_the_old_one(admin_db):
+    assert refused(goldset("user", "passwd", "ana", "--password", "a", "--db", admin_db))
+    with Store(admin_db) as store:
         assert verify_password("ana password", store.annotator("ana")["password_hash"])
 
 
-def test_cli_refuses_a_short_password_typed_at_the_prompt(db):
-    result = goldset("user", "add", "bob", "--db", db, input=f"{SHORT}\n{SHORT}\n")
+def test_cli_refuses_a_short_password_typed_at_the_prompt(admin_db):
+    result = goldset("user", "add", "bob", "--db", admin_db, input=f"{SHORT}\n{SHORT}\n")
     assert result.exit_code == 2 and result.output.endswith(f"Error: {REFUSAL}\n")
     assert "at least 8 characters" in result.output.splitlines()[0]  # the prompt says so
 
 
-def test_cli_takes_a_password_of_eight_characters(db):
-    added = goldset("user", "add", "bob", "--password", LONG_ENOUGH, "--db", db)
+def test_cli_takes_a_password_of_eight_characters(admin_db):
+    added = goldset("user", "add", "bob", "--password", LONG_ENOUGH, "--db", admin_db)
     assert added.exit_code == 0, added.output
-    with Store(db) as store:
+    with Store(admin_db) as store:
         assert verify_password(LONG_ENOUGH, store.annotator("bob")["password_hash"])
 
 

@@ -5,6 +5,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 import pandas as pd
 import pytest
@@ -13,12 +14,13 @@ import goldset
 from goldset.eval.errors import InputError
 from goldset.labeler.store import DEMO_TASKS, ProjectError
 
-CRANFIELD = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "cranfield"
-QRELS, BM25, TFIDF = (
-    CRANFIELD / "qrels.tsv",
-    CRANFIELD / "runs" / "bm25.trec",
-    CRANFIELD / "runs" / "tfidf-title.trec",
-)
+
+class Cranfield(NamedTuple):
+    """The files of the Cranfield collection these tests read."""
+
+    qrels: Path
+    bm25: Path
+    tfidf: Path
 
 
 def cli_json(*args: str) -> dict:
@@ -37,24 +39,36 @@ def nested(frame: pd.DataFrame, value: str) -> dict:
 
 
 @pytest.fixture(scope="module")
-def cranfield_frames() -> tuple[pd.DataFrame, pd.DataFrame]:
-    qrels = pd.read_csv(QRELS, sep="\t", dtype={"query-id": str, "corpus-id": str})
+def cranfield(cranfield_dir: Path) -> Cranfield:
+    """Cranfield's qrels and its two runs, bm25 and tfidf-title."""
+    runs = cranfield_dir / "runs"
+    return Cranfield(cranfield_dir / "qrels.tsv", runs / "bm25.trec", runs / "tfidf-title.trec")
+
+
+@pytest.fixture(scope="module")
+def cranfield_frames(cranfield: Cranfield) -> tuple[pd.DataFrame, pd.DataFrame]:
+    qrels = pd.read_csv(cranfield.qrels, sep="\t", dtype={"query-id": str, "corpus-id": str})
     qrels.columns = ["query_id", "doc_id", "grade"]
     run = pd.read_csv(
-        BM25, sep=r"\s+", header=None, names=["query_id", "q0", "doc_id", "rank", "score", "tag"]
+        cranfield.bm25,
+        sep=r"\s+",
+        header=None,
+        names=["query_id", "q0", "doc_id", "rank", "score", "tag"],
     )
     run[["query_id", "doc_id"]] = run[["query_id", "doc_id"]].astype(str)
     return qrels, run[["query_id", "doc_id", "score"]]
 
 
 def test_evaluate_gives_the_figures_of_goldset_eval_from_a_path_a_frame_and_a_dict(
-    cranfield_frames,
+    cranfield, cranfield_frames
 ):
-    expected = cli_json("eval", "--golden", str(QRELS), "--run", str(BM25), "--bootstrap", "200")
+    expected = cli_json(
+        "eval", "--golden", str(cranfield.qrels), "--run", str(cranfield.bm25), "--bootstrap", "200"
+    )
     qrels, run = cranfield_frames
     for golden, ran in [
-        (QRELS, BM25),
-        (str(QRELS), str(BM25)),
+        (cranfield.qrels, cranfield.bm25),
+        (str(cranfield.qrels), str(cranfield.bm25)),
         (qrels, run),
         (nested(qrels, "grade"), nested(run, "score")),
     ]:
@@ -70,11 +84,12 @@ def test_evaluate_gives_the_figures_of_goldset_eval_from_a_path_a_frame_and_a_di
         assert report.to_dataframe().equals(report.per_query())
 
 
-def test_compare_gives_the_verdict_and_deltas_of_goldset_compare():
+def test_compare_gives_the_verdict_and_deltas_of_goldset_compare(cranfield):
+    qrels, bm25, tfidf = cranfield
     expected = cli_json(
-        "compare", "--golden", str(QRELS), "--baseline", str(BM25), "--candidate", str(TFIDF)
+        "compare", "--golden", str(qrels), "--baseline", str(bm25), "--candidate", str(tfidf)
     )
-    comparison = goldset.compare(QRELS, BM25, TFIDF)
+    comparison = goldset.compare(qrels, bm25, tfidf)
     assert comparison.verdict == expected["gate"]["verdict"] == "fail"
     summary = comparison.summary()
     for spec, entry in expected["metrics"].items():

@@ -35,7 +35,7 @@ from goldset.labeler import hosts, importing, session_cookie
 from goldset.labeler.auth import hash_password
 from goldset.labeler.cli import cli
 from goldset.labeler.launch import DB_ENV
-from goldset.labeler.store import DEMO_TASKS, Store
+from goldset.labeler.store import Store
 
 
 def header(messages: list[dict], name: bytes) -> list[bytes]:
@@ -88,14 +88,6 @@ def test_the_cookie_endpoint_reads_no_more_of_a_body_than_a_ticket():
 
 
 # --- the CLI's refusals ---------------------------------------------------------------------------
-
-
-@pytest.fixture
-def demo_db(tmp_path) -> Path:
-    path = tmp_path / "demo.db"
-    with Store(path) as store:
-        store.import_tasks(DEMO_TASKS)
-    return path
 
 
 def refused(*args: str) -> str:

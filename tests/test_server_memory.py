@@ -42,11 +42,10 @@ def rss_mib(pid: int) -> float:
 
 
 @pytest.fixture
-def project(tmp_path) -> Path:
+def many_queries_db(make_project) -> Path:
     """900 queries of 5 candidates (2,000 first-hit presses take about 800), one annotator."""
-    path = tmp_path / "memory.db"
-    with Store(path) as store:
-        store.import_records(
+    return make_project(
+        (
             {
                 "query_id": f"q{number}",
                 "query": f"question {number}",
@@ -55,17 +54,17 @@ def project(tmp_path) -> Path:
                 ],
             }
             for number in range(900)
-        )
-        store.add_annotator("ana", role="annotator")
-    return path
+        ),
+        users=["ana"],
+    )
 
 
 @pytest.fixture
-def server(project):
-    """The app on ``project``, started with the command and settings of ``goldset app``."""
+def server(many_queries_db):
+    """The app on ``many_queries_db``, started with the command and settings of ``goldset app``."""
     port = free_port()
     command = streamlit_command("127.0.0.1", port)
-    with serving(command, port, {DB_ENV: str(project)}, timeout=60) as served:
+    with serving(command, port, {DB_ENV: str(many_queries_db)}, timeout=60) as served:
         yield served
 
 
@@ -90,15 +89,15 @@ async def session_memory(url: str, project: Path, pid: int) -> tuple[float, floa
     return settled, final, annotator.listener.applied
 
 
-def test_server_memory_stays_flat_over_two_thousand_presses_of_one_session(server, project):
+def test_server_memory_stays_flat_over_two_thousand_presses_of_one_session(server, many_queries_db):
     url, process = server
     # On a thread of its own: after the browser tests, Playwright's sync API keeps an event
     # loop running on this one, and asyncio.run refuses to start another there.
     with ThreadPoolExecutor(max_workers=1) as thread:
-        measuring = thread.submit(asyncio.run, session_memory(url, project, process.pid))
+        measuring = thread.submit(asyncio.run, session_memory(url, many_queries_db, process.pid))
         settled, final, applied = measuring.result()
     assert applied == PRESSES
-    with Store(project) as store:
+    with Store(many_queries_db) as store:
         assert len(store.events_frame()) == PRESSES  # every press judged a doc, once
     assert final - settled < GROWTH_BOUND_MIB, (
         f"RSS grew from {settled:.1f} to {final:.1f} MiB over {PRESSES - SETTLED_AFTER} presses"

@@ -8,8 +8,6 @@ from pathlib import Path
 import pytest
 from e2e_support import REPO, streamlit_app
 
-from goldset.labeler.store import DEMO_TASKS, Store
-
 APP = REPO / "labeler" / "app.py"
 ARTIFACTS = REPO / "tests" / "artifacts"
 
@@ -44,15 +42,6 @@ def serve_app(tmp_path):
             return servers.enter_context(streamlit_app(APP, {"GOLDSET_DB": str(db_path)}))
 
         yield start
-
-
-@pytest.fixture
-def demo_db(tmp_path) -> Path:
-    """A fresh project with the bundled demo set (the four SDK queries first)."""
-    path = tmp_path / "demo.db"
-    with Store(path) as store:
-        store.import_tasks(DEMO_TASKS)
-    return path
 
 
 @pytest.fixture
