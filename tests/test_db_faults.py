@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from helpers.projects import build_project
 
 from goldset.labeler.cli import cli
 from goldset.labeler.store import DEMO_TASKS, ProjectError, Store
@@ -21,10 +22,7 @@ PAGE = 4096
 
 def project(path: Path) -> Path:
     """A real project: the demo set, one user, closed (its WAL checkpointed into the file)."""
-    with Store(path) as store:
-        store.import_tasks(DEMO_TASKS)
-        store.add_annotator("ana", role="annotator")
-    return path
+    return build_project(path, DEMO_TASKS, users=["ana"])
 
 
 def missing(folder: Path) -> Path:

@@ -38,7 +38,7 @@ def judge_down(store: Store, query_id: str, grades: list[int], annotator: str = 
 
 
 @pytest.fixture(scope="module")
-def demo_project(tmp_path_factory) -> Path:
+def demo_with_every_key(tmp_path_factory) -> Path:
     """The demo project labelled in every way that adds keys to an export: two annotators who
     disagree, a reviewer's decision, a miss with its answer found by search, an unanswerable
     query, a skip, a note, a full-mode query, and a machine judge's labels."""
@@ -88,9 +88,9 @@ def test_every_metric_the_cli_accepts_is_documented_with_its_formula():
     assert not missing, f"docs/metrics.md does not document: {missing}"
 
 
-def test_every_key_the_golden_export_writes_is_documented(demo_project, tmp_path):
-    records = exported(demo_project, tmp_path) + exported(
-        demo_project, tmp_path, "--labels", "both", "--judge", "rule"
+def test_every_key_the_golden_export_writes_is_documented(demo_with_every_key, tmp_path):
+    records = exported(demo_with_every_key, tmp_path) + exported(
+        demo_with_every_key, tmp_path, "--labels", "both", "--judge", "rule"
     )
     written = keys_written(records)
     # The fixture reaches every optional part of a record, so the check covers them.
