@@ -141,7 +141,7 @@ class LabelSession:
         self.history: list[str] = store.recent_queries(annotator, HISTORY_SIZE)
         self._query_id: str | None = None
         resumed = store.resume_query(annotator)
-        if resumed is not None and not self.may_open(resumed):  # dealt to others since
+        if resumed is not None and not self._may_open(resumed):  # dealt to others since
             resumed = store.next_query(annotator)
         self.query_id = resumed
 
@@ -233,7 +233,7 @@ class LabelSession:
             last = self.store.last_undoable(self.annotator)
             if last is None or last["query_id"] == self.query_id:
                 return last, None
-            if not self.may_open(last["query_id"]):
+            if not self._may_open(last["query_id"]):
                 return last, None
             return last, self._view(last["query_id"], own_cursor=False)
 
@@ -241,7 +241,7 @@ class LabelSession:
         """The annotator's progress per slice (see :meth:`Store.progress`)."""
         return self.store.progress(self.annotator)
 
-    def may_open(self, query_id: str) -> bool:
+    def _may_open(self, query_id: str) -> bool:
         """Whether this annotator may see and act on ``query_id`` (see
         :func:`goldset.labeler.team.may_open`, the one rule)."""
         return team.may_open(self.store, self.annotator, query_id)
@@ -262,7 +262,7 @@ class LabelSession:
     def _check_queue(self, query_id: str) -> None:
         """Raise ValueError unless this annotator may act on ``query_id``: the same words for
         an unknown query and for one of another's queue, which tell nothing of it."""
-        if not self.may_open(query_id):
+        if not self._may_open(query_id):
             raise ValueError(f"no query {query_id} in your queue")
 
     def recent(self) -> list[str]:
@@ -285,7 +285,7 @@ class LabelSession:
         press acts only there: on that query (opened here if need be), and on that card only
         if it still has the grade the page showed — a card judged meanwhile (in another tab)
         gets nothing, and the page is told. A press aimed at a query outside the annotator's
-        queue (see :meth:`may_open`) is refused: nothing of that query is opened or written.
+        queue (see :meth:`_may_open`) is refused: nothing of that query is opened or written.
         Its active time runs to when it was typed, ``lag_seconds`` before now. Its writes
         carry ``(page, seq)`` into the log, so that a restarted server never applies it again
         (see :meth:`Store.key_press`). A database held by another writer past the busy
@@ -501,7 +501,7 @@ class LabelSession:
     def _undo(self, scoped: bool = False) -> None:
         scope = self._require_query() if scoped else None
         last = self.store.last_undoable(self.annotator, query_id=scope)
-        if last is not None and not self.may_open(last["query_id"]):
+        if last is not None and not self._may_open(last["query_id"]):
             raise ValueError(f"your last action is on {last['query_id']}, not in your queue")
         undone = self.store.undo(self.annotator, query_id=scope)
         if undone is None:
