@@ -263,15 +263,19 @@ def measured_cost(
 
 
 def _top_docs(run: pd.DataFrame, depth: int, keep_order: bool) -> pd.DataFrame:
-    """(query_id, doc_id) of each query's top ``depth`` docs in ``run``."""
+    """(query_id, doc_id) of each query's top ``depth`` docs in ``run``, ranked as eval ranks
+    a run (:func:`goldset.eval.ranking.run_order`), or in row order with ``keep_order``."""
     needed = ["query_id", "doc_id"] if keep_order else ["query_id", "doc_id", "score"]
     absent = [column for column in needed if column not in run.columns]
     if absent:
         raise ValueError(f"a run frame lacks the column(s) {', '.join(absent)}")
-    ranked = (
-        run if keep_order else run.sort_values(["score", "doc_id"], ascending=False, kind="stable")
-    )
-    top = ranked[ranked.groupby("query_id", sort=False).cumcount() < depth]
+    if keep_order:
+        top = run[run.groupby("query_id", sort=False).cumcount() < depth]
+    else:
+        from goldset.eval.ranking import run_order  # ranking only when a run is ranked here
+        from goldset.eval.readers import run_from_frame
+
+        top = run.iloc[run_order(run_from_frame(run, name="pooled"), depth).row]
     return top[["query_id", "doc_id"]]
 
 
