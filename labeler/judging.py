@@ -1,19 +1,21 @@
 """What one annotator's key presses mean: a thin layer over :class:`goldset.labeler.store.Store`.
 
-No Streamlit here: the label page renders a :class:`QueryView` and sends every key (typed or
-clicked) to :meth:`LabelSession.press`. Each press costs a few indexed reads and at most one
-write; nothing loads a whole table.
+No Streamlit here: the label page renders a :class:`LabelPage` and sends every key (typed or
+clicked) to :meth:`LabelSession.press`. A press is one transaction — a write transaction for
+a key that may write (see :data:`WRITING_ACTIONS`), a read snapshot for the others — and a
+rerun of the page reads once (:meth:`LabelSession.page`); nothing loads a whole table.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from copy import copy
 from dataclasses import dataclass, field
 from functools import partial
 
 from goldset.labeler import accounts, keys, team
-from goldset.labeler.store import StaleTarget, Store, is_busy, is_write_failure
+from goldset.labeler.store import QuerySheet, StaleTarget, Store, is_busy, is_write_failure
 
 # Active time per judgement is the time since the previous action, capped: reading a candidate
 # takes seconds to a minute, so a longer gap means the annotator stepped away (a call, a break)
@@ -25,6 +27,12 @@ HISTORY_SIZE = 10
 SEARCH_RESULTS = 8
 GRADE_NAMES = ("not relevant", "relevant", "highly relevant", "perfect")
 IMPLIED_NAME = "by verdict"  # a 0 that U or M gave a candidate nobody graded
+# The actions of the key table that write (with the grade digits): their press is one write
+# transaction; any other key reads in one snapshot, so that moving or navigating never waits
+# for the write lock (a long import).
+WRITING_ACTIONS = frozenset({"unanswerable", "miss", "skip", "undo", "undo_here", "attach"})
+# What a press that could not be stored leaves of a session as it was (see LabelSession._where).
+_PLACE = ("_query_id", "history", "cursor", "search", "history_armed", "message")
 
 
 class StillBusy(Exception):
@@ -105,6 +113,22 @@ class QueryView:
         return "miss, answer attached" if self.attached else "miss"
 
 
+@dataclass(frozen=True)
+class LabelPage:
+    """What the label page shows after a rerun, read in one snapshot (see
+    :meth:`LabelSession.page`): the open query (None when nothing is left), the one completing
+    it leads to (``ahead``), the action Z would take back (``last_action``) and the view of
+    its query when that is another one the annotator may open (``behind``), the annotator's
+    progress per slice, and the states of the recent queries (the history strip)."""
+
+    view: QueryView | None
+    ahead: QueryView | None
+    last_action: dict | None
+    behind: QueryView | None
+    progress: dict[str, dict[str, int]]
+    recent: dict[str, dict]
+
+
 @dataclass
 class Search:
     """The corpus search open on a query: its text, the results and the selected one."""
@@ -118,8 +142,9 @@ class Search:
 class LabelSession:
     """One annotator judging in one browser session: the current query and what keys do.
 
-    The protocol (mode, depth, grade scale, threshold) is the project's, read from the store
-    on every use: an admin's change reaches open pages at their next key press.
+    The protocol (mode, depth, grade scale, threshold) is the project's, read again by every
+    press and every page read in its own transaction: an admin's change reaches open pages
+    at their next key press or rerun.
     """
 
     def __init__(self, store: Store, annotator: str):
@@ -137,12 +162,14 @@ class LabelSession:
         # The last press the database refused to store, in words (see WriteFailed): shown
         # until a press is stored again.
         self.unsaved = ""
-        # Queries viewed, newest first (the open one first); seeded with the latest worked on.
-        self.history: list[str] = store.recent_queries(annotator, HISTORY_SIZE)
+        self._protocol: dict | None = None  # as the latest press or page read found it
         self._query_id: str | None = None
-        resumed = store.resume_query(annotator)
-        if resumed is not None and not self._may_open(resumed):  # dealt to others since
-            resumed = store.next_query(annotator)
+        with store.snapshot():
+            # Queries viewed, newest first (the open one first); seeded with the latest worked on.
+            self.history: list[str] = store.recent_queries(annotator, HISTORY_SIZE)
+            resumed = store.resume_query(annotator)
+            if resumed is not None and not self._may_open(resumed):  # dealt to others since
+                resumed = store.next_query(annotator)
         self.query_id = resumed
 
     @property
@@ -161,8 +188,18 @@ class LabelSession:
 
     @property
     def protocol(self) -> dict:
-        """The project's labelling protocol (see :meth:`Store.settings`)."""
-        return self.store.settings()
+        """The project's labelling protocol (see :meth:`Store.settings`) as this session's
+        latest press or page read found it (read now if none did yet, or after
+        :meth:`read_protocol`)."""
+        if self._protocol is None:
+            self._protocol = self.store.settings()
+        return self._protocol
+
+    def read_protocol(self) -> dict:
+        """Read the project's protocol again (a page rerun whole, e.g. its sidebar) and return
+        it."""
+        self._protocol = self.store.settings()
+        return self._protocol
 
     @property
     def grade_keys(self) -> str:
@@ -174,47 +211,32 @@ class LabelSession:
         """Every key the page sends (see :func:`goldset.labeler.keys.accepted_keys`)."""
         return keys.accepted_keys(self.protocol["max_grade"])
 
-    def view(self) -> QueryView | None:
-        """The current query as the page shows it, or None when no query is left.
+    def page(self) -> LabelPage:
+        """Everything a rerun of the label page shows (see :class:`LabelPage`), read in one
+        snapshot: the queries it shows in one statement, from the projections the presses
+        wrote."""
+        with self.store.snapshot():
+            self._protocol = self.store.settings()
+            desk = self.store.desk(self.annotator, self.query_id, self.recent())
+            behind_id = self._behind(desk.last_action, desk.ahead)
+            sheets = self._sheets(self.query_id, desk.ahead, behind_id)
+            return LabelPage(
+                view=self._view(sheets[self.query_id]) if self.query_id else None,
+                ahead=self._view(sheets[desk.ahead], own_cursor=False) if desk.ahead else None,
+                last_action=desk.last_action,
+                behind=self._view(sheets[behind_id], own_cursor=False) if behind_id else None,
+                progress=desk.progress,
+                recent=desk.recent,
+            )
 
-        Its reads share one snapshot, so that a write by another annotator in between
-        cannot show, say, a state from before it beside candidates from after it.
-        """
+    def view(self) -> QueryView | None:
+        """The current query as the page shows it, or None when no query is left (one
+        snapshot, as :meth:`page`)."""
         if self.query_id is None:
             return None
         with self.store.snapshot():
-            return self._view(self.query_id)
-
-    def _view(self, query_id: str, *, own_cursor: bool = True) -> QueryView:
-        """The view of a query: its current card is the one picked with J/K (this session's
-        cursor, unless ``own_cursor`` is False), else the next one to judge."""
-        cursor = self.cursor if own_cursor else None
-        annotator, protocol = self.annotator, self.protocol
-        state = self.store.query_state(query_id, annotator)
-        mode = state["mode"] if state["judged_depth"] else protocol["mode"]
-        candidates = self.store.candidates(query_id, annotator)
-        if protocol["depth"]:
-            candidates = candidates[: protocol["depth"]]
-        candidate_ids = {candidate["doc_id"] for candidate in candidates}
-        attached = [
-            {**self.store.document(doc_id), "grade": grade}
-            for doc_id, grade in self.store.labels(query_id, annotator).items()
-            if doc_id not in candidate_ids
-        ]
-        current = next((c for c in candidates if c["doc_id"] == cursor), None)
-        if current is None and not state["complete"]:
-            current = self.store.next_candidate(query_id, annotator, mode)
-        if current is None and state["complete"]:  # reopened: a grade key changes a card
-            current = first_card(candidates, protocol["rel_threshold"])
-        return QueryView(
-            query=self.store.query(query_id),
-            state=state,
-            mode=mode,
-            candidates=candidates,
-            current=current,
-            attached=attached,
-            asserted=frozenset(state["asserted"]),
-        )
+            self._protocol = self.store.settings()
+            return self._view_of(self.query_id)
 
     def next_view(self) -> QueryView | None:
         """The query that completing the open one leads to (N, S, a verdict, the last
@@ -222,8 +244,8 @@ class LabelSession:
         if self.query_id is None:
             return None
         with self.store.snapshot():
-            next_id = self.store.next_query(self.annotator, after=self.query_id)
-            return None if next_id is None else self._view(next_id, own_cursor=False)
+            ahead_id = self.store.next_query(self.annotator, after=self.query_id)
+            return None if ahead_id is None else self._view_of(ahead_id, own_cursor=False)
 
     def undo_preview(self) -> tuple[dict | None, QueryView | None]:
         """The action Z would take back now (see :meth:`Store.last_undoable`), and the view
@@ -231,15 +253,56 @@ class LabelSession:
         usually), so that the page can show Z's result before the server answers."""
         with self.store.snapshot():
             last = self.store.last_undoable(self.annotator)
-            if last is None or last["query_id"] == self.query_id:
-                return last, None
-            if not self._may_open(last["query_id"]):
-                return last, None
-            return last, self._view(last["query_id"], own_cursor=False)
+            behind_id = self._behind(last, None)
+            return last, None if behind_id is None else self._view_of(behind_id, own_cursor=False)
 
     def progress(self) -> dict[str, dict[str, int]]:
         """The annotator's progress per slice (see :meth:`Store.progress`)."""
         return self.store.progress(self.annotator)
+
+    def _behind(self, last: dict | None, ahead_id: str | None) -> str | None:
+        """The query of the action Z would take back (``last``) when the page shows it hidden:
+        another than the open one, that the annotator may open (``ahead_id``, from their
+        queue, is)."""
+        if last is None or last["query_id"] == self.query_id:
+            return None
+        if last["query_id"] != ahead_id and not self._may_open(last["query_id"]):
+            return None
+        return last["query_id"]
+
+    def _sheets(self, *query_ids: str | None) -> dict[str, QuerySheet]:
+        """These queries as the annotator works on them, in one statement (None: left out);
+        ValueError for one the project no longer has."""
+        wanted = list(dict.fromkeys(q for q in query_ids if q is not None))
+        sheets = self.store.sheets(wanted, self.annotator) if wanted else {}
+        for query_id in wanted:
+            if query_id not in sheets:
+                raise ValueError(f"unknown query {query_id!r}")
+        return sheets
+
+    def _view_of(self, query_id: str, *, own_cursor: bool = True) -> QueryView:
+        """The view of one query (see :meth:`_view`), read now."""
+        return self._view(self._sheets(query_id)[query_id], own_cursor=own_cursor)
+
+    def _view(self, sheet: QuerySheet, *, own_cursor: bool = True) -> QueryView:
+        """The view of a query: its current card is the one picked with J/K (this session's
+        cursor, unless ``own_cursor`` is False), else the next one to judge."""
+        cursor = self.cursor if own_cursor else None
+        candidates, state = sheet.candidates, sheet.state
+        current = next((c for c in candidates if c["doc_id"] == cursor), None)
+        if current is None and not state["complete"]:
+            current = next((c for c in candidates if c["doc_id"] == sheet.next_doc), None)
+        if current is None and state["complete"]:  # reopened: a grade key changes a card
+            current = first_card(candidates, self.protocol["rel_threshold"])
+        return QueryView(
+            query=sheet.query,
+            state=state,
+            mode=sheet.mode,
+            candidates=candidates,
+            current=current,
+            attached=sheet.attached,
+            asserted=sheet.asserted,
+        )
 
     def _may_open(self, query_id: str) -> bool:
         """Whether this annotator may see and act on ``query_id`` (see
@@ -286,27 +349,16 @@ class LabelSession:
         if it still has the grade the page showed — a card judged meanwhile (in another tab)
         gets nothing, and the page is told. A press aimed at a query outside the annotator's
         queue (see :meth:`_may_open`) is refused: nothing of that query is opened or written.
-        Its active time runs to when it was typed, ``lag_seconds`` before now. Its writes
-        carry ``(page, seq)`` into the log, so that a restarted server never applies it again
-        (see :meth:`Store.key_press`). A database held by another writer past the busy
-        timeout raises :class:`StillBusy`, a write the file refused :class:`WriteFailed`,
-        which :attr:`unsaved` names (nothing written; the page sends the press again).
+        Its active time runs to when it was typed, ``lag_seconds`` before now. It is applied
+        in one transaction that records ``(page, seq)`` with what it wrote, so that a
+        restarted server never applies it again (see :meth:`Store.key_press`). A database
+        held by another writer past the busy timeout raises :class:`StillBusy`, a write the
+        file refused :class:`WriteFailed`, which :attr:`unsaved` names (nothing written,
+        nothing of the session changed; the page sends the press again).
         """
-        target = target or {}
-        aimed_at = target.get("query")
-        if aimed_at is not None and aimed_at != self.query_id:
-            # The page showed another query than this session has open: the next one it
-            # fetched ahead, when someone else's work has since changed the queue. The
-            # press acts on the query the annotator saw, if it is theirs to act on.
-            try:
-                self._open(aimed_at)
-            except ValueError as error:
-                self.message = f"Not done: {error}"
-                return
         typed_at = time.monotonic() - lag_seconds
         try:
-            with self.store.key_press(page, seq):
-                self.press(key, self.active_time.lap(typed_at), target)
+            self.press(key, self.active_time.lap(typed_at), target, tag=(page, seq))
         except WriteFailed as error:
             self.unsaved = f"Not saved: {press_name(key, target)} ({error})."
             raise
@@ -322,9 +374,17 @@ class LabelSession:
         except StillBusy:
             self.message = "Not saved: the database is busy (a long import?). Click again."
 
-    def press(self, key: str, seconds: float | None = None, target: dict | None = None) -> None:
+    def press(
+        self,
+        key: str,
+        seconds: float | None = None,
+        target: dict | None = None,
+        *,
+        tag: tuple[str, int] | None = None,
+    ) -> None:
         """Apply one key of the key table (:data:`goldset.labeler.keys.KEY_ACTIONS`) or a grade
-        digit.
+        digit, in one transaction (``tag``: the browser page's id and press number, recorded
+        with what it writes; see :meth:`press_typed`).
 
         A grade aimed at the search (``target["attach"]``: the page showed the results)
         attaches the selected result with that grade; otherwise it grades a card. After H,
@@ -334,8 +394,18 @@ class LabelSession:
         here leaves the data unchanged and says why in :attr:`message`.
         """
         seconds = self.active_time.lap() if seconds is None else seconds
-        key = key.lower()
-        target = target or {}
+        key, target = key.lower(), target or {}
+        writes = key.isdigit() or keys.KEY_ACTIONS.get(key, (None,))[0] in WRITING_ACTIONS
+        self._guarded(partial(self._apply, key, seconds, target), writes=writes, tag=tag)
+
+    def _apply(self, key: str, seconds: float, target: dict) -> None:
+        """What :meth:`press` does, inside its transaction."""
+        aimed_at = target.get("query")
+        if aimed_at is not None and aimed_at != self.query_id:
+            # The page showed another query than this session has open: the next one it
+            # fetched ahead, when someone else's work has since changed the queue. The
+            # press acts on the query the annotator saw, if it is theirs to act on.
+            self._open(aimed_at)
         if self.history_armed:
             self.history_armed = False
             if key != "escape":  # Escape after H changes its mind
@@ -343,9 +413,9 @@ class LabelSession:
             return
         if key in self.grade_keys:
             if target.get("attach"):
-                self._guarded(partial(self._attach_selected, int(key)))
+                self._attach_selected(int(key))
             else:
-                self._guarded(partial(self._judge, int(key), seconds, target))
+                self._judge(int(key), seconds, target)
             return
         action = keys.KEY_ACTIONS.get(key, (None,))[0]
         actions = {
@@ -366,7 +436,7 @@ class LabelSession:
         if action not in actions:
             self.message = f"Key {key!r} does nothing here."
             return
-        self._guarded(actions[action])
+        actions[action]()
 
     def attach(self, doc_id: str, grade: int | None = None) -> None:
         """Attach a document found by search as the answer the system missed, with ``grade``
@@ -374,15 +444,14 @@ class LabelSession:
         (a miss whose answer was found) and the next one opens."""
         if self.query_id is None:
             return
+        self._guarded(partial(self._attach, doc_id, grade))
+
+    def _attach(self, doc_id: str, grade: int | None) -> None:
+        query_id = self._require_query()
         grade = max(1, self.protocol["rel_threshold"]) if grade is None else grade
-
-        def attach() -> None:
-            query_id = self._require_query()
-            self.store.attach(query_id, doc_id, grade, self.annotator, self.active_time.lap())
-            self.message = f"Attached {doc_id}: {grade} · {grade_name(grade)}."
-            self._advance_if_done(query_id)
-
-        self._guarded(attach)
+        self.store.attach(query_id, doc_id, grade, self.annotator, self.active_time.lap())
+        self.message = f"Attached {doc_id}: {grade} · {grade_name(grade)}."
+        self._advance_if_done(query_id)
 
     def save_note(self, text: str) -> None:
         """Save the annotator's note on the current query (unchanged notes are not re-logged)."""
@@ -417,25 +486,48 @@ class LabelSession:
         """Close the search (Escape outside a text field)."""
         self.search = None
 
-    def _guarded(self, action: Callable[[], None]) -> None:
-        """Run an action if the annotator may still label — their account is read now, on the
-        server, so the open page of a removed user writes nothing — and turn a refusal or bad
-        input into :attr:`message`. A database another writer held past the busy timeout
-        raises :class:`StillBusy`, a write the file refused :class:`WriteFailed`: nothing
-        was written."""
+    def _guarded(
+        self,
+        action: Callable[[], None],
+        *,
+        writes: bool = True,
+        tag: tuple[str, int] | None = None,
+    ) -> None:
+        """Run an action in one transaction — a write transaction (recording ``tag``, a
+        browser page's press, with what it writes; see :meth:`Store.key_press`) if it
+        ``writes``, else a read snapshot — if the annotator may still label: their account
+        is read there, on the server, so the open page of a removed user writes nothing. A
+        refusal or bad input becomes :attr:`message`, and nothing of it is written. A
+        database another writer held past the busy timeout raises :class:`StillBusy`, a
+        write the file refused :class:`WriteFailed`: nothing was written, and the session is
+        left as it was before the action (the page sends the press again)."""
+        before = self._where()
         try:
-            accounts.authorize(self.store, self.annotator, "annotator")
-            action()
+            with self.store.key_press(*(tag or ())) if writes else self.store.snapshot():
+                accounts.authorize(self.store, self.annotator, "annotator")
+                self._protocol = self.store.settings()
+                action()
         except PermissionError as error:
             self.message, self.refused_account = f"Not done: {error}", True
         except ValueError as error:  # StaleTarget is a ValueError
             self.message = f"Not done: {error}"
         except Exception as error:
+            if not (is_write_failure(error) or is_busy(error)):
+                raise
+            self._return_to(before)
             if is_write_failure(error):
                 raise WriteFailed(str(error)) from error
-            if not is_busy(error):
-                raise
             raise StillBusy(str(error)) from error
+
+    def _where(self) -> dict[str, object]:
+        """Where the session is (open query, history, cursor, search, H, message): what
+        :meth:`_return_to` restores when a press could not be stored."""
+        return {name: copy(getattr(self, name)) for name in _PLACE}
+
+    def _return_to(self, where: dict[str, object]) -> None:
+        """Put the session back where :meth:`_where` found it."""
+        for name, value in where.items():
+            setattr(self, name, value)
 
     # --- actions -------------------------------------------------------------------------------
 
@@ -449,7 +541,7 @@ class LabelSession:
 
     def _judge(self, grade: int, seconds: float, target: dict) -> None:
         query_id = self._require_query()
-        view = self._view(query_id)
+        view = self._view_of(query_id)
         if "doc" in target:
             doc = next((c for c in view.candidates if c["doc_id"] == target["doc"]), None)
             if doc is None:
@@ -480,7 +572,7 @@ class LabelSession:
 
     def _verdict(self, action: str, seconds: float) -> None:
         query_id = self._require_query()
-        view = self._view(query_id)
+        view = self._view_of(query_id)
         threshold = self.protocol["rel_threshold"]
         relevant = [c for c in view.candidates if (c["grade"] or 0) >= threshold]
         if relevant:
@@ -500,13 +592,13 @@ class LabelSession:
 
     def _undo(self, scoped: bool = False) -> None:
         scope = self._require_query() if scoped else None
-        last = self.store.last_undoable(self.annotator, query_id=scope)
-        if last is not None and not self._may_open(last["query_id"]):
-            raise ValueError(f"your last action is on {last['query_id']}, not in your queue")
         undone = self.store.undo(self.annotator, query_id=scope)
         if undone is None:
             self.message = "Nothing left to undo" + (" on this query." if scoped else ".")
             return
+        if undone["query_id"] != scope and not self._may_open(undone["query_id"]):
+            # raised inside the press's transaction: the undo is rolled back with it
+            raise ValueError(f"your last action is on {undone['query_id']}, not in your queue")
         self.query_id = undone["query_id"]
         self.cursor = None
         self.message = f"Undid {undone['action']} on {undone['query_id']}."
@@ -538,7 +630,7 @@ class LabelSession:
             last = len(self.search.results) - 1
             self.search.selected = min(max(self.search.selected + step, 0), max(last, 0))
             return
-        view = self._view(self._require_query())
+        view = self._view_of(self._require_query())
         ids = [c["doc_id"] for c in view.candidates]
         if not ids:
             return
@@ -552,12 +644,12 @@ class LabelSession:
         if search is None or search.query_id != self.query_id or not search.results:
             self.message = "Enter attaches a search result: / opens the search."
             return
-        self.attach(search.results[search.selected]["doc_id"], grade)
+        self._attach(search.results[search.selected]["doc_id"], grade)
 
     def _advance_if_done(self, query_id: str) -> None:
         """After a completing action: a notice naming the query and its verdict, and on to
         the next query."""
-        view = self._view(query_id)
+        view = self._view_of(query_id)
         if view.verdict is None:
             return
         self.message = f"{query_id} done — {view.verdict} · Z undoes"

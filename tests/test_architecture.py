@@ -318,7 +318,6 @@ OVER_BUDGET = {
     "labeler/golden.py::export_record": 22,
     "labeler/golden.py::merge": 15,
     "labeler/importing.py::_csv_records": 18,
-    "labeler/judging.py::LabelSession._view": 13,
     "labeler/live/formats.py::figure_text": 13,
     "labeler/live/kept.py::_encoded": 14,
     "labeler/store/imports.py::Imports._import": 26,

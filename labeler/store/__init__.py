@@ -74,6 +74,7 @@ from goldset.labeler.store.replay import ROUND_TRIP_KEYS, GoldenPlan, Replay
 from goldset.labeler.store.sampling import SAMPLING_MODES, Sampling
 from goldset.labeler.store.schema import migrations
 from goldset.labeler.store.settings import DEFAULT_SETTINGS
+from goldset.labeler.store.states import QuerySheet
 from goldset.labeler.store.team import Team
 from goldset.labeler.store.worklist import VERDICTS, Worklist
 
@@ -89,6 +90,7 @@ __all__ = [
     "IMPORT_RUN",
     "PACKAGE_DATA",
     "ProjectError",
+    "QuerySheet",
     "ROLES",
     "ROUND_TRIP_KEYS",
     "Replay",

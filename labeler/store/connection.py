@@ -9,7 +9,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from contextvars import ContextVar
 from pathlib import Path
 from typing import Self
 
@@ -39,10 +38,6 @@ LOCK_POLL = 0.02  # seconds SQLite's busy handler waits per try for the write lo
 class ProjectError(ValueError):
     """A database path that is not a usable goldset project (missing, a directory, a foreign
     or corrupt file, read-only for a write). The message is one line, for the user."""
-
-
-# The key press being applied on this thread (see Store.key_press): (page id, sequence number).
-_KEY_PRESS: ContextVar[tuple[str, int] | None] = ContextVar("goldset_key_press", default=None)
 
 
 def is_busy(error: BaseException) -> bool:
@@ -192,12 +187,15 @@ def _writable(path: Path) -> bool:
     return bool(path.stat().st_mode & 0o222) and os.access(path, os.W_OK)
 
 
-def _chunks(items: Sequence[str]) -> Iterator[list[str]]:
+def chunks(items: Sequence[str]) -> Iterator[list[str]]:
+    """``items`` in lists of at most :data:`CHUNK`: the bound parameters one statement
+    may take."""
     for start in range(0, len(items), CHUNK):
         yield list(items[start : start + CHUNK])
 
 
-def _marks(items: Sequence) -> str:
+def qmarks(items: Sequence) -> str:
+    """SQL placeholders for ``items`` (``?, ?, ?``), as in ``IN (...)``."""
     return ", ".join("?" * len(items))
 
 
@@ -230,6 +228,11 @@ class Connection:
         )
         self.db = sqlite_utils.Database(self.conn)
         self._lock = threading.RLock()
+        # The open write transaction (see _writing): whether one is open, and whether a block
+        # that joined it failed (then all of it is rolled back).
+        self._write_open = self._write_failed = False
+        # What the open transaction has read once (see _once): None outside a transaction.
+        self._memo: dict[str, object] | None = None
         self._integrity = _check_in_process(self.path)  # writes wait for it
         self._timeout = timeout
         if read_only:
@@ -334,24 +337,61 @@ class Connection:
         self.close()
 
     @contextmanager
-    def _writing(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction, ``BEGIN IMMEDIATE`` (see the module docstring)."""
+    def _writing(self, press: tuple[str, int] | None = None) -> Iterator[sqlite3.Connection]:
+        """One write transaction, ``BEGIN IMMEDIATE`` (see the module docstring).
+
+        A block inside one that is already open joins it: one key press is one transaction
+        whatever store methods it calls (see :meth:`key_press`). A joined block that raises
+        dooms the whole transaction: it is rolled back at its end even if the caller went on,
+        so that an action refused halfway never commits what it wrote before the refusal.
+        ``press`` (a browser page's id and press number) is recorded in the same commit when
+        the transaction changed anything (see :meth:`applied_key_press`).
+        """
+        if self._write_open:
+            try:
+                yield self.conn
+            except BaseException:
+                self._write_failed = True
+                raise
+            return
         self.wait_for_integrity_check()
         with self._lock:
             self._begin()
             began, changes = time.perf_counter(), self.conn.total_changes
+            self._write_open, self._write_failed, self._memo = True, False, {}
             try:
                 yield self.conn
-                if (press := _KEY_PRESS.get()) is not None:
-                    self._record_key_press(*press)
-                self.conn.execute("COMMIT")
+                doomed = self._write_failed
+                if doomed:
+                    self._end_transaction("ROLLBACK")
+                else:
+                    if press is not None and self.conn.total_changes != changes:
+                        self._record_key_press(*press)
+                    self.conn.execute("COMMIT")
             except BaseException:
                 self._end_transaction("ROLLBACK")
                 raise
-            if self.transaction_observer is not None:
+            finally:
+                self._write_open, self._memo = False, None
+            if not doomed and self.transaction_observer is not None:
                 self.transaction_observer(
                     time.perf_counter() - began, self.conn.total_changes - changes
                 )
+
+    def _once(self, key: str, read: Callable[[], object]) -> object:
+        """``read()``, called once per transaction: the open transaction (read or write) keeps
+        what it returned under ``key``; outside a transaction it is read every time. A
+        transaction that changes what ``read`` reads calls :meth:`_forget` after."""
+        if self._memo is None:
+            return read()
+        if key not in self._memo:
+            self._memo[key] = read()
+        return self._memo[key]
+
+    def _forget(self, key: str) -> None:
+        """Drop what the open transaction kept under ``key`` (see :meth:`_once`)."""
+        if self._memo is not None:
+            self._memo.pop(key, None)
 
     def _begin(self) -> None:
         """``BEGIN IMMEDIATE``, retried every few milliseconds until the busy timeout.
@@ -420,19 +460,18 @@ class Connection:
             self.conn.execute("PRAGMA foreign_keys=ON")
 
     @contextmanager
-    def key_press(self, page: str, seq: int) -> Iterator[None]:
-        """Tag every write made inside with one key press of a browser page.
+    def key_press(self, page: str | None = None, seq: int = 0) -> Iterator[None]:
+        """One key press, applied in one write transaction: every store action called inside
+        joins it (see :meth:`_writing`).
 
-        Each write transaction inside also records ``(page, seq)``, in the same commit, so
-        the log itself says which presses it holds. A server that restarts while a browser
-        still holds presses it was never told were applied asks
-        :meth:`applied_key_press` instead of applying them a second time.
+        A press typed in a browser page names the page and its sequence number: ``(page,
+        seq)`` is recorded in the same commit when the press wrote anything, so the log
+        itself says which presses it holds. A server that restarts while a browser still
+        holds presses it was never told were applied asks :meth:`applied_key_press` instead
+        of applying them a second time. Without a page (a click) nothing is recorded.
         """
-        token = _KEY_PRESS.set((page, seq))
-        try:
+        with self._writing(press=None if page is None else (page, seq)):
             yield
-        finally:
-            _KEY_PRESS.reset(token)
 
     def applied_key_press(self, page: str) -> int:
         """The sequence number of the page's last key press that wrote to the log (0: none)."""
@@ -455,15 +494,18 @@ class Connection:
 
     @contextmanager
     def _reading(self) -> Iterator[sqlite3.Connection]:
-        """A read transaction: several SELECTs see one consistent snapshot."""
+        """A read transaction: several SELECTs see one consistent snapshot. Inside an open
+        transaction it joins it."""
         with self._lock:
             if self.conn.in_transaction:
                 yield self.conn
                 return
             self.conn.execute("BEGIN")
+            self._memo = {}
             try:
                 yield self.conn
             finally:
+                self._memo = None
                 self._end_transaction("COMMIT")
 
     def _end_transaction(self, statement: str) -> None:

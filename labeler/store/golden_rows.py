@@ -24,6 +24,13 @@ def _in(query_ids: Sequence[str]) -> str:
     return f"IN ({', '.join('?' * len(query_ids))})"
 
 
+def unpacked(width: int) -> str:
+    """SQL selecting the ``width`` columns of each row of a JSON array of rows bound as its one
+    parameter: many rows written in one statement (see :func:`write_golden`)."""
+    columns = ", ".join(f"json_extract(value, '$[{i}]')" for i in range(width))
+    return f"SELECT {columns} FROM json_each(?)"
+
+
 def _dicts(cursor: sqlite3.Cursor) -> list[dict]:
     names = [column[0] for column in cursor.description]
     return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
@@ -52,17 +59,26 @@ def stored_states(
         )
     ):
         query_id, annotator = row.pop("query_id"), row.pop("annotator")
-        mine = labels.get((query_id, annotator), [])
-        states.setdefault(query_id, {})[annotator] = QueryState(
-            **{
-                **row,
-                "answerable": bool(row["answerable"]),
-                "needs_verdict": bool(row["needs_verdict"]),
-            },
-            grades={doc_id: grade for doc_id, grade, _ in mine},
-            label_events={doc_id: event_id for doc_id, _, event_id in mine},
+        states.setdefault(query_id, {})[annotator] = stored_state(
+            row, labels.get((query_id, annotator), [])
         )
     return states
+
+
+def stored_state(row: Mapping, labels: Iterable[tuple[str, int, int]]) -> QueryState:
+    """A state as stored: its ``query_state`` row (status, answerable, needs_verdict, mode,
+    first_relevant_position, judged_depth, seconds, last_event_id, updated_at, note, holes)
+    and its ``labels`` rows (doc_id, grade, event_id), oldest first."""
+    labels = list(labels)
+    return QueryState(
+        **{
+            **row,
+            "answerable": bool(row["answerable"]),
+            "needs_verdict": bool(row["needs_verdict"]),
+        },
+        grades={doc_id: grade for doc_id, grade, _ in labels},
+        label_events={doc_id: event_id for doc_id, _, event_id in labels},
+    )
 
 
 def latest_decisions(conn: sqlite3.Connection, query_ids: Sequence[str]) -> dict[str, Decision]:
@@ -75,16 +91,14 @@ def latest_decisions(conn: sqlite3.Connection, query_ids: Sequence[str]) -> dict
             query_ids,
         )
     )
-    return {
-        row["query_id"]: Decision(
-            **{
-                **row,
-                "judgments": json.loads(row["judgments"]),
-                "answerable": bool(row["answerable"]),
-            }
-        )
-        for row in rows
-    }
+    return {row["query_id"]: stored_decision(row) for row in rows}
+
+
+def stored_decision(row: Mapping) -> Decision:
+    """A decision as stored: its ``adjudications`` row (judgments as JSON text)."""
+    return Decision(
+        **{**row, "judgments": json.loads(row["judgments"]), "answerable": bool(row["answerable"])}
+    )
 
 
 def golden_rows(
@@ -102,14 +116,18 @@ def golden_rows(
         old = before.get(query_id)
         if old is None or _judgments(old) != _judgments(label):
             replaced.append((query_id,))
-            rows += [
-                (query_id, doc_id, grade, label.order[doc_id], label.sources[doc_id])
-                + (label.decision_id,)
-                for doc_id, grade in label.grades.items()
-            ]
+            rows += _judgment_rows(query_id, label)
         if old is None or _head(old) != _head(label):
-            heads.append((query_id, label.status, int(label.answerable), label.mode, label.holes))
+            heads.append((query_id, *_head(label)))
     return replaced, rows, heads
+
+
+def _judgment_rows(query_id: str, label: GoldenLabel) -> list[tuple]:
+    """The ``golden_judgments`` rows of a label."""
+    return [
+        (query_id, doc_id, grade, label.order[doc_id], label.sources[doc_id], label.decision_id)
+        for doc_id, grade in label.grades.items()
+    ]
 
 
 def write_golden(
@@ -119,19 +137,47 @@ def write_golden(
 ) -> None:
     """Replace the golden projection of these queries by their labels (query_id, label),
     inside the caller's write transaction, writing only what changed (see
-    :func:`golden_rows`). Index lookups only: no table scan."""
-    replaced, rows, heads = golden_rows(labels, before)
+    :func:`golden_rows`): where the label stored now is known (``before``), only the rows
+    that changed (a press that judges one doc writes one row). Index lookups only: no table
+    scan."""
+    before, labels = before or {}, list(labels)
+    replaced, rows, heads = golden_rows([item for item in labels if item[0] not in before])
+    changed, gone, moved = _changes([item for item in labels if item[0] in before], before)
+    rows, heads = rows + changed, heads + moved
     conn.executemany("DELETE FROM golden_judgments WHERE query_id = ?", replaced)
     conn.executemany(
-        "INSERT INTO golden_judgments (query_id, doc_id, grade, seq, source, decision_id) "
-        "VALUES (?, ?, ?, ?, ?, ?)",
-        rows,
+        "DELETE FROM golden_judgments WHERE query_id = ? AND doc_id IN "
+        "(SELECT value FROM json_each(?))",
+        gone,
+    )
+    conn.executemany(
+        "INSERT OR REPLACE INTO golden_judgments "
+        f"(query_id, doc_id, grade, seq, source, decision_id) {unpacked(6)}",
+        [(json.dumps(rows[start : start + _CHUNK]),) for start in range(0, len(rows), _CHUNK)],
     )
     conn.executemany(
         "UPDATE queries SET status = ?2, answerable = ?3, golden_mode = ?4, holes = ?5 "
         "WHERE query_id = ?1",
         heads,
     )
+
+
+def _changes(
+    labels: Sequence[tuple[str, GoldenLabel]], before: Mapping[str, GoldenLabel]
+) -> tuple[list[tuple], list[tuple[str, str]], list[tuple]]:
+    """What replacing the ``before`` labels of these queries by their labels changes: the
+    ``golden_judgments`` rows new or changed, the (query_id, JSON array of doc ids) of those
+    gone, and the ``queries`` rows (as :func:`golden_rows` gives them) that change."""
+    rows, gone, heads = [], [], []
+    for query_id, label in labels:
+        old = before[query_id]
+        stored = set(_judgment_rows(query_id, old))
+        rows += [row for row in _judgment_rows(query_id, label) if row not in stored]
+        if dropped := [doc_id for doc_id in old.grades if doc_id not in label.grades]:
+            gone.append((query_id, json.dumps(dropped)))
+        if _head(old) != _head(label):
+            heads.append((query_id, *_head(label)))
+    return rows, gone, heads
 
 
 def _head(label: GoldenLabel) -> tuple:
@@ -153,24 +199,30 @@ def stored_golden(conn: sqlite3.Connection, query_ids: Sequence[str]) -> dict[st
         query_ids,
     ):
         rows.setdefault(query_id, []).append(tuple(row))
-    found = {}
-    for query_id, status, answerable, mode, holes in conn.execute(
-        f"SELECT query_id, status, answerable, golden_mode, holes FROM queries WHERE query_id "
-        f"{_in(query_ids)}",
-        query_ids,
-    ):
-        mine = rows.get(query_id, [])
-        found[query_id] = GoldenLabel(
-            status,
-            bool(answerable),
-            mode,
-            grades={doc_id: grade for doc_id, grade, *_ in mine},
-            order={doc_id: seq for doc_id, _, seq, *_ in mine},
-            sources={doc_id: source for doc_id, _, _, source, _ in mine},
-            decision_id=mine[0][4] if mine else None,
-            holes=holes,
+    return {
+        query_id: stored_label(head, rows.get(query_id, []))
+        for query_id, *head in conn.execute(
+            f"SELECT query_id, status, answerable, golden_mode, holes FROM queries WHERE query_id "
+            f"{_in(query_ids)}",
+            query_ids,
         )
-    return found
+    }
+
+
+def stored_label(head: Sequence, rows: Sequence[Sequence]) -> GoldenLabel:
+    """A golden label as stored: its query's (status, answerable, golden_mode, holes) and its
+    ``golden_judgments`` rows (doc_id, grade, seq, source, decision_id)."""
+    status, answerable, mode, holes = head
+    return GoldenLabel(
+        status,
+        bool(answerable),
+        mode,
+        grades={doc_id: grade for doc_id, grade, *_ in rows},
+        order={doc_id: seq for doc_id, _, seq, *_ in rows},
+        sources={doc_id: source for doc_id, _, _, source, _ in rows},
+        decision_id=rows[0][4] if rows else None,
+        holes=holes,
+    )
 
 
 def golden_labels(

@@ -5,17 +5,23 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from goldset.eval.validation import control_character
 from goldset.labeler import golden
-from goldset.labeler.pooling import (
-    next_to_judge,
-)
-from goldset.labeler.store.connection import _marks
+from goldset.labeler.golden import Event
 from goldset.labeler.store.corpus import published
 from goldset.labeler.store.log import StaleTarget
-from goldset.labeler.store.projections import TO_DO, Projections, Rederivation
+from goldset.labeler.store.projections import (
+    PROGRESS_SQL,
+    TO_DO,
+    Projections,
+    QueryRecord,
+    Rederivation,
+    progress_summary,
+)
 from goldset.labeler.store.sampling import Sampling
+from goldset.labeler.store.states import next_doc
 
 ANY_GRADE = object()  # Store.judge without a compare-and-set on the doc's current grade
 # SQLite's primary result codes for a write the file refused: SQLITE_READONLY, SQLITE_IOERR,
@@ -33,7 +39,7 @@ def is_write_failure(error: BaseException) -> bool:
     )
 
 
-def _in_queue(query: str) -> str:
+def queue_rule(query: str) -> str:
     """SQL: the query whose id is the column ``query`` is in the queue of ``:annotator`` —
     assigned to them, or, when they have no assignment, assigned to nobody (the shared
     queue). The one queue rule: what :meth:`Labelling.next_query` offers and what
@@ -46,15 +52,155 @@ def _in_queue(query: str) -> str:
     )
 
 
+def _skipped_by_me(query: str) -> str:
+    """SQL: ``:annotator`` skipped the query whose id is the column ``query``."""
+    return (
+        "EXISTS (SELECT 1 FROM query_state k WHERE k.query_id = "
+        f"{query} AND k.annotator = :annotator AND k.status = 'skipped')"
+    )
+
+
+def _wrapping(sql: str, lower: str) -> list[str]:
+    """The open queries of a queue after position ``lower`` (SQL), then from its start: ``sql``
+    with its ``{lower}`` filled in both ways."""
+    return [sql.format(lower=lower), sql.format(lower="0")]
+
+
+def _queue_sql(assigned: bool) -> list[str]:
+    """The queries :meth:`Labelling.next_query` offers ``:annotator`` after ``:after``, best
+    first, each SQL for at most one query id, for an annotator with assignments or without
+    (the shared queue): a second opinion, then the drawn sample (open queries after
+    ``:after`` in drawn order, wrapping around, then skipped ones), then the annotator's
+    queue the same way."""
+    if assigned:
+        among = (
+            "EXISTS (SELECT 1 FROM assignments a WHERE a.annotator = :annotator "
+            "AND a.query_id = {query} AND a.open = 1)"
+        )
+        second = among.format(query="p.query_id")
+        mine, skipped = (
+            among.format(query="s.query_id"),
+            (
+                "EXISTS (SELECT 1 FROM assignments a WHERE a.annotator = :annotator "
+                "AND a.query_id = s.query_id)"
+            ),
+        )
+        queue = _wrapping(
+            "SELECT query_id FROM assignments WHERE annotator = :annotator AND open = 1 "
+            "AND position > {lower} AND query_id != :after ORDER BY position LIMIT 1",
+            "coalesce((SELECT position FROM assignments WHERE query_id = :after "
+            "AND annotator = :annotator), 0)",
+        ) + [
+            "SELECT s.query_id FROM query_state s JOIN assignments a "
+            "ON a.query_id = s.query_id AND a.annotator = s.annotator "
+            "WHERE s.annotator = :annotator AND s.status = 'skipped' AND s.query_id != :after "
+            "ORDER BY s.last_event_id LIMIT 1"
+        ]
+    else:
+        second = "NOT EXISTS (SELECT 1 FROM assignments a WHERE a.query_id = p.query_id)"
+        mine = skipped = f"{TO_DO} AND {queue_rule('s.query_id')}"
+        queue = _wrapping(
+            f"SELECT query_id FROM queries q WHERE {TO_DO} AND position > {{lower}} "
+            f"AND query_id != :after AND NOT {_skipped_by_me('q.query_id')} "
+            f"AND {queue_rule('q.query_id')} ORDER BY position LIMIT 1",
+            "coalesce((SELECT position FROM queries WHERE query_id = :after), 0)",
+        ) + [
+            "SELECT s.query_id FROM query_state s JOIN queries q ON q.query_id = s.query_id "
+            f"WHERE s.annotator = :annotator AND s.status = 'skipped' AND {TO_DO} "
+            f"AND s.query_id != :after AND {queue_rule('s.query_id')} "
+            "ORDER BY s.last_event_id LIMIT 1"
+        ]
+    sampled = "SELECT s.query_id FROM sample s JOIN queries q ON q.query_id = s.query_id "
+    return [
+        "SELECT p.query_id FROM second_opinions p WHERE p.first_annotator != :annotator "
+        f"AND p.query_id != :after AND NOT {_skipped_by_me('p.query_id')} AND {second} "
+        "ORDER BY p.position LIMIT 1",
+        *_wrapping(
+            f"{sampled}WHERE s.rank > {{lower}} AND s.query_id != :after AND {mine} "
+            f"AND NOT {_skipped_by_me('s.query_id')} ORDER BY s.rank LIMIT 1",
+            "coalesce((SELECT rank FROM sample WHERE query_id = :after), 0)",
+        ),
+        f"{sampled}JOIN query_state k ON k.query_id = s.query_id AND k.annotator = :annotator "
+        f"WHERE k.status = 'skipped' AND s.query_id != :after AND {skipped} "
+        "ORDER BY k.last_event_id LIMIT 1",
+        *queue,
+    ]
+
+
+def _first_of(queries: list[str]) -> str:
+    """SQL: the first query id that one of ``queries`` finds (each is run only when those
+    before it found none: SQLite's coalesce stops at the first value)."""
+    return "coalesce(" + ", ".join(f"({sql})" for sql in queries) + ")"
+
+
+# The query Labelling.next_query offers: one statement, whichever queue applies.
+_NEXT_QUERY_SQL = (
+    "SELECT CASE WHEN EXISTS (SELECT 1 FROM assignments WHERE annotator = :annotator) "
+    f"THEN {_first_of(_queue_sql(assigned=True))} "
+    f"ELSE {_first_of(_queue_sql(assigned=False))} END"
+)
+
+
+# The action Labelling.undo takes back for ``:annotator`` (on ``:scope`` only, unless NULL):
+# their latest undoable action not undone yet, nor replayed by an import.
+_LAST_UNDOABLE_SQL = (
+    "SELECT id, query_id, doc_id, action, grade FROM events e WHERE annotator = :annotator "
+    f"AND action IN ({', '.join(repr(action) for action in golden.UNDOABLE_ACTIONS)}) "
+    "AND batch IS NULL AND (:scope IS NULL OR query_id = :scope) "
+    "AND NOT EXISTS (SELECT 1 FROM events u WHERE u.undoes = e.id) "
+    "ORDER BY id DESC LIMIT 1"
+)
+# The history strip's states: ``:annotator``'s, of the queries ``:recent`` (a JSON array).
+_RECENT_STATES_SQL = (
+    "SELECT query_id, status, answerable, first_relevant_rank FROM query_state "
+    "WHERE annotator = :annotator AND query_id IN (SELECT value FROM json_each(:recent))"
+)
+# What the label page shows of ``:annotator`` beside the queries (see Labelling.desk), each
+# part one JSON value, in one statement.
+_DESK_SQL = f"""
+SELECT ({_NEXT_QUERY_SQL}) AS ahead,
+  (SELECT json_object('id', id, 'query_id', query_id, 'doc_id', doc_id, 'action', action,
+     'grade', grade) FROM ({_LAST_UNDOABLE_SQL})) AS last_action,
+  (SELECT json_group_array(json_array(annotator, slice, state, n)) FROM ({PROGRESS_SQL}))
+    AS progress,
+  (SELECT json_group_array(json_array(query_id, status, answerable, first_relevant_rank))
+   FROM ({_RECENT_STATES_SQL})) AS recent
+"""
+
+
+@dataclass(frozen=True)
+class Desk:
+    """What the label page shows of an annotator beside the queries themselves (see
+    :meth:`Labelling.desk`): the query completing the open one leads to (``ahead``, see
+    :meth:`Labelling.next_query`), the action Z would take back (``last_action``, see
+    :meth:`Labelling.last_undoable`), their ``progress`` (see :meth:`Projections.progress`)
+    and the states of their recent queries (``recent``, see :meth:`Labelling.recent_states`).
+    """
+
+    ahead: str | None
+    last_action: dict | None
+    progress: dict[str, dict[str, int]]
+    recent: dict[str, dict]
+
+
 class Labelling(Projections, Sampling):
     """Labelling: the work queue and the actions, each one event in the log."""
 
-    def _refresh(self, query_id: str, annotators: Sequence[str] | None = None) -> None:
+    def _refresh(
+        self,
+        query_id: str,
+        annotators: Sequence[str] | None = None,
+        record: QueryRecord | None = None,
+    ) -> QueryRecord:
         """Re-derive the query's projections (see :meth:`Projections._refresh`), and whether
         it waits for a second annotator first: every path that refreshes a query after its
         events (actions, decisions, a new protocol, a rebuild) keeps the queue rule true."""
-        super()._refresh(query_id, annotators)
-        self._refresh_second_opinions([query_id])
+        record = super()._refresh(query_id, annotators, record)
+        # With no judge named, second_opinions is empty: naming none empties it (trust_judge),
+        # and only a named judge's disagreements fill it.
+        if record.judge is not None:
+            self._refresh_second_opinions([query_id])
+        return record
 
     def _publish_rederived(self, found: Rederivation) -> list[str]:
         """Write a bulk re-derivation (see :meth:`Projections._publish_rederived`), and
@@ -109,6 +255,7 @@ class Labelling(Projections, Sampling):
                 "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                 [(key, str(value)) for key, value in changes.items()],
             )
+            self._forget("settings")
             conn.execute(
                 "INSERT INTO protocol_log (changed_by, changed_at, changes, settings) "
                 "VALUES (?, ?, ?, ?)",
@@ -148,17 +295,8 @@ class Labelling(Projections, Sampling):
         annotator is using on this query, else the project's.
         """
         with self._reading():
-            context = self._context(query_id)
-            grades = self._grades(query_id, annotator)
             mode = mode or self._mode_of(query_id, annotator)
-            display = sorted(context.positions, key=context.positions.get)
-            if mode == "full":
-                doc_id = next((d for d in display if d not in grades), None)
-            else:
-                candidate_grades = {d: g for d, g in grades.items() if d in context.positions}
-                doc_id = next_to_judge(
-                    context.rankings, candidate_grades, context.threshold, display
-                )
+            doc_id = next_doc(self._context(query_id), self._grades(query_id, annotator), mode)
         if doc_id is None:
             return None
         return next(c for c in self.candidates(query_id, annotator) if c["doc_id"] == doc_id)
@@ -177,115 +315,7 @@ class Labelling(Projections, Sampling):
         returned. Index-backed: no table scan per call (the second opinions are a table of
         their own, holding only the queries that wait for one).
         """
-        with self._reading():
-            assigned = self.conn.execute(
-                "SELECT 1 FROM assignments WHERE annotator = ? LIMIT 1", (annotator,)
-            ).fetchone()
-            second = self._next_second_opinion(annotator, after, bool(assigned))
-            if second is not None:
-                return second
-            sampled = self._next_sampled(annotator, after, bool(assigned))
-            if sampled is not None:
-                return sampled
-            if assigned:
-                return self._next_assigned(annotator, after)
-            return self._next_shared(annotator, after)
-
-    def _next_second_opinion(self, annotator: str, after: str | None, assigned: bool) -> str | None:
-        among_queue = (
-            "AND EXISTS (SELECT 1 FROM assignments a WHERE a.annotator = :annotator "
-            "AND a.query_id = p.query_id AND a.open = 1) "
-            if assigned
-            else "AND NOT EXISTS (SELECT 1 FROM assignments a WHERE a.query_id = p.query_id) "
-        )
-        row = self.conn.execute(
-            "SELECT p.query_id FROM second_opinions p WHERE p.first_annotator != :annotator "
-            "AND p.query_id != :after AND NOT EXISTS (SELECT 1 FROM query_state s WHERE "
-            "s.query_id = p.query_id AND s.annotator = :annotator AND s.status = 'skipped') "
-            f"{among_queue}ORDER BY p.position LIMIT 1",
-            {"annotator": annotator, "after": after or ""},
-        ).fetchone()
-        return row[0] if row else None
-
-    def _next_sampled(self, annotator: str, after: str | None, assigned: bool) -> str | None:
-        """In sampled labelling (see :meth:`draw_sample`), the next drawn query of the
-        annotator's queue that is not labelled, in drawn order after ``after`` (wrapping
-        around), else the drawn queries they skipped, oldest skip first: a skipped drawn query
-        comes back before anything outside the sample. None when the sample holds no such
-        query (or there is no sample): the ordinary queue follows."""
-        if assigned:  # their open assignments: not done nor skipped by them
-            mine = (
-                "EXISTS (SELECT 1 FROM assignments a WHERE a.annotator = :annotator "
-                "AND a.query_id = s.query_id AND a.open = 1)"
-            )
-            skipped = "EXISTS (SELECT 1 FROM assignments a WHERE a.annotator = :annotator "
-            skipped += "AND a.query_id = s.query_id)"
-        else:
-            mine = f"{TO_DO} AND {_in_queue('s.query_id')}"
-            skipped = mine
-        by_me = (
-            "(SELECT 1 FROM query_state k WHERE k.query_id = s.query_id "
-            "AND k.annotator = :annotator AND k.status = 'skipped')"
-        )
-        return self._next_in_queue(
-            "SELECT s.query_id FROM sample s JOIN queries q ON q.query_id = s.query_id "
-            f"WHERE s.rank > :lower AND s.query_id != :after AND {mine} "
-            f"AND NOT EXISTS {by_me} ORDER BY s.rank LIMIT 1",
-            "SELECT s.query_id FROM sample s JOIN queries q ON q.query_id = s.query_id "
-            "JOIN query_state k ON k.query_id = s.query_id AND k.annotator = :annotator "
-            f"WHERE k.status = 'skipped' AND s.query_id != :after AND {skipped} "
-            "ORDER BY k.last_event_id LIMIT 1",
-            {
-                "annotator": annotator,
-                "after": after or "",
-                "lower": self._queue_position("SELECT rank FROM sample WHERE query_id = ?", after),
-            },
-        )
-
-    def _next_shared(self, annotator: str, after: str | None) -> str | None:
-        start = self._queue_position("SELECT position FROM queries WHERE query_id = ?", after)
-        return self._next_in_queue(
-            f"SELECT query_id FROM queries q WHERE {TO_DO} AND position > :lower "
-            "AND query_id != :after AND NOT EXISTS (SELECT 1 FROM query_state s WHERE "
-            "s.query_id = q.query_id AND s.annotator = :annotator AND s.status = 'skipped') "
-            f"AND {_in_queue('q.query_id')} ORDER BY position LIMIT 1",
-            "SELECT s.query_id FROM query_state s JOIN queries q ON q.query_id = s.query_id "
-            f"WHERE s.annotator = :annotator AND s.status = 'skipped' AND {TO_DO} "
-            f"AND s.query_id != :after AND {_in_queue('s.query_id')} "
-            "ORDER BY s.last_event_id LIMIT 1",
-            {"annotator": annotator, "after": after or "", "lower": start},
-        )
-
-    def _next_assigned(self, annotator: str, after: str | None) -> str | None:
-        start = self._queue_position(
-            "SELECT position FROM assignments WHERE query_id = ? AND annotator = ?",
-            after,
-            annotator,
-        )
-        return self._next_in_queue(
-            "SELECT query_id FROM assignments WHERE annotator = :annotator AND open = 1 "
-            "AND position > :lower AND query_id != :after ORDER BY position LIMIT 1",
-            "SELECT s.query_id FROM query_state s JOIN assignments a ON a.query_id = s.query_id "
-            "AND a.annotator = s.annotator WHERE s.annotator = :annotator "
-            "AND s.status = 'skipped' AND s.query_id != :after ORDER BY s.last_event_id LIMIT 1",
-            {"annotator": annotator, "after": after or "", "lower": start},
-        )
-
-    def _next_in_queue(self, open_sql: str, skipped_sql: str, params: dict) -> str | None:
-        """The first open query after position ``lower`` (wrapping around to the start of the
-        queue), else the annotator's oldest skipped query."""
-        for lower in (params["lower"], 0):
-            row = self.conn.execute(open_sql, {**params, "lower": lower}).fetchone()
-            if row:
-                return row[0]
-        row = self.conn.execute(skipped_sql, params).fetchone()
-        return row[0] if row else None
-
-    def _queue_position(self, sql: str, query_id: str | None, *params: str) -> int:
-        if query_id is None:
-            return 0
-        row = self.conn.execute(sql, (query_id, *params)).fetchone()
-        return row[0] if row else 0
+        return self._value(_NEXT_QUERY_SQL, {"annotator": annotator, "after": after or ""})
 
     def in_queue(self, annotator: str, query_id: str) -> bool:
         """Whether ``query_id`` is a query of the project in the annotator's queue: one of
@@ -294,7 +324,7 @@ class Labelling(Projections, Sampling):
         the store's: who else may open any query is :func:`goldset.labeler.team.may_open`'s rule."""
         return bool(
             self._value(
-                f"SELECT 1 FROM queries WHERE query_id = :query_id AND {_in_queue(':query_id')}",
+                f"SELECT 1 FROM queries WHERE query_id = :query_id AND {queue_rule(':query_id')}",
                 {"query_id": query_id, "annotator": annotator},
             )
         )
@@ -331,11 +361,29 @@ class Labelling(Projections, Sampling):
         """Status, answerable and first_relevant_rank of some queries for the annotator, read
         from the maintained projection (cheap: the label page's history strip)."""
         rows = self._rows(
-            "SELECT query_id, status, answerable, first_relevant_rank FROM query_state "
-            f"WHERE annotator = ? AND query_id IN ({_marks(query_ids)})",
-            (annotator, *query_ids),
+            _RECENT_STATES_SQL, {"annotator": annotator, "recent": json.dumps(list(query_ids))}
         )
         return {row.pop("query_id"): row for row in rows}
+
+    def desk(self, annotator: str, after: str | None, recent: Sequence[str]) -> Desk:
+        """What the label page shows of ``annotator`` beside the queries (see :class:`Desk`),
+        in one statement: the query after ``after`` (None: none open, and none fetched
+        ahead) and the states of the ``recent`` queries."""
+        (row,) = self._rows(
+            _DESK_SQL,
+            {"annotator": annotator, "after": after or "", "scope": None}
+            | {"recent": json.dumps(list(recent))},
+        )
+        recent_states = {
+            query_id: {"status": status, "answerable": answerable, "first_relevant_rank": first}
+            for query_id, status, answerable, first in json.loads(row["recent"])
+        }
+        return Desk(
+            ahead=row["ahead"] if after is not None else None,
+            last_action=json.loads(row["last_action"]) if row["last_action"] else None,
+            progress=progress_summary(json.loads(row["progress"]), annotator),
+            recent=recent_states,
+        )
 
     def resume_query(self, annotator: str) -> str | None:
         """Where the annotator left off: their most recent query if it is not finished for
@@ -369,37 +417,27 @@ class Labelling(Projections, Sampling):
         written only if that is still its grade, else :class:`StaleTarget` is raised and
         nothing is written.
         """
-        self._check_grade(grade)
         if mode not in golden.MODES:
             raise ValueError(f"mode must be one of {golden.MODES}, got {mode!r}")
         with self._writing():
-            if not self._value(
-                "SELECT 1 FROM candidates WHERE query_id = ? AND doc_id = ?", (query_id, doc_id)
-            ):
+            self._check_grade(grade)
+            record = self._record(query_id, [annotator])
+            if doc_id not in {candidate[0] for candidate in record.candidates}:
                 raise ValueError(
                     f"doc {doc_id!r} is not a candidate of query {query_id!r} (use attach)"
                 )
             if expected_grade is not ANY_GRADE:
                 # Checked inside the write transaction: another tab's judgement either
                 # committed before (and is seen here) or waits until this one is done.
-                now = self._value(
-                    "SELECT grade FROM labels WHERE query_id = ? AND annotator = ? AND doc_id = ?",
-                    (query_id, annotator, doc_id),
-                )
+                mine = record.states.get(annotator)
+                now = mine.grades.get(doc_id) if mine else None
                 if now != expected_grade:
                     raise StaleTarget(
                         f"doc {doc_id!r} of {query_id!r} was judged {now} meanwhile "
                         f"(the page showed {expected_grade})"
                     )
-            return self._act(
-                query_id,
-                annotator,
-                action="judge",
-                doc_id=doc_id,
-                grade=grade,
-                mode=mode,
-                seconds=seconds,
-            )
+            judged = {"doc_id": doc_id, "grade": grade, "mode": mode, "seconds": seconds}
+            return self._act(record, annotator, action="judge", **judged)
 
     def mark(self, query_id: str, action: str, annotator: str, seconds: float = 0.0) -> int:
         """Mark the query ``unanswerable`` (no answer exists in the corpus), a ``miss`` (an
@@ -408,8 +446,8 @@ class Labelling(Projections, Sampling):
         if action not in ("unanswerable", "miss", "skip"):
             raise ValueError(f"action must be unanswerable, miss or skip, got {action!r}")
         with self._writing():
-            self._require_query(query_id)
-            return self._act(query_id, annotator, action=action, seconds=seconds)
+            record = self._record(query_id, [annotator])
+            return self._act(record, annotator, action=action, seconds=seconds)
 
     def attach(
         self, query_id: str, doc_id: str, grade: int, annotator: str, seconds: float = 0.0
@@ -417,17 +455,15 @@ class Labelling(Projections, Sampling):
         """Attach a document found by search (not a candidate) with a grade — the answer the
         system missed. A relevant attached doc completes the query as a miss. Returns the
         event id."""
-        self._check_grade(grade)
         with self._writing():
-            self._require_query(query_id)
+            self._check_grade(grade)
+            record = self._record(query_id, [annotator])
             if not self._value("SELECT 1 FROM documents WHERE doc_id = ?", (doc_id,)):
                 raise ValueError(f"unknown document {doc_id!r}")
-            if self._value(
-                "SELECT 1 FROM candidates WHERE query_id = ? AND doc_id = ?", (query_id, doc_id)
-            ):
+            if doc_id in {candidate[0] for candidate in record.candidates}:
                 raise ValueError(f"doc {doc_id!r} is a candidate of {query_id!r}: judge it instead")
             return self._act(
-                query_id, annotator, action="attach", doc_id=doc_id, grade=grade, seconds=seconds
+                record, annotator, action="attach", doc_id=doc_id, grade=grade, seconds=seconds
             )
 
     def set_note(self, query_id: str, annotator: str, text: str) -> int:
@@ -435,22 +471,13 @@ class Labelling(Projections, Sampling):
         if not isinstance(text, str):
             raise ValueError("a note must be a string")
         with self._writing():
-            self._require_query(query_id)
-            return self._act(query_id, annotator, action="note", note=text)
+            record = self._record(query_id, [annotator])
+            return self._act(record, annotator, action="note", note=text)
 
     def last_undoable(self, annotator: str, query_id: str | None = None) -> dict | None:
         """The action :meth:`undo` would take back now (id, query_id, doc_id, action, grade),
         on any query or only on ``query_id``; None when there is nothing left to undo."""
-        undoable = ", ".join(f"'{action}'" for action in golden.UNDOABLE_ACTIONS)
-        with self._reading():
-            rows = self._rows(
-                "SELECT id, query_id, doc_id, action, grade FROM events e WHERE annotator = ? "
-                f"AND action IN ({undoable}) AND batch IS NULL "  # not what an import replayed
-                "AND (? IS NULL OR query_id = ?) "
-                "AND NOT EXISTS (SELECT 1 FROM events u WHERE u.undoes = e.id) "
-                "ORDER BY id DESC LIMIT 1",
-                (annotator, query_id, query_id),
-            )
+        rows = self._rows(_LAST_UNDOABLE_SQL, {"annotator": annotator, "scope": query_id})
         return rows[0] if rows else None
 
     def undo(self, annotator: str, query_id: str | None = None) -> dict | None:
@@ -463,7 +490,7 @@ class Labelling(Projections, Sampling):
             if undone is None:
                 return None
             undo_id = self._act(
-                undone["query_id"],
+                self._record(undone["query_id"], [annotator]),
                 annotator,
                 action="undo",
                 doc_id=undone["doc_id"],
@@ -471,12 +498,41 @@ class Labelling(Projections, Sampling):
             )
         return {**undone, "undo_event_id": undo_id}
 
-    def _act(self, query_id: str, annotator: str, **event: object) -> int:
-        """Append one event and re-derive the query's projections for the annotator (inside
-        the caller's write transaction). Marks and attachments take the annotator's current
-        mode on the query. Returns the event id."""
+    def _act(self, record: QueryRecord, annotator: str, **event: object) -> int:
+        """Append one event of ``annotator`` on the record's query and refresh what it
+        changes (inside the caller's write transaction, ``record`` read in it with the
+        annotator's events); returns the event id. Marks and attachments take the
+        annotator's current mode on the query.
+
+        What one action writes — and so what one key press writes, in its one transaction
+        (:meth:`Store.key_press`) — is listed here; each row after the event only when it
+        changes:
+
+        ====================  ============================================================
+        ``events``            the event (the log; everything below is derived from it)
+        ``labels``            the annotator's grades of the query's docs that changed
+        ``query_state``       the annotator's state of the query (status, holes, verdict...)
+        ``assignments``       ``open``, when the query is assigned to them
+        ``progress``          the counters the annotator's and the golden status move between
+        ``golden_judgments``  the query's golden grades, merged (:func:`golden.merge`)
+        ``queries``           the golden status, answerability, mode and holes of the query
+        ``second_opinions``   whether the query waits for a second annotator (a judge named)
+        ``key_presses``       the press's (page, seq), for a key press (see :meth:`_writing`)
+        ====================  ============================================================
+        """
         if event["action"] in ("unanswerable", "miss", "skip", "attach"):
-            event["mode"] = self._mode_of(query_id, annotator)
-        event_id = self._append(query_id, annotator=annotator, **event)
-        self._refresh(query_id, [annotator])
+            mine = record.states.get(annotator)
+            event["mode"] = mine.mode if mine else self.settings()["mode"]
+        created_at = golden.now()
+        event_id = self._append(
+            record.query_id, annotator=annotator, created_at=created_at, **event
+        )
+        appended = Event(
+            id=event_id,
+            query_id=record.query_id,
+            annotator=annotator,
+            created_at=created_at,
+            **{**event, "seconds": float(event.get("seconds", 0.0))},
+        )
+        self._refresh(record.query_id, [annotator], record.with_event(appended))
         return event_id

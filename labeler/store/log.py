@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from goldset.labeler import golden
 from goldset.labeler.golden import Event, QueryContext
-from goldset.labeler.store.connection import _marks
+from goldset.labeler.store.connection import qmarks
 from goldset.labeler.store.corpus import POOLED_RUN, UNPUBLISHED_HIDDEN
 from goldset.labeler.store.settings import Settings
 
@@ -17,7 +17,19 @@ IMPORT_RUN = "import"  # provenance name of a list imported from a tasks file
 
 # SQL: the join mark of a candidate ``c`` (see QueryContext.joined): the log's last event
 # id when its import or pool was published; 0 for one added before marks were kept.
-JOINED = "coalesce((SELECT b.last_event FROM import_batches b WHERE b.id = c.batch), 0) AS joined"
+JOIN_MARK = "coalesce((SELECT b.last_event FROM import_batches b WHERE b.id = c.batch), 0)"
+JOINED = f"{JOIN_MARK} AS joined"
+# SQL over ``queries q``: the query's candidates (doc_id, position, imported_rank, join mark)
+# and its pooled runs' ranks (run, rank, doc_id), each as a JSON array of rows, for
+# query_context: a query's context read within another statement about it.
+CANDIDATES_JSON = (
+    f"(SELECT json_group_array(json_array(c.doc_id, c.position, c.imported_rank, {JOIN_MARK})) "
+    "FROM candidates c WHERE c.query_id = q.query_id)"
+)
+RANKS_JSON = (
+    "(SELECT json_group_array(json_array(p.run, p.rank, p.doc_id)) FROM pool_ranks p "
+    f"WHERE p.query_id = q.query_id AND p.{POOLED_RUN})"
+)
 
 
 def query_context(
@@ -127,7 +139,7 @@ class Log(Settings):
     ) -> dict[str, QueryContext]:
         """:meth:`_context` of each of these queries (at most :data:`CHUNK`) under
         ``settings``, read in two statements."""
-        marks = _marks(query_ids)
+        marks = qmarks(query_ids)
         candidates: dict[str, list[tuple]] = {query_id: [] for query_id in query_ids}
         for query_id, *row in self.conn.execute(
             f"SELECT query_id, doc_id, position, imported_rank, {JOINED} FROM candidates c "
@@ -169,23 +181,13 @@ class Log(Settings):
             )
         }
 
-    def _events(self, query_id: str, annotator: str) -> list[Event]:
-        return [
-            Event(**row)
-            for row in self._rows(
-                "SELECT id, query_id, annotator, action, doc_id, grade, mode, seconds, note, "
-                "undoes, created_at FROM events WHERE query_id = ? AND annotator = ? ORDER BY id",
-                (query_id, annotator),
-            )
-        ]
-
     def _events_of(self, query_ids: Sequence[str]) -> dict[str, dict[str, list[Event]]]:
         """Every event on these queries (at most :data:`CHUNK`): query_id -> annotator ->
         events, oldest first."""
         found: dict[str, dict[str, list[Event]]] = {}
         for row in self._rows(
             "SELECT id, query_id, annotator, action, doc_id, grade, mode, seconds, note, "
-            f"undoes, created_at FROM events WHERE query_id IN ({_marks(query_ids)}) "
+            f"undoes, created_at FROM events WHERE query_id IN ({qmarks(query_ids)}) "
             "ORDER BY query_id, annotator, id",
             query_ids,
         ):

@@ -9,21 +9,60 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 from goldset.labeler import golden
-from goldset.labeler.golden import GoldenLabel, QueryContext, QueryState
-from goldset.labeler.store.connection import _chunks, _marks
+from goldset.labeler.golden import Decision, Event, GoldenLabel, QueryContext, QueryState
+from goldset.labeler.store.connection import chunks, qmarks
 from goldset.labeler.store.corpus import UNPUBLISHED_HIDDEN, published
-from goldset.labeler.store.golden_rows import golden_labels, golden_rows, write_golden
-from goldset.labeler.store.log import LogMark
-from goldset.labeler.store.states import States
+from goldset.labeler.store.golden_rows import (
+    golden_labels,
+    golden_rows,
+    stored_decision,
+    stored_label,
+    stored_state,
+    unpacked,
+    write_golden,
+)
+from goldset.labeler.store.log import CANDIDATES_JSON, RANKS_JSON, LogMark, query_context
+from goldset.labeler.store.states import EXACT, STORED_STATE_JSON, States
 
 
-def _progress_key(status: str, answerable: bool) -> str:
+def progress_key(status: str, answerable: bool) -> str:
+    """The ``progress`` counter a status counts in: a done query called unanswerable
+    counts apart."""
     return "unanswerable" if status == "done" and not answerable else status
 
 
 def _counter(state: QueryState | GoldenLabel) -> str:
     """The progress counter a state or a golden label counts in."""
-    return _progress_key(state.status, state.answerable)
+    return progress_key(state.status, state.answerable)
+
+
+# The non-zero ``progress`` counters of ``:annotator`` and of the golden status ('').
+PROGRESS_SQL = (
+    "SELECT annotator, slice, state, n FROM progress WHERE annotator IN ('', :annotator) AND n != 0"
+)
+
+
+def progress_summary(rows: Sequence[Sequence], annotator: str | None) -> dict[str, dict[str, int]]:
+    """:meth:`Projections.progress` of the counters ``rows`` (annotator, slice, state, n) of
+    ``annotator`` (None: of the golden status) and of the golden status."""
+    counts: dict[str, dict[str, dict[str, int]]] = {}
+    for name, slice_name, state, n in rows:
+        counts.setdefault(name, {}).setdefault(slice_name, {})[state] = n
+    golden_counts = counts.get("", {})
+    if annotator is None:
+        return {s: _progress_summary(c, sum(c.values())) for s, c in golden_counts.items()}
+    mine = counts.get(annotator, {})
+    has_assignments = any(states.get("assigned") for states in mine.values())
+    summary = {}
+    for slice_name in sorted(set(golden_counts) | set(mine)):
+        states = mine.get(slice_name, {})
+        total = (
+            states.get("assigned", 0)
+            if has_assignments
+            else sum(golden_counts.get(slice_name, {}).values())
+        )
+        summary[slice_name] = _progress_summary(states, total)
+    return summary
 
 
 def _progress_summary(counts: Mapping[str, int], total: int) -> dict[str, int]:
@@ -40,17 +79,17 @@ def _progress_summary(counts: Mapping[str, int], total: int) -> dict[str, int]:
     }
 
 
-_STATE_COLUMNS = (
+STATE_COLUMNS = (
     *("query_id", "annotator", "slice", "status", "answerable", "needs_verdict", "mode"),
     *("first_relevant_rank", "judged_depth", "seconds", "last_event_id", "updated_at", "note"),
     "holes",
 )
 _STATE_SQL = (
-    f"INSERT OR REPLACE INTO query_state ({', '.join(_STATE_COLUMNS)}) "
-    f"VALUES ({_marks(_STATE_COLUMNS)})"
+    f"INSERT OR REPLACE INTO query_state ({', '.join(STATE_COLUMNS)}) "
+    f"VALUES ({qmarks(STATE_COLUMNS)})"
 )
-_LABEL_COLUMNS = ("query_id", "annotator", "doc_id", "grade", "event_id")
-_LABEL_SQL = f"INSERT INTO labels ({', '.join(_LABEL_COLUMNS)}) VALUES ({_marks(_LABEL_COLUMNS)})"
+LABEL_COLUMNS = ("query_id", "annotator", "doc_id", "grade", "event_id")
+_LABEL_SQL = f"INSERT INTO labels ({', '.join(LABEL_COLUMNS)}) VALUES ({qmarks(LABEL_COLUMNS)})"
 _FROM_EVENTS = ("seconds", "last_event_id", "updated_at", "note")  # of a state: events alone
 
 
@@ -69,6 +108,22 @@ def _label_rows(query_id: str, annotator: str, state: QueryState) -> list[tuple]
         (query_id, annotator, doc_id, grade, state.label_events[doc_id])
         for doc_id, grade in state.grades.items()
     ]
+
+
+def _label_changes(
+    query_id: str, annotator: str, old: QueryState | None, state: QueryState
+) -> tuple[list[str], list[tuple]]:
+    """What replacing the stored state ``old`` (None: none) by ``state`` changes in
+    ``labels``: the docs whose label is gone, and the rows that are new or changed."""
+    before = {} if old is None else {d: (old.grades[d], e) for d, e in old.label_events.items()}
+    gone = [doc_id for doc_id in before if doc_id not in state.grades]
+    rows = _label_rows(query_id, annotator, state)
+    return gone, [row for row in rows if before.get(row[2]) != row[3:]]
+
+
+def _tally(counts: dict[tuple[str, str, str], int], key: tuple[str, str, str], delta: int) -> None:
+    """Add ``delta`` to the progress counter ``key`` of ``counts``."""
+    counts[key] = counts.get(key, 0) + delta
 
 
 def _is_open(state: QueryState) -> int:
@@ -96,9 +151,9 @@ _RECOMPUTED = (
 # table -> columns. "states" rows with ``whole`` 0 differ from the stored state only in
 # _RECOMPUTED; the others are new, or differ in what only events decide.
 _REDERIVED_COLUMNS = {
-    "states": (*_STATE_COLUMNS, "whole"),
+    "states": (*STATE_COLUMNS, "whole"),
     "label_keys": ("query_id", "annotator"),
-    "labels": _LABEL_COLUMNS,
+    "labels": LABEL_COLUMNS,
     "opens": ("query_id", "annotator", "open"),
     "golden_keys": ("query_id",),
     "golden": ("query_id", "doc_id", "grade", "seq", "source", "decision_id"),
@@ -186,36 +241,147 @@ class Rederivation:
         return total
 
 
+# What _refresh reads of a query ``:query_id``, in one statement: each part a JSON value.
+_EVENT_JSON = (
+    "json_object('id', e.id, 'query_id', e.query_id, 'annotator', e.annotator, "
+    "'action', e.action, 'doc_id', e.doc_id, 'grade', e.grade, 'mode', e.mode, "
+    f"'seconds', {EXACT.format('e.seconds')}, 'note', e.note, 'undoes', e.undoes, "
+    "'created_at', e.created_at)"
+)
+_THEIRS = "(:everyone OR {table}.annotator IN (SELECT value FROM json_each(:annotators)))"
+_RECORD_SQL = f"""
+SELECT q.slice, q.status, q.answerable, q.golden_mode, q.holes,
+  {CANDIDATES_JSON} AS candidates,
+  {RANKS_JSON} AS ranks,
+  (SELECT json_group_array(json_array(s.annotator, {STORED_STATE_JSON}))
+   FROM query_state s WHERE s.query_id = q.query_id) AS states,
+  (SELECT json_group_array(json_array(l.annotator, l.doc_id, l.grade, l.event_id))
+   FROM labels l WHERE l.query_id = q.query_id) AS labels,
+  (SELECT json_group_array(json_array(g.doc_id, g.grade, g.seq, g.source, g.decision_id))
+   FROM golden_judgments g WHERE g.query_id = q.query_id) AS golden,
+  (SELECT json_object('id', a.id, 'query_id', a.query_id, 'reviewer', a.reviewer,
+     'judgments', a.judgments, 'answerable', a.answerable, 'adopted', a.adopted,
+     'note', a.note, 'created_at', a.created_at)
+   FROM adjudications a WHERE a.query_id = q.query_id ORDER BY a.id DESC LIMIT 1) AS decision,
+  (SELECT json_group_array({_EVENT_JSON}) FROM events e
+   WHERE e.query_id = q.query_id AND {_THEIRS.format(table="e")}) AS events,
+  (SELECT json_group_object(a.annotator, a.open) FROM assignments a
+   WHERE a.query_id = q.query_id AND {_THEIRS.format(table="a")}) AS opens,
+  (SELECT value FROM settings WHERE key = 'second_opinion_judge') AS judge
+FROM queries q WHERE q.query_id = :query_id
+"""
+
+
+@dataclass(frozen=True)
+class QueryRecord:
+    """What refreshing a query's projections reads (see :meth:`Projections._refresh`), in one
+    statement: its context (candidates, ranks), its stored projection (every annotator's
+    state with its labels, the golden label, ``assignments.open`` of the annotators read),
+    the decision that counts, and the events of the annotators read (all of them, or those
+    asked for), oldest first. ``judge``: the machine judge named for second opinions, if any.
+    """
+
+    query_id: str
+    slice: str
+    candidates: list[tuple]
+    ranks: list[tuple]
+    states: dict[str, QueryState]
+    golden: GoldenLabel
+    decision: Decision | None
+    events: dict[str, list[Event]]
+    opens: dict[str, int]
+    judge: str | None
+
+    @classmethod
+    def of(cls, query_id: str, row: Mapping) -> QueryRecord:
+        """The record of a row of :data:`_RECORD_SQL`."""
+        labels: dict[str, list[tuple[str, int, int]]] = {}
+        for annotator, doc_id, grade, event_id in sorted(
+            json.loads(row["labels"]), key=lambda label: label[3]
+        ):
+            labels.setdefault(annotator, []).append((doc_id, grade, event_id))
+        events: dict[str, list[Event]] = {}
+        for event in sorted(json.loads(row["events"]), key=lambda event: event["id"]):
+            events.setdefault(event["annotator"], []).append(Event(**event))
+        head = (row["status"], row["answerable"], row["golden_mode"], row["holes"])
+        return cls(
+            query_id,
+            row["slice"],
+            [tuple(candidate) for candidate in json.loads(row["candidates"])],
+            [tuple(rank) for rank in json.loads(row["ranks"])],
+            {
+                annotator: stored_state(state, labels.get(annotator, []))
+                for annotator, state in json.loads(row["states"])
+            },
+            stored_label(head, json.loads(row["golden"])),
+            stored_decision(json.loads(row["decision"])) if row["decision"] else None,
+            events,
+            json.loads(row["opens"]),
+            row["judge"],
+        )
+
+    @property
+    def acting(self) -> list[str]:
+        """The annotators whose events it holds."""
+        return sorted(self.events)
+
+    def with_event(self, event: Event) -> QueryRecord:
+        """The record with one more event, appended since it was read."""
+        mine = [*self.events.get(event.annotator, []), event]
+        return replace(self, events={**self.events, event.annotator: mine})
+
+
 class Projections(States):
     """Projections of the log (labels, query state, progress), refreshed with each event."""
 
-    def _refresh(self, query_id: str, annotators: Sequence[str] | None = None) -> None:
+    def _refresh(
+        self,
+        query_id: str,
+        annotators: Sequence[str] | None = None,
+        record: QueryRecord | None = None,
+    ) -> QueryRecord:
         """Re-derive the projections of ``query_id`` for these annotators (default: everyone
         who acted on it) from the log, then its golden label (:func:`goldset.labeler.golden.merge`,
-        the one merge rule) into the golden projection. Inside a write transaction."""
-        everyone = annotators is None
-        if everyone:
-            annotators = [
-                row[0]
-                for row in self.conn.execute(
-                    "SELECT DISTINCT annotator FROM events WHERE query_id = ?", (query_id,)
-                )
-            ]
-        context = self._context(query_id)
-        slice_name = self._value("SELECT slice FROM queries WHERE query_id = ?", (query_id,))
-        fresh = {}
-        for annotator in annotators:
-            fresh[annotator] = golden.derive_state(self._events(query_id, annotator), context)
-            self._store_state(query_id, annotator, slice_name, fresh[annotator])
+        the one merge rule) into the golden projection. Inside a write transaction.
+
+        ``record``: the query as :meth:`_record` read it in this transaction, with any event
+        appended since (see :meth:`Labelling._act`); read here when not given. Returns it.
+        Writes only what changed (the list: :meth:`Labelling._act`).
+        """
+        if record is None:
+            record = self._record(query_id, annotators)
+        context = query_context(record.candidates, record.ranks, self.settings())
+        acting = record.acting if annotators is None else annotators
+        fresh = {
+            annotator: golden.derive_state(record.events.get(annotator, []), context)
+            for annotator in acting
+        }
+        counts: dict[tuple[str, str, str], int] = {}
+        for annotator, state in fresh.items():
+            self._store_state(record, annotator, state, counts)
         # The annotators not refreshed count as stored (none are left when everyone was).
-        others = {} if everyone else self._states([query_id]).get(query_id, {})
-        decision = self._decisions([query_id]).get(query_id)
-        label = golden.merge({**others, **fresh}, decision, context)
-        before = self._golden([query_id])[query_id]
-        if _counter(before) != _counter(label):
-            self._count("", slice_name, _counter(before), -1)
-            self._count("", slice_name, _counter(label), 1)
-        write_golden(self.conn, [(query_id, label)], {query_id: before})
+        others = {} if annotators is None else record.states
+        label = golden.merge({**others, **fresh}, record.decision, context)
+        _tally(counts, ("", record.slice, _counter(record.golden)), -1)
+        _tally(counts, ("", record.slice, _counter(label)), 1)
+        self._add_counts(counts)
+        write_golden(self.conn, [(query_id, label)], {query_id: record.golden})
+        return record
+
+    def _record(self, query_id: str, annotators: Sequence[str] | None = None) -> QueryRecord:
+        """What :meth:`_refresh` reads of a query, in one statement (see :class:`QueryRecord`):
+        the events of ``annotators`` (None: everyone's). ValueError for an unknown query."""
+        row = self._rows(
+            _RECORD_SQL,
+            {
+                "query_id": query_id,
+                "everyone": annotators is None,
+                "annotators": json.dumps(list(annotators or ())),
+            },
+        )
+        if not row:
+            raise ValueError(f"unknown query {query_id!r}")
+        return QueryRecord.of(query_id, row[0])
 
     def _rederive(
         self,
@@ -259,7 +425,7 @@ class Projections(States):
         """Derive these queries' projections into ``found`` and its TEMP tables (see
         :meth:`_rederive`), in place of what they held of them."""
         found.forget(set(query_ids))
-        for chunk in _chunks(list(query_ids)):
+        for chunk in chunks(list(query_ids)):
             with self._reading():
                 contexts = (
                     {q: context(q) for q in chunk}
@@ -271,7 +437,7 @@ class Projections(States):
                 decisions = self._decisions(chunk)
                 slices = dict(
                     self.conn.execute(
-                        f"SELECT query_id, slice FROM queries WHERE query_id IN ({_marks(chunk)})",
+                        f"SELECT query_id, slice FROM queries WHERE query_id IN ({qmarks(chunk)})",
                         chunk,
                     ).fetchall()
                 )
@@ -296,7 +462,7 @@ class Projections(States):
                     (json.dumps(list(query_ids)),),
                 )
                 conn.executemany(
-                    f"INSERT INTO temp.{REDERIVED}{table} VALUES ({_marks(columns)})",
+                    f"INSERT INTO temp.{REDERIVED}{table} VALUES ({qmarks(columns)})",
                     found.rows[table],
                 )
                 found.rows[table] = []
@@ -338,9 +504,9 @@ class Projections(States):
         recomputed = ", ".join(f"{name} = t.{name}" for name in _RECOMPUTED)
         for sql in (
             f"DELETE FROM labels WHERE (query_id, annotator) IN ({staged('label_keys')})",
-            f"INSERT INTO labels ({', '.join(_LABEL_COLUMNS)}) {staged('labels')}",
-            f"INSERT OR REPLACE INTO query_state ({', '.join(_STATE_COLUMNS)}) "
-            f"{staged('states', _STATE_COLUMNS)} AND t.whole",
+            f"INSERT INTO labels ({', '.join(LABEL_COLUMNS)}) {staged('labels')}",
+            f"INSERT OR REPLACE INTO query_state ({', '.join(STATE_COLUMNS)}) "
+            f"{staged('states', STATE_COLUMNS)} AND t.whole",
             f"UPDATE query_state AS s SET {recomputed} FROM temp.{REDERIVED}states t "
             f"WHERE s.query_id = t.query_id AND s.annotator = t.annotator AND NOT t.whole "
             f"AND {kept}",
@@ -370,39 +536,51 @@ class Projections(States):
         write_golden(self.conn, golden_labels(self.conn, query_ids))
 
     def _store_state(
-        self, query_id: str, annotator: str, slice_name: str, state: QueryState
+        self,
+        record: QueryRecord,
+        annotator: str,
+        state: QueryState,
+        counts: dict[tuple[str, str, str], int],
     ) -> None:
-        old = self.conn.execute(
-            "SELECT status, answerable FROM query_state WHERE query_id = ? AND annotator = ?",
-            (query_id, annotator),
-        ).fetchone()
-        if old:
-            self._count(annotator, slice_name, _progress_key(old[0], bool(old[1])), -1)
-        self._count(annotator, slice_name, _counter(state), 1)
-        self.conn.execute(
-            "DELETE FROM labels WHERE query_id = ? AND annotator = ?", (query_id, annotator)
-        )
-        self.conn.executemany(_LABEL_SQL, _label_rows(query_id, annotator, state))
-        self.conn.execute(_STATE_SQL, _state_row(query_id, annotator, slice_name, state))
-        self.conn.execute(
-            "UPDATE assignments SET open = ? WHERE annotator = ? AND query_id = ?",
-            (_is_open(state), annotator, query_id),
-        )
+        """Write one annotator's fresh state of the record's query: its row, the labels that
+        changed, ``assignments.open`` if it changed, and its progress deltas into ``counts``."""
+        query_id, old = record.query_id, record.states.get(annotator)
+        if old is not None:
+            _tally(counts, (annotator, record.slice, _counter(old)), -1)
+        _tally(counts, (annotator, record.slice, _counter(state)), 1)
+        gone, changed = _label_changes(query_id, annotator, old, state)
+        if gone:
+            self.conn.execute(
+                "DELETE FROM labels WHERE query_id = ? AND annotator = ? AND doc_id IN "
+                "(SELECT value FROM json_each(?))",
+                (query_id, annotator, json.dumps(gone)),
+            )
+        if changed:
+            self.conn.execute(
+                f"INSERT OR REPLACE INTO labels {unpacked(5)}", (json.dumps(changed),)
+            )
+        self.conn.execute(_STATE_SQL, _state_row(query_id, annotator, record.slice, state))
+        if record.opens.get(annotator, _is_open(state)) != _is_open(state):
+            self.conn.execute(
+                "UPDATE assignments SET open = ? WHERE annotator = ? AND query_id = ?",
+                (_is_open(state), annotator, query_id),
+            )
 
     def _count(self, annotator: str, slice_name: str, state: str, delta: int) -> None:
-        self.conn.execute(
-            "INSERT INTO progress (annotator, slice, state, n) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT (annotator, slice, state) DO UPDATE SET n = n + excluded.n",
-            (annotator, slice_name, state, delta),
-        )
+        """Add ``delta`` to one ``progress`` counter."""
+        self._add_counts({(annotator, slice_name, state): delta})
 
     def _add_counts(self, counts: Mapping[tuple[str, str, str], int]) -> None:
-        """Add to the ``progress`` counters: (annotator, slice, state) -> delta."""
-        self.conn.executemany(
-            "INSERT INTO progress (annotator, slice, state, n) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT (annotator, slice, state) DO UPDATE SET n = n + excluded.n",
-            [(*key, n) for key, n in counts.items() if n],
-        )
+        """Add to the ``progress`` counters, (annotator, slice, state) -> delta, in one
+        statement (none when every delta is 0)."""
+        rows = [(*key, n) for key, n in counts.items() if n]
+        if rows:
+            self.conn.execute(
+                "INSERT INTO progress (annotator, slice, state, n) "
+                f"{unpacked(4)} WHERE true "  # WHERE: the upsert's parsing needs it after FROM
+                "ON CONFLICT (annotator, slice, state) DO UPDATE SET n = n + excluded.n",
+                (json.dumps(rows),),
+            )
 
     def _after_migrating(self) -> None:
         """Re-derive, once, every labelled query's projections when a migration marked them
@@ -450,32 +628,10 @@ class Projections(States):
 
         With no annotator, the golden status of every query. For an annotator, their own work:
         total is their assigned queries (all queries when they have no assignments). Read from
-        maintained counters: cheap at any size.
+        maintained counters, in one statement: cheap at any size.
         """
-        with self._reading():
-            golden_counts = self._counts("")
-            if annotator is None:
-                return {s: _progress_summary(c, sum(c.values())) for s, c in golden_counts.items()}
-            mine = self._counts(annotator)
-            has_assignments = any(counts.get("assigned") for counts in mine.values())
-        summary = {}
-        for slice_name in sorted(set(golden_counts) | set(mine)):
-            counts = mine.get(slice_name, {})
-            total = (
-                counts.get("assigned", 0)
-                if has_assignments
-                else sum(golden_counts.get(slice_name, {}).values())
-            )
-            summary[slice_name] = _progress_summary(counts, total)
-        return summary
-
-    def _counts(self, annotator: str) -> dict[str, dict[str, int]]:
-        counts: dict[str, dict[str, int]] = {}
-        for slice_name, state, n in self.conn.execute(
-            "SELECT slice, state, n FROM progress WHERE annotator = ? AND n != 0", (annotator,)
-        ):
-            counts.setdefault(slice_name, {})[state] = n
-        return counts
+        rows = self._rows(PROGRESS_SQL, {"annotator": annotator or ""})
+        return progress_summary([tuple(row.values()) for row in rows], annotator)
 
     def status(self) -> dict:
         """The project at a glance: golden progress per slice, judgements (current labels),

@@ -16,7 +16,10 @@ class Settings(Connection):
     def settings(self) -> dict:
         """The project's labelling protocol: ``mode`` (first_hit|full), ``depth`` (candidates
         judged per query, 0 = all), ``max_grade`` (1 = binary, default 3) and
-        ``rel_threshold`` (grade counted as relevant, default 1)."""
+        ``rel_threshold`` (grade counted as relevant, default 1). Read once per transaction."""
+        return dict(self._once("settings", self._read_settings))
+
+    def _read_settings(self) -> dict:
         with self._lock:
             stored = dict(self.conn.execute("SELECT key, value FROM settings").fetchall())
         return {

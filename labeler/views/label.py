@@ -57,7 +57,8 @@ def sidebar(session: LabelSession, annotator: str) -> None:
     """Who is labelling, the protocol, details toggle, keyboard help and logout."""
     with st.sidebar:
         st.html(render.note(f"Labelling as {annotator}"))
-        st.html(render.note(protocol_text(session.protocol)))
+        # read again on a whole rerun: the judging panel's reruns read it with their page
+        st.html(render.note(protocol_text(session.read_protocol())))
         st.toggle("Show score and provenance", key="show_details")
         st.html(keys_help(session))
         if annotator != LOCAL_ANNOTATOR and st.button("Log out"):
@@ -73,9 +74,8 @@ def keys_help(session: LabelSession) -> str:
     return f'<div class="gs-keymap">{cells}</div>'
 
 
-def progress_bar(session: LabelSession) -> None:
-    """Done / total for this annotator, overall and per slice."""
-    per_slice = session.progress()
+def progress_bar(per_slice: dict[str, dict[str, int]]) -> None:
+    """Done / total for this annotator, overall and per slice (see :meth:`Store.progress`)."""
     done = sum(counts["done"] for counts in per_slice.values())
     total = sum(counts["total"] for counts in per_slice.values())
     skipped = sum(counts["skipped"] for counts in per_slice.values())
@@ -231,12 +231,12 @@ def search_box(session: LabelSession, search: Search, key: str) -> None:
         )
 
 
-def history(session: LabelSession) -> None:
-    """The queries viewed before this one, each reopened with H + its number, or chosen."""
+def history(session: LabelSession, states: dict[str, dict]) -> None:
+    """The queries viewed before this one, each reopened with H + its number, or chosen
+    (``states``: theirs, as :meth:`Store.recent_states` gives them)."""
     recent = session.recent()
     if not recent:
         return
-    states = session.store.recent_states(session.annotator, recent)
     entries = [(query_id, _status_word(states.get(query_id))) for query_id in recent]
     st.html(render.history_strip(entries))
     choice = st.selectbox(
@@ -290,9 +290,9 @@ def judging_panel(session: LabelSession) -> None:
     if session.refused_account:  # signed out in another tab, or removed: show the sign-in gate
         session.refused_account = False
         st.rerun(scope="app")
-    view = session.view()  # presses were applied by the listener's callback, before this
-    ahead = session.next_view()
-    last_action, behind = session.undo_preview()
+    # One read: presses were applied by the listener's callback, before this.
+    page = session.page()
+    view, ahead, last_action, behind = page.view, page.ahead, page.last_action, page.behind
     keys.listen(
         session.accepted_keys,
         lambda press: press_typed(session, press),
@@ -310,14 +310,14 @@ def judging_panel(session: LabelSession) -> None:
             query = view.query
             st.html(render.query_heading(query["query"], query["query_id"], query["slice"]))
             verdict_line(view)
-        progress_bar(session)
+        progress_bar(page.progress)
         if session.unsaved:
             st.html(render.alert(f"{session.unsaved} {UNSAVED_HELP}"))
         if session.message:
             st.html(render.note(session.message))
     if view is None:
         st.success("Nothing left to label. Z undoes the last action; P goes back.")
-        history(session)
+        history(session, page.recent)
         return
     terms = render.query_terms(view.query["query"])
     cards, side = st.columns([3, 2], gap="medium")
@@ -337,7 +337,7 @@ def judging_panel(session: LabelSession) -> None:
         action_buttons(session)
     with side:
         search_panel(session, view)
-        history(session)
+        history(session, page.recent)
         notes(session, view)
 
 
