@@ -11,7 +11,7 @@ from goldset.eval import validation
 from goldset.eval.errors import InputError
 from goldset.labeler import golden
 from goldset.labeler.golden import QueryContext
-from goldset.labeler.store.connection import CHUNK, _marks
+from goldset.labeler.store.connection import CHUNK, qmarks
 from goldset.labeler.store.corpus import POOLED_RUN
 from goldset.labeler.store.log import IMPORT_RUN
 from goldset.labeler.store.states import States
@@ -56,7 +56,7 @@ class Export(States):
                 chunk = list(query_ids[start : start + CHUNK])
                 queries = self._rows(
                     "SELECT query_id, query, slice, metadata, position FROM queries "
-                    f"WHERE query_id IN ({_marks(chunk)}) ORDER BY position",
+                    f"WHERE query_id IN ({qmarks(chunk)}) ORDER BY position",
                     chunk,
                 )
                 records += self._golden_records(queries, settings)
@@ -89,7 +89,7 @@ class Export(States):
     def _rankings(self, query_ids: Sequence[str]) -> dict[str, dict[str, list[str]]]:
         """Each query's rankings as :meth:`_context` gives them: the imported list, then
         each pooled run (by name), docs in rank order."""
-        marks = _marks(query_ids)
+        marks = qmarks(query_ids)
         rows = self.conn.execute(
             "SELECT query_id, ?, imported_rank, doc_id FROM candidates "
             f"WHERE query_id IN ({marks}) AND imported_rank IS NOT NULL "

@@ -21,10 +21,10 @@ from goldset.labeler.importing import (
     tasks_from_records,
 )
 from goldset.labeler.pooling import corpus_beyond_tasks, corpus_documents, read_corpus
-from goldset.labeler.store.connection import _chunks, _marks
+from goldset.labeler.store.connection import chunks, qmarks
 from goldset.labeler.store.corpus import POOLED_RUN
 from goldset.labeler.store.golden_rows import write_golden
-from goldset.labeler.store.projections import _LABEL_COLUMNS, _STATE_COLUMNS, STAGED, Projections
+from goldset.labeler.store.projections import LABEL_COLUMNS, STAGED, STATE_COLUMNS, Projections
 from goldset.labeler.store.replay import (
     Replay,
     golden_plan,
@@ -349,10 +349,10 @@ class Imports(Projections):
                 )
             }
         )
-        for chunk in _chunks(orphans):
+        for chunk in chunks(orphans):
             with self._writing() as conn:
                 for table in _ORPHANED:
-                    conn.execute(f"DELETE FROM {table} WHERE query_id IN ({_marks(chunk)})", chunk)
+                    conn.execute(f"DELETE FROM {table} WHERE query_id IN ({qmarks(chunk)})", chunk)
         deleted = 1  # the ranks of known queries under a run never registered (Pool.pool)
         while deleted:
             with self._writing() as conn:
@@ -366,11 +366,11 @@ class Imports(Projections):
 
     def _content_hashes(self, query_ids: Sequence[str]) -> dict[str, str]:
         hashes: dict[str, str] = {}
-        for chunk in _chunks(query_ids):
+        for chunk in chunks(query_ids):
             hashes.update(
                 self.conn.execute(
                     "SELECT query_id, content_hash FROM queries "
-                    f"WHERE query_id IN ({_marks(chunk)})",
+                    f"WHERE query_id IN ({qmarks(chunk)})",
                     chunk,
                 ).fetchall()
             )
@@ -387,7 +387,7 @@ class Imports(Projections):
                 f"CREATE TEMP TABLE {STAGED}{table} AS SELECT {names} FROM main.{table} WHERE 0"
             )
             conn.executemany(
-                f"INSERT INTO temp.{STAGED}{table} ({names}) VALUES ({_marks(columns)})", rows
+                f"INSERT INTO temp.{STAGED}{table} ({names}) VALUES ({qmarks(columns)})", rows
             )
 
     def _publish_staged(
@@ -470,9 +470,9 @@ class Imports(Projections):
         """
         existing: dict[str, tuple[str, str]] = {}
         if self.conn.execute("SELECT EXISTS (SELECT 1 FROM documents)").fetchone()[0]:
-            for chunk in _chunks(list(documents)):
+            for chunk in chunks(list(documents)):
                 for doc_id, title, text in self.conn.execute(
-                    f"SELECT doc_id, title, text FROM documents WHERE doc_id IN ({_marks(chunk)})",
+                    f"SELECT doc_id, title, text FROM documents WHERE doc_id IN ({qmarks(chunk)})",
                     chunk,
                 ):
                     existing[doc_id] = (title, text)
@@ -531,9 +531,9 @@ class Imports(Projections):
                 _insert("events", (*_EVENT_COLUMNS, "batch")),
                 [(number + base, *row, batch) for number, *row in replay.events],
             ),
-            (_insert("labels", _LABEL_COLUMNS), [(*r[:4], r[4] + base) for r in replay.labels]),
+            (_insert("labels", LABEL_COLUMNS), [(*r[:4], r[4] + base) for r in replay.labels]),
             (
-                _insert("query_state", _STATE_COLUMNS),
+                _insert("query_state", STATE_COLUMNS),
                 [(*row[:10], row[10] + base, *row[11:]) for row in replay.states],
             ),
             (
@@ -573,7 +573,7 @@ class Imports(Projections):
 
 def _insert(table: str, columns: Sequence[str]) -> str:
     """An INSERT of one row of ``columns`` into ``table``, for executemany."""
-    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({_marks(columns)})"
+    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({qmarks(columns)})"
 
 
 def _shifted(

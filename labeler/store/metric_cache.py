@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from goldset.labeler import golden
-from goldset.labeler.store.connection import Connection, _chunks, _marks
+from goldset.labeler.store.connection import Connection, chunks, qmarks
 from goldset.labeler.store.corpus import UNPUBLISHED_HIDDEN
 from goldset.labeler.store.frames import DONE_PASSES
 
@@ -72,9 +72,9 @@ class MetricCache(Connection):
                 return pd.read_sql_query(DONE_PASSES, self.conn)
             frames = [
                 pd.read_sql_query(
-                    f"{DONE_PASSES} AND s.query_id IN ({_marks(ids)})", self.conn, params=ids
+                    f"{DONE_PASSES} AND s.query_id IN ({qmarks(ids)})", self.conn, params=ids
                 )
-                for ids in _chunks(query_ids)
+                for ids in chunks(query_ids)
             ]
         columns = ["query_id", "annotator", "docs_read", "seconds"]
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)

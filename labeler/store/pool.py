@@ -23,7 +23,7 @@ from goldset.labeler.pooling import (
     read_queries,
     run_settled,
 )
-from goldset.labeler.store.connection import CANDIDATES_NEXT, CANDIDATES_RETIRED, _chunks, _marks
+from goldset.labeler.store.connection import CANDIDATES_NEXT, CANDIDATES_RETIRED, chunks, qmarks
 from goldset.labeler.store.imports import POOL_COLUMNS, Imports
 from goldset.labeler.store.log import IMPORT_RUN, JOINED, query_context
 
@@ -93,7 +93,7 @@ class Pool(Imports):
         answered = sorted({query_id for run in pooled for query_id in run.rankings})
         with self._reading():
             labels, positions = {}, {}
-            for chunk in _chunks(answered):
+            for chunk in chunks(answered):
                 labels.update(self._golden(chunk))
                 positions.update(self._positions(chunk))
         new_docs: dict[str, set[str]] = {}
@@ -271,11 +271,11 @@ class Pool(Imports):
                 if d not in corpus_ids
             }
             stored = set()
-            for chunk in _chunks(list(doc_ids)):
+            for chunk in chunks(list(doc_ids)):
                 stored.update(
                     row[0]
                     for row in self.conn.execute(
-                        f"SELECT doc_id FROM documents WHERE doc_id IN ({_marks(chunk)})", chunk
+                        f"SELECT doc_id FROM documents WHERE doc_id IN ({qmarks(chunk)})", chunk
                     )
                 )
             missing = doc_ids - stored
@@ -313,8 +313,8 @@ class Pool(Imports):
         )
         ranks: dict[str, dict[tuple[str, int], str]] = {}
         candidates: dict[str, dict[str, tuple[int, int | None]]] = {}
-        for chunk in _chunks([q for q in wanted if q not in fresh]):
-            marks = _marks(chunk)
+        for chunk in chunks([q for q in wanted if q not in fresh]):
+            marks = qmarks(chunk)
             for query_id, run, rank, doc_id in self.conn.execute(
                 f"SELECT query_id, run, rank, doc_id FROM pool_ranks WHERE query_id IN ({marks})",
                 chunk,
@@ -397,7 +397,7 @@ class Pool(Imports):
 
         upsert = (
             f"INSERT INTO {CANDIDATES_NEXT} ({', '.join(_ORDER_COLUMNS)}, batch) "
-            f"VALUES ({_marks(_ORDER_COLUMNS)}, {int(batch)}) ON CONFLICT (query_id, doc_id) "
+            f"VALUES ({qmarks(_ORDER_COLUMNS)}, {int(batch)}) ON CONFLICT (query_id, doc_id) "
             "DO UPDATE SET position = excluded.position, score = excluded.score"
         )
         with self._foreign_keys_off():  # fresh queries' candidates come before their queries

@@ -18,7 +18,7 @@ from goldset.labeler.importing import (
     tasks_from_records,
 )
 from goldset.labeler.store.log import IMPORT_RUN
-from goldset.labeler.store.projections import _progress_key
+from goldset.labeler.store.projections import progress_key
 
 ROUND_TRIP_KEYS = (golden.POOL_KEY, "labels", "adjudication")
 
@@ -123,7 +123,7 @@ def replayed(
                 + (state.judged_depth, state.seconds, state.last_event_id, state.updated_at)
                 + (state.note, state.holes)
             )
-            replay.count(name, task.slice, _progress_key(state.status, state.answerable), 1)
+            replay.count(name, task.slice, progress_key(state.status, state.answerable), 1)
         decision = None
         if plan.decision is not None:
             replay.decisions.append((query_id, *plan.decision))
@@ -145,7 +145,7 @@ def replayed(
         replay.golden.append((query_id, label))
         if status != "pending":
             replay.count("", task.slice, "pending", -1)
-            replay.count("", task.slice, _progress_key(status, answerable), 1)
+            replay.count("", task.slice, progress_key(status, answerable), 1)
         for run, ranking in plan.runs.items():
             if run != IMPORT_RUN:
                 replay.runs[run] = max(replay.runs.get(run, 0), len(ranking))

@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping, Sequence
 
 from goldset.labeler import golden
-from goldset.labeler.store.connection import _chunks, _marks
+from goldset.labeler.store.connection import chunks, qmarks
 from goldset.labeler.store.corpus import published
 from goldset.labeler.store.projections import TO_DO, Projections
 
@@ -97,7 +97,7 @@ class Team(Projections):
         (it must not go to them again)."""
         where, params = "", []
         if slices is not None:
-            where, params = f"AND q.slice IN ({_marks(slices)})", list(slices)
+            where, params = f"AND q.slice IN ({qmarks(slices)})", list(slices)
         with self._reading():
             rows = self._rows(
                 "SELECT q.query_id, q.slice FROM queries q LEFT JOIN sample s "
@@ -185,11 +185,11 @@ class Team(Projections):
                 )
             ]
             overlap = []
-            for chunk in _chunks(ids):
+            for chunk in chunks(ids):
                 states, positions = self._states(chunk), self._positions(chunk)
                 for query in self._rows(
                     "SELECT query_id, query, slice, position FROM queries "
-                    f"WHERE query_id IN ({_marks(chunk)})",
+                    f"WHERE query_id IN ({qmarks(chunk)})",
                     chunk,
                 ):
                     done = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from goldset.labeler.store.labelling import Labelling, _in_queue
+from goldset.labeler.store.labelling import Labelling, queue_rule
 from goldset.labeler.store.projections import TO_DO
 
 # An annotator's verdict on a query, from their own row of query_state (none: not started).
@@ -63,7 +63,7 @@ class Worklist(Labelling):
             "FROM queries q "
             "LEFT JOIN assignments a ON a.annotator = :annotator AND a.query_id = q.query_id "
             "LEFT JOIN query_state s ON s.query_id = q.query_id AND s.annotator = :annotator "
-            f"WHERE {_in_queue('q.query_id')} AND (a.query_id IS NOT NULL "
+            f"WHERE {queue_rule('q.query_id')} AND (a.query_id IS NOT NULL "
             f"OR s.query_id IS NOT NULL OR {TO_DO} OR EXISTS (SELECT 1 FROM "
             "second_opinions p WHERE p.query_id = q.query_id AND p.first_annotator != :annotator)) "
             f"{where} ORDER BY q.position LIMIT :limit OFFSET :offset",
