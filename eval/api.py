@@ -26,13 +26,14 @@ The reports hold what ``goldset eval --json`` and ``goldset compare --json`` pri
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Union
 
 import numpy as np
 
+from goldset.eval import validation
 from goldset.eval.errors import InputError
 from goldset.eval.metrics import DEFAULT_METRICS
 from goldset.eval.readers import (
@@ -42,11 +43,13 @@ from goldset.eval.readers import (
     read_golden,
     read_run,
     run_from_frame,
+    run_from_records,
 )
 
 if TYPE_CHECKING:
     import pandas as pd
 
+FRAME, DICT = "<DataFrame>", "<dict>"  # where an error of a frame or a dict happened
 GoldenInput = Union[str, Path, Golden, "pd.DataFrame", Mapping[str, Mapping[str, int]], Iterable]
 RunInput = Union[str, Path, Run, "pd.DataFrame", Mapping[str, Mapping[str, float]]]
 
@@ -60,14 +63,14 @@ def as_golden(golden: GoldenInput) -> Golden:
     if isinstance(golden, str | Path):
         return read_golden(golden)
     if _is_frame(golden):
-        _require_columns(golden, ("query_id", "doc_id", "grade"), "golden set")
-        golden = _nested(golden, "grade")
+        _require_columns(golden, ("query_id", "doc_id", "grade"))
+        return _non_empty(golden_from_records(_frame_golden_records(golden), FRAME))
     if isinstance(golden, Mapping):
         records = (
-            {"query_id": query_id, "judgments": _judgments(query_id, judged)}
+            {"query_id": query_id, "judgments": _inner(judged, query_id, "judgments")}
             for query_id, judged in golden.items()
         )
-        return _non_empty(golden_from_records(records, source="<dict>"))
+        return _non_empty(golden_from_records(records, source=DICT))
     if isinstance(golden, Iterable):
         return _non_empty(golden_from_records(golden, source="<records>"))
     raise TypeError(f"a golden set is a path, a DataFrame or a dict, not {type(golden).__name__}")
@@ -81,20 +84,20 @@ def as_run(run: RunInput, name: str | None = None) -> Run:
     if isinstance(run, str | Path):
         return read_run(run, name)
     if isinstance(run, Mapping):
-        import pandas as pd
-
-        frame = pd.DataFrame(
-            [
-                (query_id, doc_id, score)
-                for query_id, scored in run.items()
-                for doc_id, score in _scored(query_id, scored).items()
-            ],
-            columns=["query_id", "doc_id", "score"],
+        records = (
+            {
+                "query_id": query_id,
+                "results": [
+                    {"doc_id": doc_id, "score": score}
+                    for doc_id, score in _inner(scored, query_id, "results").items()
+                ],
+            }
+            for query_id, scored in run.items()
         )
-        return run_from_frame(frame, name or "run", query_ids=list(run), source="<dict>")
+        return run_from_records(records, name or "run", source=DICT)
     if _is_frame(run):
-        _require_columns(run, ("query_id", "doc_id", "score"), "run")
-        return run_from_frame(run, name or "run", source="<DataFrame>")
+        _require_columns(run, ("query_id", "doc_id", "score"))
+        return run_from_frame(_checked_run_frame(run), name or "run", source=FRAME)
     raise TypeError(f"a run is a path, a DataFrame or a dict, not {type(run).__name__}")
 
 
@@ -221,41 +224,60 @@ def _is_frame(value: object) -> bool:
     return type(value).__name__ == "DataFrame" and hasattr(value, "columns")
 
 
-def _require_columns(frame: pd.DataFrame, columns: tuple[str, ...], what: str) -> None:
+def _require_columns(frame: pd.DataFrame, columns: tuple[str, ...]) -> None:
     missing = [name for name in columns if name not in frame.columns]
     if missing:
-        raise InputError("<DataFrame>", None, missing[0], f"a {what} frame needs {columns}")
+        raise InputError(FRAME, None, missing[0], f"a missing column (needs {', '.join(columns)})")
 
 
-def _nested(frame: pd.DataFrame, value: str) -> dict[str, dict[str, object]]:
-    """A frame of query_id, doc_id, value as ``{query_id: {doc_id: value}}`` (a repeated pair
-    is refused by the reader it goes to, so it is kept as a list here to be seen)."""
-    nested: dict[str, dict[str, object]] = {}
-    for line, (query_id, doc_id, item) in enumerate(
-        frame[["query_id", "doc_id", value]].itertuples(index=False), start=1
-    ):
-        judged = nested.setdefault(query_id, {})
-        if doc_id in judged:
-            raise InputError("<DataFrame>", line, "doc_id", f"doc {doc_id!r} repeated")
-        judged[doc_id] = item.item() if isinstance(item, np.generic) else item
-    return nested
+def _rows(frame: pd.DataFrame, columns: tuple[str, ...]) -> Iterator[tuple[int, tuple]]:
+    """The frame's rows as plain Python values (``tolist``: no numpy scalars), numbered from 1
+    as a file's lines are, so that an error names the row."""
+    values = [frame[name].tolist() for name in columns]
+    return enumerate(zip(*values, strict=True), start=1)
 
 
-def _judgments(query_id: str, judged: object) -> object:
-    if not isinstance(judged, Mapping):
-        raise InputError("<dict>", None, str(query_id), "judgements are a {doc_id: grade} dict")
-    return dict(judged)
+def _frame_golden_records(frame: pd.DataFrame) -> list[tuple[int, dict]]:
+    """Golden-set records, one per query (at the row of its first judgement), from a frame of
+    query_id, doc_id, grade: each then checked as a golden JSONL line is."""
+    records: dict[object, tuple[int, dict]] = {}
+    for line, (query_id, doc_id, grade) in _rows(frame, ("query_id", "doc_id", "grade")):
+        judged = records.setdefault(query_id, (line, {"query_id": query_id, "judgments": {}}))[1]
+        key = validation.identifier(doc_id, "doc_id", (FRAME, line))
+        if key in judged["judgments"]:
+            raise InputError(FRAME, line, "doc_id", f"doc {key!r} repeated for its query")
+        judged["judgments"][key] = grade
+    return list(records.values())
 
 
-def _scored(query_id: str, scored: object) -> Mapping:
-    if not isinstance(scored, Mapping):
-        raise InputError("<dict>", None, str(query_id), "results are a {doc_id: score} dict")
-    return scored
+def _checked_run_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """A run frame's ids and scores checked row by row as a JSONL run's results are (ids
+    strings or integers, scores numbers, ±inf allowed, never NaN), as strings and floats."""
+    import pandas as pd
+
+    checked = []
+    for line, (query_id, doc_id, score) in _rows(frame, ("query_id", "doc_id", "score")):
+        where = (FRAME, line)
+        checked.append(
+            (
+                validation.identifier(query_id, "query_id", where),
+                validation.identifier(doc_id, "doc_id", where),
+                validation.number(score, "score", where, finite=False),
+            )
+        )
+    return pd.DataFrame(checked, columns=["query_id", "doc_id", "score"])
+
+
+def _inner(value: object, query_id: object, field: str) -> Mapping:
+    """A query's ``{doc_id: grade}`` or ``{doc_id: score}`` in a dict of dicts."""
+    if not isinstance(value, Mapping):
+        raise InputError(DICT, None, str(query_id), f"{field} are a {{doc_id: value}} dict")
+    return value
 
 
 def _non_empty(golden: Golden) -> Golden:
     if len(golden.query_column("query_id")) == 0:
-        raise InputError("<dict>", None, None, "no queries in the golden set")
+        raise InputError("<input>", None, None, "no queries in the golden set")
     return golden
 
 

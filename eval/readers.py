@@ -50,6 +50,7 @@ __all__ = [
     "read_golden",
     "read_run",
     "run_from_frame",
+    "run_from_records",
 ]
 
 QUERY_COLUMNS = ("query_id", "query", "slice", "status", "answerable", "mode")
@@ -505,9 +506,21 @@ def _run_from_rows(
 
 
 def _read_jsonl_run(path: Path, name: str) -> Run:
+    return run_from_records(json_lines(path), name, str(path))
+
+
+def run_from_records(
+    records: Iterable[dict | tuple[int, dict]], name: str, source: str = "<records>"
+) -> Run:
+    """Build a :class:`Run` from JSONL run objects (``{"query_id": ..., "results": [{"doc_id":
+    ..., "score": ...}]}``), checked as :func:`read_run` checks a JSONL file's lines.
+
+    ``records`` may also yield ``(line_number, record)`` pairs, so that errors name the line.
+    """
     query_ids, rows, seen = [], [], set()
-    for line, record in json_lines(path):
-        where = (str(path), line)
+    for position, item in enumerate(records, start=1):
+        line, record = item if isinstance(item, tuple) else (position, item)
+        where = (source, line)
         if not isinstance(record, dict):
             raise InputError(*where, None, "expected a JSON object")
         query_id = validation.identifier(record.get("query_id"), "query_id", where)
@@ -528,7 +541,7 @@ def _read_jsonl_run(path: Path, name: str) -> Run:
         np.array(scores, dtype=np.float64),
         np.array(lines, dtype=np.int64),
     )
-    return _run_from_rows(read, name, str(path), query_ids)
+    return _run_from_rows(read, name, source, query_ids)
 
 
 def _jsonl_results(query_id: str, results: list, where: tuple[str, int]) -> Iterator[tuple]:

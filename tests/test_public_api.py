@@ -125,7 +125,19 @@ def test_records_carry_slices_and_statuses_as_the_golden_jsonl_does():
         ({"q1": ["d1"]}, {"q1": {"d1": 1.0}}, "q1"),  # judgements not a dict
         ({"q1": {"d1": 1}}, {"q1": ["d1"]}, "q1"),  # results not a dict
         ({"q 1": {"d1": 1}}, {"q1": {"d1": 1.0}}, "query_id"),  # whitespace in an id, as in files
-        ({"q1": {"d1": 1}}, {"q1": {"d1": "high"}}, "score"),  # not a number
+        ({"q1": {"d1": 1}}, {"q1": {"d1": "high"}}, "results[0].score"),  # as a JSONL run
+        ({"q1": {"d1": 1}}, {"q1": {"d1": True}}, "results[0].score"),  # a bool is no score
+        ({"q1": {"d1": 1}}, {"q1": {"d1": float("nan")}}, "results[0].score"),
+        (
+            {"q1": {"d1": 1}},
+            pd.DataFrame({"query_id": ["q1", None], "doc_id": ["d1", "d2"], "score": [1.0, 2.0]}),
+            "query_id",
+        ),
+        (
+            {"q1": {"d1": 1}},
+            pd.DataFrame({"query_id": [1.0], "doc_id": ["d1"], "score": [1]}),
+            "query_id",
+        ),  # a float id (a column with gaps) is not read as "1.0"
         (pd.DataFrame({"query_id": ["q1"], "doc": ["d1"]}), {"q1": {}}, "doc_id"),
         ({}, {"q1": {"d1": 1.0}}, None),  # no query at all
     ],
@@ -134,6 +146,27 @@ def test_bad_input_in_any_form_is_refused_naming_its_field(golden, run, field):
     with pytest.raises(InputError) as refused:
         goldset.evaluate(golden, run, bootstrap=0)
     assert refused.value.field == field
+
+
+def test_a_dict_run_is_read_as_the_same_run_in_a_jsonl_file(tmp_path):
+    run = {"q1": {"d 1": 1.0}}
+    path = tmp_path / "run.jsonl"
+    path.write_text(json.dumps({"query_id": "q1", "results": [{"doc_id": "d 1", "score": 1.0}]}))
+    messages = []
+    for given in (run, path):
+        with pytest.raises(InputError) as refused:
+            goldset.evaluate({"q1": {"d1": 1}}, given, bootstrap=0)
+        messages.append(str(refused.value).split(": ", 1)[1])
+    assert messages[0] == messages[1]
+
+
+def test_integer_ids_are_read_as_their_digits_in_every_form():
+    golden = pd.DataFrame({"query_id": [1, 2], "doc_id": [10, 20], "grade": [1, 1]})
+    run = pd.DataFrame({"query_id": [1, 2], "doc_id": [10, 30], "score": [1.0, 2.0]})
+    expected = {"1": 1.0, "2": 0.0}
+    for given in (run, {1: {10: 1.0}, 2: {30: 2.0}}):
+        report = goldset.evaluate(golden, given, ["mrr@10"], bootstrap=0)
+        assert report.per_query()["mrr@10"].to_dict() == expected
 
 
 def test_a_repeated_pair_in_a_frame_is_refused_not_kept_once():
