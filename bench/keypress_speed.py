@@ -9,8 +9,8 @@ page runs for each press (labeler.judging.LabelSession):
 
 - press: the action itself — the store write (one committed event) and, when the query is done,
   finding the next query;
-- view: what the panel reads to render — query, state, candidates, next candidate;
-- progress: the progress counters.
+- page: the rerun's one read (LabelSession.page) — the open query, the one fetched ahead, the
+  one Z returns to, what Z undoes, progress and the history strip.
 
 Presses follow a first-hit pattern ("1", "01", "001", "0001", ... and now and then a skip or an
 undo). Prints median, 95th percentile and maximum per part and in total, in milliseconds, and
@@ -45,7 +45,7 @@ def build(path: Path, queries: int, candidates: int) -> float:
 def replay(session: LabelSession, presses: int, first_seq: int = 1) -> dict[str, list[float]]:
     """Apply ``presses`` keys as the app does (each press recorded with its browser page and
     number); return the milliseconds of each part of each press."""
-    timings: dict[str, list[float]] = {"press": [], "view": [], "progress": [], "total": []}
+    timings: dict[str, list[float]] = {"press": [], "page": [], "total": []}
     for number in range(presses):
         key = PATTERN[number % len(PATTERN)]
         started = time.perf_counter()
@@ -53,14 +53,11 @@ def replay(session: LabelSession, presses: int, first_seq: int = 1) -> dict[str,
         pressed = time.perf_counter()
         if session.message.startswith("Not done"):
             raise RuntimeError(f"a press was refused, not measured: {session.message}")
-        session.view()
-        viewed = time.perf_counter()
-        session.progress()
+        session.page()
         finished = time.perf_counter()
         for part, seconds in (
             ("press", pressed - started),
-            ("view", viewed - pressed),
-            ("progress", finished - viewed),
+            ("page", finished - pressed),
             ("total", finished - started),
         ):
             timings[part].append(seconds * 1000)

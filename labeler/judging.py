@@ -229,37 +229,6 @@ class LabelSession:
                 recent=desk.recent,
             )
 
-    def view(self) -> QueryView | None:
-        """The current query as the page shows it, or None when no query is left (one
-        snapshot, as :meth:`page`)."""
-        if self.query_id is None:
-            return None
-        with self.store.snapshot():
-            self._protocol = self.store.settings()
-            return self._view_of(self.query_id)
-
-    def next_view(self) -> QueryView | None:
-        """The query that completing the open one leads to (N, S, a verdict, the last
-        judgement), fetched ahead so that the page can show it before the server answers."""
-        if self.query_id is None:
-            return None
-        with self.store.snapshot():
-            ahead_id = self.store.next_query(self.annotator, after=self.query_id)
-            return None if ahead_id is None else self._view_of(ahead_id, own_cursor=False)
-
-    def undo_preview(self) -> tuple[dict | None, QueryView | None]:
-        """The action Z would take back now (see :meth:`Store.last_undoable`), and the view
-        of its query when that is another than the open one (the last one completed,
-        usually), so that the page can show Z's result before the server answers."""
-        with self.store.snapshot():
-            last = self.store.last_undoable(self.annotator)
-            behind_id = self._behind(last, None)
-            return last, None if behind_id is None else self._view_of(behind_id, own_cursor=False)
-
-    def progress(self) -> dict[str, dict[str, int]]:
-        """The annotator's progress per slice (see :meth:`Store.progress`)."""
-        return self.store.progress(self.annotator)
-
     def _behind(self, last: dict | None, ahead_id: str | None) -> str | None:
         """The query of the action Z would take back (``last``) when the page shows it hidden:
         another than the open one, that the annotator may open (``ahead_id``, from their

@@ -413,7 +413,7 @@ def test_grades_a_verdict_gave_read_by_verdict_apart_from_the_pressed_ones(small
     assert shown.count('<span class="gs-label">0 · not relevant</span>') == 1
     assert shown.count('<span class="gs-label gs-implied">0 · by verdict</span>') == 2
     panel = at.session_state["label_session"]
-    assert panel.view().asserted == {"q1-d2", "q1-d3"}
+    assert panel.page().view.asserted == {"q1-d2", "q1-d3"}
 
 
 def test_a_reopened_finished_query_opens_on_its_first_card_and_a_grade_button_changes_it(
@@ -433,7 +433,7 @@ def test_a_reopened_query_done_at_a_relevant_card_opens_on_that_card(small_db):
     at = press(open_app(), "0", "1")  # q1 done at #2
     press_keys(at, "p")
     assert "query number 1" in heading(at)
-    assert at.session_state["label_session"].view().current["doc_id"] == "q1-d2"
+    assert at.session_state["label_session"].page().view.current["doc_id"] == "q1-d2"
 
 
 def test_a_grade_key_on_the_search_results_attaches_the_selected_one_with_that_grade(small_db):

@@ -49,7 +49,7 @@ def test_a_csv_row_without_a_candidate_names_a_query_with_none(ana_store, tmp_pa
 def test_a_query_without_candidates_asks_for_a_verdict_and_u_makes_it_unanswerable(ana_store):
     ana_store.import_tasks(ACCEPTED / "empty_candidates.jsonl")
     session = session_on(ana_store, "q2")
-    assert session.view().verdict_due
+    assert session.page().view.verdict_due
     session.press("u")
     assert record(ana_store, "q2")["status"] == "done"
     assert record(ana_store, "q2")["answerable"] is False

@@ -106,10 +106,14 @@ def open_project(case: dict, folder: Path) -> Store:
 
 def panel(session: LabelSession) -> dict | None:
     """The panel the label page sends the browser now (as views/label.py builds it)."""
-    last_action, _ = session.undo_preview()
-    view, ahead = session.view(), session.next_view()
+    page = session.page()
     return keys.panel_model(
-        session, view, ahead, last_action, grade_name=grade_name, implied=IMPLIED_NAME
+        session,
+        page.view,
+        page.ahead,
+        page.last_action,
+        grade_name=grade_name,
+        implied=IMPLIED_NAME,
     )
 
 
@@ -182,7 +186,7 @@ def play_on_the_server(case: dict, folder: Path) -> ServerRun:
         for step in case["steps"]:
             panels.append(panel(session))
             session.press(step["key"], seconds=1.0)
-            view = session.view()
+            view = session.page().view
             state, cards = q1_state(store)
             derived = {
                 "open": session.query_id,

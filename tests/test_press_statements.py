@@ -47,7 +47,7 @@ def rerun(session: LabelSession) -> None:
 def typed(session: LabelSession, key: str, seq: int) -> None:
     """``key`` typed in the browser page, aimed at what the page shows (as the listener
     aims it: the query, and for a grade the current card and its grade)."""
-    view = session.view()
+    view = session.page().view
     target = {"query": view.query["query_id"]}
     if key.isdigit():
         target |= {"doc": view.current["doc_id"], "grade": view.current["grade"]}
@@ -82,7 +82,7 @@ def test_a_press_and_the_rerun_after_it_take_few_statements(session, action):
         typed(session, earlier, seq)
         rerun(session)
     seq, logged = len(before) + 1, events(session)
-    target_view = session.view()  # what the page showed: read before the press, by the page
+    target_view = session.page().view  # what the page showed: read before the press, by the page
     target = {"query": target_view.query["query_id"]}
     if key.isdigit():
         current = target_view.current

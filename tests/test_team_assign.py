@@ -111,7 +111,7 @@ def what_bob_sees(store, query_id):
     """Everything bob's label page reads about a query."""
     session = LabelSession(store, "bob")
     session.query_id = query_id
-    view = session.view()
+    view = session.page().view
     return (
         view.state,
         [(c["doc_id"], c["grade"]) for c in view.candidates],

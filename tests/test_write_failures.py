@@ -80,7 +80,7 @@ def press_until_refused(browser: Browser, most: int = 180) -> str:
     the database refuses one; return the query it was on."""
     for _ in range(most):
         query_id = browser.session.query_id
-        view = browser.session.view()
+        view = browser.session.page().view
         browser.type("u" if view.verdict_due else "0")
         if browser.send():
             return query_id
