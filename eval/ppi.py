@@ -126,6 +126,7 @@ def ppi_mean(
     alpha: float = 0.05,
     tuned: bool = True,
     interval: str = GUARDED,
+    limits: tuple[float, float] | None = None,
 ) -> PPIEstimate:
     """The PPI++ estimate of the mean of the humans' per-query values over all queries.
 
@@ -134,13 +135,19 @@ def ppi_mean(
     included); ``weights`` the sampled queries' inverse inclusion probabilities (None: a
     uniform random sample); ``alpha`` the CI's error level; ``tuned`` False gives plain PPI
     (λ = 1); ``interval`` ``"guarded"`` (the default, for small samples) or ``"normal"``
-    (PPI++'s as published). The formulas are in the module's docstring.
+    (PPI++'s as published); ``limits`` the range the values can take (a metric's (0, 1), a
+    paired delta's (−1, 1)), to which both CIs are cut: the mean cannot leave it. The
+    formulas are in the module's docstring.
 
     >>> estimate = ppi_mean([1.0, 0.0, 1.0, 1.0], [1.0, 0.0, 1.0, 0.0], [1, 0, 1, 0, 1, 1, 0, 1])
     >>> round(estimate.mean, 4), round(estimate.weight, 4), estimate.n_human, estimate.n_all
     (0.8083, 0.4667, 4, 8)
     >>> [round(bound, 4) for bound in (estimate.low, estimate.high)]  # 4 queries tell little
     [-0.0675, 1.6842]
+    >>> cut = ppi_mean([1.0, 0.0, 1.0, 1.0], [1.0, 0.0, 1.0, 0.0], [1, 0, 1, 0, 1, 1, 0, 1],
+    ...                limits=(0, 1))
+    >>> [round(bound, 4) for bound in (cut.low, cut.high)], cut.std_error == estimate.std_error
+    ([0, 1], True)
     """
     y, y_hat, y_all, w = _checked(human, judge_labelled, judge_all, weights, alpha)
     if interval not in INTERVALS:
@@ -161,8 +168,8 @@ def ppi_mean(
     mean = weight * float(y_all.mean()) + _mean(y - weight * y_hat, w)
     human_mean = _mean(y, w)
     quantile = _quantile(alpha, n, interval)
-    low, high = _bounds(mean, variance, quantile)
-    human_low, human_high = _bounds(human_mean, human_variance, quantile)
+    low, high = _bounds(mean, variance, quantile, limits)
+    human_low, human_high = _bounds(human_mean, human_variance, quantile, limits)
     return PPIEstimate(
         mean=mean,
         low=low,
@@ -266,10 +273,16 @@ def _quantile(alpha: float, n: int, interval: str) -> float:
     return student_t_quantile(1 - alpha / 2, n - 1)
 
 
-def _bounds(mean: float, variance: float, quantile: float) -> tuple[float, float]:
-    """mean ± quantile · √variance."""
+def _bounds(
+    mean: float, variance: float, quantile: float, limits: tuple[float, float] | None
+) -> tuple[float, float]:
+    """mean ± quantile · √variance, cut to ``limits``: the mean cannot leave the values'
+    range, so the part of the interval past it holds no value the mean could take."""
     half = quantile * math.sqrt(variance)
-    return mean - half, mean + half
+    low, high = mean - half, mean + half
+    if limits is None:
+        return low, high
+    return max(low, limits[0]), min(high, limits[1])
 
 
 def _effective_n(n: int, human_variance: float, variance: float) -> float:

@@ -106,6 +106,7 @@ def expected(store: Store, rank_of, members: list[int]) -> dict:
         [judged[q] for q in sampled],
         [judged[q] for q in members],
         weights=1 / sample["probability"].to_numpy(),
+        limits=(0, 1),  # RR@10 lies in [0, 1]: no CI reaches past it
     ).as_dict()
 
 
@@ -271,6 +272,25 @@ def test_a_ppi_compare_reads_the_sample_once_for_its_figures(judged_store, tmp_p
     # The sample: once for both runs' figures and the gate, once for the header's count (in
     # the same snapshot); the humans' golden set: for the PPI figures and the plain comparison.
     assert reads == {"human_sample": 2, "golden_records": 2}
+
+
+def test_no_ci_reaches_past_what_a_metric_or_a_delta_can_be(judged_store, tmp_path):
+    draw_and_label(judged_store, budget=3)  # three queries: the intervals are wide
+    from goldset.eval.readers import read_run
+
+    run = read_run(write_run(tmp_path / "plain.trec", plain))
+    figures = ppi_report(judged_store, run, judged_store.machine_judgments_frame(JUDGE))
+    bounds = [
+        bound for metrics in figures.values() for figure in metrics.values()
+        for bound in (figure["low"], figure["high"], figure["human_low"], figure["human_high"])
+        if bound is not None  # a slice with one sampled query has no interval
+    ]  # fmt: skip
+    assert min(bounds) == 0.0 or max(bounds) == 1.0  # wide enough to have been cut
+    assert all(0.0 <= bound <= 1.0 for bound in bounds)
+    other = read_run(write_run(tmp_path / "good.trec", good))
+    compared = ppi_comparison(judged_store, run, other, judged_store.machine_judgments_frame(JUDGE))
+    deltas = [f for metrics in compared.deltas.values() for f in metrics.values()]
+    assert all(-1.0 <= f["low"] <= f["high"] <= 1.0 for f in deltas if f["low"] is not None)
 
 
 def test_export_does_not_offer_ppi_labels(judged_store, tmp_path):

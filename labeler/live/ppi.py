@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from goldset.labeler.store import Store
 
 ALL = "all"  # the key of the figures over every query
+# Every metric lies in [0, 1], a paired delta in [-1, 1]: no CI reaches past (eval.ppi).
+METRIC_RANGE, DELTA_RANGE = (0.0, 1.0), (-1.0, 1.0)
 NO_SAMPLE = (
     "no PPI figure without a random human sample: goldset sample --db PATH --random "
     "(or --active), then label the sampled queries first"
@@ -93,11 +95,15 @@ def ppi_comparison(
         store, judge, baseline, candidate, metrics, scoring
     )
     before, after, deltas = (
-        _estimates(human, judged, sample, machine)
-        for human, judged in (
-            (human_values[0], machine_values[0]),
-            (human_values[1], machine_values[1]),
-            (human_values[1] - human_values[0], machine_values[1] - machine_values[0]),
+        _estimates(human, judged, sample, machine, limits)
+        for human, judged, limits in (
+            (human_values[0], machine_values[0], METRIC_RANGE),
+            (human_values[1], machine_values[1], METRIC_RANGE),
+            (
+                human_values[1] - human_values[0],
+                machine_values[1] - machine_values[0],
+                DELTA_RANGE,
+            ),
         )
     )
 
@@ -175,10 +181,14 @@ def _as_dicts(estimates: dict) -> dict:
 
 
 def _estimates(
-    human: pd.DataFrame, machine: pd.DataFrame, sample: pd.DataFrame, judge_golden: Golden
+    human: pd.DataFrame,
+    machine: pd.DataFrame,
+    sample: pd.DataFrame,
+    judge_golden: Golden,
+    limits: tuple[float, float] = METRIC_RANGE,
 ) -> dict[str, dict[str, PPIEstimate]]:
     """PPI per slice (``all`` first) and metric, from the humans' values (their scored
-    queries), the judge's (every query) and the labelled sample."""
+    queries), the judge's (every query) and the labelled sample; CIs cut to ``limits``."""
     slices = judge_golden.queries.set_index("query_id")["slice"].reindex(machine.index)
     names = slices.fillna("").replace("", NO_SLICE)
     groups = {ALL: machine.index}
@@ -190,7 +200,7 @@ def _estimates(
         rows = sampled[sampled["query_id"].isin(members)]
         figures = {}
         for metric in machine.columns:
-            figure = _estimate(human[metric], machine[metric], rows, members)
+            figure = _estimate(human[metric], machine[metric], rows, members, limits)
             if figure is not None:
                 figures[metric] = figure
         if figures:
@@ -201,7 +211,11 @@ def _estimates(
 
 
 def _estimate(
-    human: pd.Series, machine: pd.Series, rows: pd.DataFrame, members: pd.Index
+    human: pd.Series,
+    machine: pd.Series,
+    rows: pd.DataFrame,
+    members: pd.Index,
+    limits: tuple[float, float],
 ) -> PPIEstimate | None:
     """One metric's PPI over ``members``; None when none of its sampled queries has a value."""
     values = human.reindex(rows["query_id"]).to_numpy(dtype=np.float64)
@@ -214,4 +228,5 @@ def _estimate(
         machine.reindex(ids).to_numpy(dtype=np.float64),
         machine.reindex(members).to_numpy(dtype=np.float64),
         weights=1 / rows["probability"].to_numpy(dtype=np.float64)[measured],
+        limits=limits,
     )
