@@ -25,7 +25,8 @@ ORDER_METRICS = ("mrr@10", "hit@10")  # the figures whose two orders a report gi
 def tied_queries(ranking: Ranking) -> int:
     """How many queries hold two equal scores (as compared) among their ranked rows."""
     same_query = np.diff(ranking.query_index) == 0
-    tied = same_query & (np.diff(ranking.score) == 0)
+    # Neighbours compared, not subtracted: inf − inf is NaN, and a tie at ±inf is a tie.
+    tied = same_query & (ranking.score[1:] == ranking.score[:-1])
     # counted with bincount: np.unique would import numpy.ma on eval's lean path
     per_query = np.bincount(ranking.query_index[1:][tied], minlength=ranking.query_count)
     return int(np.count_nonzero(per_query))

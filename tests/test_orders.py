@@ -36,6 +36,17 @@ def test_the_report_read_in_its_own_order_names_the_score_orders_figure_too():
     assert report["orders"]["score_order"]["mrr@10"] == (1 / 3 + 1) / 2
 
 
+def test_a_tie_at_infinity_is_a_tie():
+    # b (relevant) and c tie at +inf or at -inf: trec_eval puts c first, the file b.
+    inf = float("inf")
+    for scores in ([("b", inf), ("c", inf), ("a", 1.0)], [("a", 1.0), ("b", -inf), ("c", -inf)]):
+        gold, results = golden(GOLDEN[0]), run({"q1": scores})
+        ranking = rank_run(gold, results, METRICS)
+        assert tied_queries(ranking) == 1
+        orders = two_orders(gold, results, ranking, per_query_values(ranking, METRICS))
+        assert orders["score_order"]["mrr@10"] < orders["own_order"]["mrr@10"]
+
+
 def test_ties_that_change_nothing_are_not_reported():
     gold = golden({"query_id": "q1", "judgments": {"a": 1}}, GOLDEN[1])  # the hit is above
     report = build_report(gold, tied_run(), METRICS, bootstrap=0)
