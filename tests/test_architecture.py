@@ -436,3 +436,18 @@ def test_no_test_imports_the_tests_folder_as_a_package():
         if re.match(r"\s*(from|import) tests\b", line)
     ]
     assert not importing, importing
+
+
+def test_nothing_imports_eval_or_labeler_by_its_folder_name():
+    # Installed, the folders are goldset.eval and goldset.labeler: `import eval` works only in
+    # the repository (pytest puts its root on sys.path) and would load a second copy there.
+    folders = ("eval", "labeler", "tests", "bench", "docs")
+    importing = [
+        f"{path.relative_to(ROOT)}: {name}"
+        for folder in folders
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        for name in imports(path)
+        if name.split(".")[0] in ("eval", "labeler")
+    ]
+    assert not importing, importing
+    assert any("goldset.eval" in imports(path) for path in sources("labeler"))  # the check reads
