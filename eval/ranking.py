@@ -280,8 +280,9 @@ def first_hit_queries(golden: Golden, query_ids: np.ndarray) -> np.ndarray:
     return (golden.query_values("mode", query_ids) == FIRST_HIT).astype(bool)
 
 
-# The ranking's own records are named tuples, not dataclasses: a dataclass is built at import
-# (0.5-1 ms each, on the start-up of every eval), a named tuple in a tenth of that.
+# The ranking's own records are named tuples, not dataclasses: a dataclass is built at import,
+# on the start-up of every eval, and a named tuple is much quicker to build (measured:
+# bench/README.md, "Figures behind design choices").
 class _Ranked(NamedTuple):
     """Ranked rows, grouped by query (ascending) and best first: per row its query index,
     rank, score, doc id and position in the run; once ``with_grades``, its grade, judged and
@@ -413,7 +414,7 @@ def _query_runs(
 
 def same_ids(ids: np.ndarray, others: np.ndarray) -> bool:
     """Whether two arrays of ids hold the same ids in the same order (a run and its golden
-    set usually do): a compare, where a lookup would hash both (0.03 s at 100,000 queries)."""
+    set usually do): a compare, quicker than a lookup, which would hash both."""
     return len(ids) == len(others) and bool(np.array_equal(ids, others))
 
 
@@ -563,8 +564,9 @@ def _ideal_grades(query_index: np.ndarray, grade: np.ndarray, query_count: int) 
     """Each query's positive grades, best first, padded with 0 to the longest list.
 
     Grades are usually few (1-3): then each query's list is written out from its count of
-    each grade, a counting sort with no sort of the judgements (4M of them in 0.07 s, where
-    sorting them and placing each took 0.2 s); many different grades are sorted.
+    each grade, a counting sort with no sort of the judgements, quicker than sorting them and
+    placing each (measured: bench/README.md, "Figures behind design choices"); many different
+    grades are sorted.
     """
     positive = grade > 0
     query_index, grades = query_index[positive], grade[positive]

@@ -317,7 +317,7 @@ def queries_needed(values: ArrayLike, half_width: float = 0.05, confidence: floa
     if not half_width > 0:
         raise ValueError(f"half_width must be positive, got {half_width!r}")
     check_confidence(confidence)
-    from statistics import NormalDist  # imported here: 5 ms that an evaluation never needs
+    from statistics import NormalDist  # imported here: an evaluation never needs it
 
     z = NormalDist().inv_cdf(0.5 + confidence / 2)
     spread = per_query.std(ddof=1)
@@ -421,9 +421,10 @@ def _product(weights: np.ndarray, rows: np.ndarray, out: np.ndarray) -> None:
     """``out = weights @ rows``, in pieces small enough that OpenBLAS stays on one thread.
 
     From about 2**16 weights (or 2**19 multiply-adds) OpenBLAS splits a product over threads
-    that spin while they wait; on a busy machine that made the products 70 times slower
-    (measured on 2 cores). Pieces of CHUNK_ELEMENTS weights × PRODUCT_COLUMNS columns stay
-    below both limits; for up to 2**16 rows and 8 metrics that is a single product.
+    that spin while they wait; on a busy machine that made the products many times slower
+    (measured: bench/README.md, "Figures behind design choices"). Pieces of CHUNK_ELEMENTS
+    weights × PRODUCT_COLUMNS columns stay below both limits; for up to 2**16 rows and 8
+    metrics that is a single product.
     """
     rows_per_piece = max(1, CHUNK_ELEMENTS // len(weights))
     out[:] = 0
@@ -472,8 +473,8 @@ def _quantile_of_sorted(ordered: np.ndarray, q: np.ndarray) -> np.ndarray:
     """The q-quantile of each column of ``ordered`` (sorted down the rows; ``q`` one level
     per column), interpolated linearly between the order statistics around position
     (n − 1)·q, as ``np.quantile`` does by default (same arithmetic, same figures).
-    np.quantile itself is not called: it imports numpy.ma (12 ms of a small golden set's
-    eval), and takes one level for all columns."""
+    np.quantile itself is not called: it imports numpy.ma, which an evaluation never needs,
+    and takes one level for all columns."""
     last = len(ordered) - 1
     position = last * np.clip(q, 0.0, 1.0)
     below = np.floor(position).astype(np.int64)
@@ -514,7 +515,7 @@ def _acceleration(matrix: np.ndarray) -> np.ndarray:
 
 def _normal_cdf(x: np.ndarray) -> np.ndarray:
     """The standard normal CDF, element-wise (statistics.NormalDist, over few values)."""
-    from statistics import NormalDist  # imported here: 5 ms that an evaluation never needs
+    from statistics import NormalDist  # imported here: an evaluation never needs it
 
     values = np.asarray(x, dtype=np.float64)
     cdf = NormalDist().cdf

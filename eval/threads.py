@@ -65,7 +65,7 @@ def concurrently(*calls: Callable[[], object], threads: bool = True) -> list:
     if not threads:
         return [call() for call in calls]
     ready_for_threads()  # no first import on two threads at once (see there)
-    # Plain threads: concurrent.futures (with logging and queue) costs a small eval 5 ms to import.
+    # Plain threads: concurrent.futures imports logging and queue, a cost on every eval's start-up.
     results: list = [None] * len(calls)
     errors: list[BaseException | None] = [None] * len(calls)
 

@@ -79,7 +79,7 @@ ALL_SCORES = f"(?i)(?:(?:{SCORE.removeprefix('(?i)')})\n)*"
 QUICK_BLOCK_BYTES = 1 << 16
 
 
-class Layout(NamedTuple):  # not a dataclass: built at every eval's start-up, 10x quicker
+class Layout(NamedTuple):  # not a dataclass, slower to build at every eval's start-up
     """Which fields a kind of file has, and which three of them are read."""
 
     kind: str
@@ -296,7 +296,7 @@ def _quick_block(
     on which line, so that the fields of each line are found without a loop. Its tokens are
     dropped once its three fields are taken: memory the next block reuses, where splitting
     a whole file at once would make the kernel hand out (and zero) fresh pages for every token
-    of it (half the page faults, and 10-25 % of the time, of reading a 20,000-line run).
+    of it (measured: bench/README.md, "Figures behind design choices").
     """
     text = _quick_text(data)
     if text is None:

@@ -75,8 +75,8 @@ if __name__ == "__main__":  # a run of the script: one page view
 else:  # imported by `streamlit run` to serve the app
     import gc
 
-    # What the pages import, imported at the server's start, not by the first page view
-    # (0.2-0.4 s of the dashboard's first render at load 3).
+    # What the pages import, imported at the server's start, not by the first page view, which
+    # would wait for it (measured: bench/README.md, "Figures behind design choices").
     import altair  # noqa: F401
     from starlette.middleware import Middleware
     from streamlit.starlette import App
@@ -84,7 +84,8 @@ else:  # imported by `streamlit run` to serve the app
     from goldset.labeler import live  # noqa: F401
 
     # What is imported now lives as long as the server: Python's full collections skip it
-    # from here on (a full pass over it took 100-300 ms of CPU, holding the GIL).
+    # from here on (a full pass over it costs CPU while holding the GIL: bench/README.md,
+    # "Figures behind design choices").
     gc.freeze()
     app = App(
         __file__,

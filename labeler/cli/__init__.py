@@ -18,16 +18,15 @@ import sys
 import click
 
 # How numpy, OpenBLAS and Arrow use the machine, unless the user chose otherwise (set before
-# numpy or pyarrow is imported; `goldset app` passes them on to the server). Measured on the
-# bench's files (bench/eval_speed.py), 2 shared cores:
+# numpy or pyarrow is imported; `goldset app` passes them on to the server). Each was measured
+# on the bench's files (bench/README.md, "Figures behind design choices"):
 # - one OpenBLAS thread: goldset never hands OpenBLAS a product big enough to share
-#   (eval/stats.py keeps them small: threads that spin made them 70× slower on a busy machine),
-#   yet numpy starts its thread pool at import: 40-60 ms of CPU, a third of a small eval;
-# - no transparent huge pages for numpy's arrays, which the kernel compacts memory to find:
-#   system time of a 10M-line eval 0.7-1.1 s -> 0.55 s (`short`), 3.3 s -> 2.4 s (`long`);
+#   (eval/stats.py keeps them small: threads that spin slow them down on a busy machine),
+#   yet numpy starts its thread pool at import, a large share of a small eval's CPU;
+# - no transparent huge pages for numpy's arrays, which the kernel compacts memory to find,
+#   at a cost in system time to a large eval;
 # - on Linux (where pyarrow's wheels have it, and where it was measured), Arrow allocating
-#   through jemalloc, not mimalloc, which kept asking for fresh pages while parsing: system
-#   time over the `long` eval 2.8-3.0 s -> 1.9-2.0 s.
+#   through jemalloc, not mimalloc, which kept asking for fresh pages while parsing.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
 if sys.platform.startswith("linux"):
@@ -80,8 +79,9 @@ def main() -> None:
     """The ``goldset`` console script: :func:`cli`, with the cycle collector paused.
 
     A command's start-up (numpy, the command's modules, then its reading) makes some 100,000
-    objects, none of them garbage, and the collector's passes over them cost 4-6 ms of the
-    0.13 s an eval of a small golden set takes (bench/eval_speed.py): a CI gate's every run.
+    objects, none of them garbage, and the collector's passes over them are time that a small
+    golden set's eval, a CI gate's every run, spends for nothing (measured: bench/README.md,
+    "Figures behind design choices").
     :func:`cli` turns the collector back on for every command but ``BATCH_COMMANDS``.
     """
     gc.disable()
@@ -115,12 +115,12 @@ def _reuse_freed_memory() -> None:
     """Make glibc's malloc keep the memory a batch command frees, for its next arrays.
 
     By default an array above malloc's threshold (128 KiB, rising to 32 MiB) is mapped
-    afresh and handed back when freed, and each thread takes its own arena: a 10M-line
-    eval's temporaries then make the kernel zero some 400 MB of fresh pages. With one arena,
-    and large blocks carved from it and kept once freed, the `long` eval of 100,000 queries
-    (bench/eval_speed.py) took 107,000 page faults fewer, 0.26 CPU s and 0.15 s less of its
-    3.2 s (median of 6), at the same peak memory. Only for commands that end in seconds: a
-    server would never give the memory back. Elsewhere than glibc, nothing is changed.
+    afresh and handed back when freed, and each thread takes its own arena: a large eval's
+    temporaries then make the kernel zero fresh pages again and again. With one arena, and
+    large blocks carved from it and kept once freed, a large eval takes far fewer page faults
+    and less time, at the same peak memory (measured: bench/README.md, "Figures behind design
+    choices"). Only for commands that end in seconds: a server would never give the memory
+    back. Elsewhere than glibc, nothing is changed.
     """
     if not sys.platform.startswith("linux"):
         return

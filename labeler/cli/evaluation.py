@@ -116,7 +116,8 @@ def _golden_sets(
 ) -> tuple[Golden, Golden]:
     """The humans' golden set, and the one scored under ``labels`` (see :func:`_labelled`),
     the latter prepared for ranking (:func:`goldset.eval.ranking.prepare`): on the thread that read
-    it, while the runs are still being read (at 100,000 queries, 0.4-0.7 s off the wall time)."""
+    it, while the runs are still being read: its time comes off the wall time (measured:
+    bench/README.md, "Figures behind design choices")."""
     from goldset.eval.ranking import prepare
 
     human_set = _load_golden(golden, db)

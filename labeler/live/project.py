@@ -51,7 +51,9 @@ class ProjectState:
 class KeptGolden(Golden):
     """A golden set that the app keeps and reads many times: each query column is converted
     from its frame once, instead of at every figure (with the positions of a ranking's query
-    ids, which every golden set keeps: 0.3 s of a dashboard refresh at 100,000 queries)."""
+    ids, which every golden set keeps): converted at every figure, they were a large part of
+    a dashboard refresh on a large project (measured: bench/README.md, "Figures behind design
+    choices")."""
 
     def query_column(self, name: str) -> np.ndarray:
         """:meth:`Golden.query_column`, converted on first use."""

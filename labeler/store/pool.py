@@ -145,8 +145,9 @@ class Pool(Imports):
         # labelled queries' states under their new order too (see Projections._rederive).
         # The one publishing transaction adds the queries and runs, copies in the ranks under
         # known runs, swaps the copy in and writes the states that changed, a statement a
-        # table (before, upserting the new order there took 6.8 s at 70,000 queries x 30
-        # candidates, and refreshing 70,000 labelled queries one by one about 9 s).
+        # table (before, upserting the new order in place and refreshing the labelled queries
+        # one by one held the lock for seconds on a large project: bench/README.md, "Figures
+        # behind design choices").
         self._stage_documents(new_documents, batch)
         progress = self._stage_queries(
             [(t.query_id, t.query, t.slice, t.metadata, t.content_hash) for t in new_queries],
