@@ -6,7 +6,8 @@ connection, as the read commands do), so a :class:`Project` holds no connection 
 kept in a notebook while the app serves the same file::
 
     project = goldset.Project("project.db", create=True)
-    project.import_tasks("tasks.jsonl")
+    project.configure(mode="first_hit", max_grade=3)
+    project.import_tasks("tasks.jsonl")     # or pool runs: project.pool(["bm25.trec"], 10, ...)
     project.progress()                      # queries done / pending / ... per slice
     project.evaluate("dense.trec").summary()
     project.export_golden("golden.jsonl")
@@ -57,6 +58,36 @@ class Project:
         the counts: queries added and unchanged, candidates and documents added."""
         with self._store(write=True) as store:
             return store.import_tasks(tasks, corpus=corpus)
+
+    def pool(
+        self,
+        runs: Sequence[str | Path],
+        depth: int,
+        *,
+        corpus: str | Path | None = None,
+        queries: str | Path | None = None,
+    ) -> dict:
+        """Pool TREC runs to ``depth`` over a BEIR corpus and queries file, as ``goldset
+        pool``: a new run adds only docs not yet in the pool, a done query keeps its labels
+        and gets the new run's holes. Returns the counts."""
+        with self._store(write=True) as store:
+            return store.pool(corpus, queries, runs, depth)
+
+    def configure(
+        self,
+        *,
+        mode: str | None = None,
+        depth: int | None = None,
+        max_grade: int | None = None,
+        rel_threshold: int | None = None,
+        by: str = "python",
+    ) -> dict:
+        """Set the labelling protocol, as ``goldset configure`` (logged with ``by``); a setting
+        left None keeps its value. Returns the protocol whole."""
+        with self._store(write=True) as store:
+            return store.configure(
+                mode=mode, depth=depth, max_grade=max_grade, rel_threshold=rel_threshold, by=by
+            )
 
     def status(self) -> dict:
         """What ``goldset status --json`` shows of the project: queries, documents, events,

@@ -220,3 +220,21 @@ def test_import_goldset_is_light_and_its_names_are_the_documented_ones():
         assert getattr(goldset, name) is not None
     with pytest.raises(AttributeError):
         goldset.no_such_name  # noqa: B018
+
+
+def test_a_project_pools_runs_and_sets_its_protocol_as_the_commands_do(tmp_path, cranfield_dir):
+    cranfield = cranfield_dir
+    project = goldset.Project(tmp_path / "pooled.db", create=True)
+    protocol = project.configure(mode="full", max_grade=4, rel_threshold=1)
+    assert (protocol["mode"], protocol["max_grade"]) == ("full", 4)
+    counts = project.pool(
+        [cranfield / "runs" / "bm25.trec", cranfield / "runs" / "tfidf-title.trec"],
+        2,
+        corpus=cranfield / "corpus.jsonl",
+        queries=cranfield / "queries.jsonl",
+    )
+    status = project.status()
+    assert status["queries"] == 225 and [run["depth"] for run in status["runs"]] == [2, 2]
+    assert counts  # the pool's own counts, as `goldset pool` prints them
+    assert project.configure()["mode"] == "full"  # nothing given: nothing changes
+    assert project.candidates().query_ids.size == 225
