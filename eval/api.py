@@ -228,6 +228,9 @@ def _require_columns(frame: pd.DataFrame, columns: tuple[str, ...]) -> None:
     missing = [name for name in columns if name not in frame.columns]
     if missing:
         raise InputError(FRAME, None, missing[0], f"a missing column (needs {', '.join(columns)})")
+    repeated = [name for name in columns if list(frame.columns).count(name) > 1]
+    if repeated:
+        raise InputError(FRAME, None, repeated[0], "a column given twice: which one is meant?")
 
 
 def _rows(frame: pd.DataFrame, columns: tuple[str, ...]) -> Iterator[tuple[int, tuple]]:
@@ -240,9 +243,12 @@ def _rows(frame: pd.DataFrame, columns: tuple[str, ...]) -> Iterator[tuple[int, 
 def _frame_golden_records(frame: pd.DataFrame) -> list[tuple[int, dict]]:
     """Golden-set records, one per query (at the row of its first judgement), from a frame of
     query_id, doc_id, grade: each then checked as a golden JSONL line is."""
-    records: dict[object, tuple[int, dict]] = {}
+    records: dict[str, tuple[int, dict]] = {}
     for line, (query_id, doc_id, grade) in _rows(frame, ("query_id", "doc_id", "grade")):
-        judged = records.setdefault(query_id, (line, {"query_id": query_id, "judgments": {}}))[1]
+        # Keyed by the checked id, as a run frame's rows are: 1 and "1" are one query, and
+        # True (equal to 1 as a dict key) is refused at its row, never merged into query 1.
+        query = validation.identifier(query_id, "query_id", (FRAME, line))
+        judged = records.setdefault(query, (line, {"query_id": query, "judgments": {}}))[1]
         key = validation.identifier(doc_id, "doc_id", (FRAME, line))
         if key in judged["judgments"]:
             raise InputError(FRAME, line, "doc_id", f"doc {key!r} repeated for its query")
@@ -286,7 +292,8 @@ def _metric_rows(metrics: Mapping[str, Mapping]) -> pd.DataFrame:
     import pandas as pd
 
     rows = {spec: {"mean": _number(entry["mean"]), **_ci(entry)} for spec, entry in metrics.items()}
-    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("metric")
+    columns = ["mean", "ci_low", "ci_high"]  # named even when no metric was asked for
+    return pd.DataFrame.from_dict(rows, orient="index", columns=columns).rename_axis("metric")
 
 
 def _ci(entry: Mapping) -> dict[str, float]:

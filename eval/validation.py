@@ -72,8 +72,9 @@ def id_character(text: str) -> str | None:
     found = re.search(NOT_IN_ID, text)
     if found:
         return found.group()
-    # Zero-width spaces, a BOM, bidi controls: q1 and q1+U+200B would look like one id.
-    return next((char for char in text if unicodedata.category(char) == "Cf"), None)
+    # Zero-width spaces, a BOM, bidi controls: q1 and q1+U+200B would look like one id. A
+    # lone surrogate (Cs) is no character: only a Python string (a dict's key) can hold one.
+    return next((char for char in text if unicodedata.category(char) in ("Cf", "Cs")), None)
 
 
 def identifier(value: object, field: str, where: Where) -> str:
@@ -96,6 +97,8 @@ def checked_id(text: str, field: str, where: Where) -> str:
             what = "whitespace (TREC separates fields by it)"
         elif unicodedata.category(found) == "Cf":
             what = "an invisible format character (it would look like another id)"
+        elif unicodedata.category(found) == "Cs":
+            what = "a lone surrogate (not a character: no UTF-8 file can hold it)"
         else:
             what = "a control character"
         problem = f"an id cannot hold {what} ({found!r} in {text!r})"
@@ -114,9 +117,16 @@ def checked_name(text: str, field: str, where: Where) -> str:
 
 
 def text_or_none(value: object, field: str, where: Where) -> str | None:
-    """A string, or None when absent."""
+    """A string, or None when absent. A lone surrogate is refused: only a Python string (a
+    record handed to the API) can hold one, and no UTF-8 file or database could."""
     if value is not None and not isinstance(value, str):
         raise InputError(*where, field, f"must be a string, got {type(value).__name__}")
+    if (
+        value is not None
+        and not value.isprintable()
+        and any(unicodedata.category(char) == "Cs" for char in value)
+    ):
+        raise InputError(*where, field, "holds a lone surrogate, not a character")
     return value
 
 
@@ -297,6 +307,33 @@ def _check_nesting_and_text(value: object, where: Where) -> None:
                 raise InputError(*where, field, problem) from None
 
 
+def _judgments(judgments: object, where: Where, max_grade: int | None) -> dict[str, int]:
+    """A golden record's ``{doc_id: grade}``, checked."""
+    if not isinstance(judgments, dict):
+        raise InputError(*where, "judgments", "must be an object of doc_id: grade")
+    for doc_id, value in judgments.items():
+        if not isinstance(doc_id, str):  # only a record built in Python: JSON keys are strings
+            return _judgments(_string_keys(judgments, where), where, max_grade)
+        if not doc_id:
+            raise InputError(*where, "judgments", "a doc_id is empty")
+        # The field names the doc only once it is known to print on one line.
+        checked_id(doc_id, "judgments", where)
+        grade(value, f"judgments.{doc_id}", where, max_grade)
+    return judgments
+
+
+def _string_keys(judgments: dict, where: Where) -> dict:
+    """A Python record's judgements keyed by ids as strings (an integer gives its digits, as
+    in a run); two keys that give one id are refused."""
+    keyed: dict[str, object] = {}
+    for doc_id, value in judgments.items():
+        key = identifier(doc_id, "judgments", where)
+        if key in keyed:
+            raise InputError(*where, "judgments", f"doc {key!r} given twice")
+        keyed[key] = value
+    return keyed
+
+
 def _too_deep() -> str:
     return f"JSON nested deeper than {MAX_JSON_DEPTH} levels"
 
@@ -331,15 +368,7 @@ def golden_record(record: object, where: Where, max_grade: int | None = None) ->
     if status not in GOLDEN_STATUSES:
         problem = f"must be one of {', '.join(GOLDEN_STATUSES)}, got {_short(status)}"
         raise InputError(*where, "status", problem)
-    judgments = record.get("judgments", {})
-    if not isinstance(judgments, dict):
-        raise InputError(*where, "judgments", "must be an object of doc_id: grade")
-    for doc_id, value in judgments.items():
-        if not doc_id:
-            raise InputError(*where, "judgments", "a doc_id is empty")
-        # The field names the doc only once it is known to print on one line.
-        checked_id(doc_id, "judgments", where)
-        grade(value, f"judgments.{doc_id}", where, max_grade)
+    judgments = _judgments(record.get("judgments", {}), where, max_grade)
     depth = record.get("judged_depth", len(judgments))
     if isinstance(depth, bool) or not isinstance(depth, int) or not 0 <= depth <= len(judgments):
         raise InputError(*where, "judged_depth", f"must be an integer in 0..{len(judgments)}")

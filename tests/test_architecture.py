@@ -309,7 +309,7 @@ OVER_BUDGET = {
     "eval/gate.py::_with_reason": 15,
     "eval/gate.py::gate_on_means": 13,
     "eval/ppi.py::_checked": 14,
-    "eval/validation.py::golden_record": 22,
+    "eval/validation.py::golden_record": 19,
     "labeler/cli/evaluation.py::eval_command": 13,
     "labeler/cli/judges.py::_calibration_text": 14,
     "labeler/cli/judges.py::calibrate": 14,

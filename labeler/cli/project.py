@@ -282,6 +282,7 @@ def export(db, export_format, out, labels, judge_name):
 
         # The records' generator is closed before its store, whatever stopped the export.
         with open_store(db) as store, closing(store.iter_golden_records()) as records:
+            store.check_export_path(out)
             identity, machine = machine_labels(store, judge_name)
             count = write_jsonl(_with_machine_judgments(records, identity, machine, labels), out)
         click.echo(f"wrote {count} queries to {out}")

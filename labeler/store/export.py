@@ -11,7 +11,7 @@ from goldset.eval import validation
 from goldset.eval.errors import InputError
 from goldset.labeler import golden
 from goldset.labeler.golden import QueryContext
-from goldset.labeler.store.connection import CHUNK, qmarks
+from goldset.labeler.store.connection import CHUNK, ProjectError, qmarks
 from goldset.labeler.store.corpus import POOLED_RUN
 from goldset.labeler.store.log import IMPORT_RUN
 from goldset.labeler.store.states import States
@@ -105,6 +105,7 @@ class Export(States):
 
     def write_jsonl(self, path: str | Path) -> int:
         """Export the golden set as JSONL (see :meth:`golden_records`); returns the query count."""
+        self.check_export_path(path)
         # Closed here, not whenever it is collected: after the store, its clean-up would fail.
         with closing(self.iter_golden_records()) as records:
             return golden.write_jsonl(records, path)
@@ -117,8 +118,20 @@ class Export(States):
         ids were checked for it may have) refuses the whole export with an
         :class:`InputError` naming every such id, and leaves ``path`` as it was.
         """
+        self.check_export_path(path)
         with closing(self.iter_golden_records()) as records:
             return golden.write_qrels(_checked_for_qrels(records, str(self.path)), path)
+
+    def check_export_path(self, path: str | Path) -> None:
+        """Refuse an export aimed at the project's own file (or its journal): the export
+        replaces its target whole, and would replace the project with its golden set."""
+        project = self.path.resolve()
+        own = {
+            project,
+            *(project.with_name(project.name + end) for end in ("-wal", "-shm", "-journal")),
+        }
+        if Path(path).resolve() in own:
+            raise ProjectError(f"{path} is the project itself: export to another file")
 
 
 SHOWN_IDS = 5  # ids named in the refusal of a qrels export; the rest are counted

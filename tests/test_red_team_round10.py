@@ -1,0 +1,128 @@
+"""Red team of round 10's public API: inputs no other test names, each either read as the
+same data in a file would be or refused with an InputError naming where and which field
+(never a traceback from pandas or the codec), and an export that would overwrite its own
+project."""
+
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+import goldset
+from goldset.eval.errors import InputError
+from goldset.labeler.store import DEMO_TASKS, ProjectError
+
+RUN = {"q1": {"d1": 2.0, "d2": 1.0}, "q2": {"d3": 1.0, "d9": 0.5}}
+
+
+def means(golden, run=RUN) -> dict:
+    return goldset.evaluate(golden, run, ["mrr@10", "ndcg@10"], bootstrap=0).summary()["mean"]
+
+
+@pytest.mark.parametrize(
+    ("golden", "run", "field"),
+    [
+        ({"q1\ud800": {"d1": 1}}, RUN, "query_id"),
+        ({"q1": {"d\ud800": 1}}, RUN, "judgments"),
+        ({"q1": {"d1": 1}}, {"q1": {"d\udfff": 1.0}}, "results[0].doc_id"),
+        ([{"query_id": "q1", "slice": "s\ud800", "judgments": {"d1": 1}}], RUN, "slice"),
+    ],
+)
+def test_a_lone_surrogate_in_a_python_input_is_refused_naming_its_field(golden, run, field):
+    # A JSONL file's "\ud800" escape is refused so; a dict once reached the UTF-8 encoder.
+    with pytest.raises(InputError, match="surrogate") as refused:
+        goldset.evaluate(golden, run, ["mrr@10"], bootstrap=0)
+    assert refused.value.field == field
+
+
+def test_integer_doc_ids_in_a_golden_dict_are_read_as_their_digits_as_in_a_run():
+    as_integers = {"q1": {1: 1}, "q2": {9: 2}}
+    as_strings = {"q1": {"1": 1}, "q2": {"9": 2}}
+    run = {"q1": {1: 1.0, 2: 2.0}, "q2": {9: 1.0}}
+    assert means(as_integers, run).to_dict() == means(as_strings, run).to_dict()
+    records = [{"query_id": "q1", "judgments": {1: 1}}, {"query_id": "q2", "judgments": {9: 2}}]
+    assert means(records, run).to_dict() == means(as_strings, run).to_dict()
+
+
+@pytest.mark.parametrize("key", [True, 1.5])
+def test_a_doc_id_that_is_no_id_is_refused_in_a_golden_dict(key):
+    with pytest.raises(InputError) as refused:
+        means({"q1": {key: 1}})
+    assert refused.value.field == "judgments"
+
+
+def test_two_keys_that_give_one_doc_id_are_refused():
+    with pytest.raises(InputError, match="given twice"):
+        means({"q1": {1: 1, "1": 0}})
+
+
+@pytest.mark.parametrize("column", ["grade", "query_id"])
+def test_a_golden_frame_with_a_column_given_twice_is_refused_naming_it(column):
+    frame = pd.DataFrame({"query_id": ["q1"], "doc_id": ["d1"], "grade": [1]})
+    doubled = pd.concat([frame, frame[[column]]], axis=1)
+    with pytest.raises(InputError, match="twice") as refused:
+        means(doubled)
+    assert refused.value.field == column
+
+
+def test_a_run_frame_with_a_column_given_twice_is_refused_naming_it():
+    run = pd.DataFrame({"query_id": ["q1"], "doc_id": ["d1"], "score": [1.0]})
+    with pytest.raises(InputError, match="twice") as refused:
+        means({"q1": {"d1": 1}}, pd.concat([run, run[["score"]]], axis=1))
+    assert refused.value.field == "score"
+
+
+def test_a_bool_query_id_in_a_golden_frame_is_refused_not_merged_into_query_1():
+    # True == 1 as a dict key: it was filed under query 1, a silent misreading.
+    frame = pd.DataFrame(
+        {"query_id": pd.array([1, True], dtype=object), "doc_id": ["d1", "d9"], "grade": [1, 1]}
+    )
+    with pytest.raises(InputError) as refused:
+        means(frame, {"1": {"d1": 1.0}})
+    assert (refused.value.line, refused.value.field) == (2, "query_id")
+
+
+def test_integer_and_string_query_ids_in_a_golden_frame_are_one_query_as_in_a_run_frame():
+    mixed = pd.DataFrame(
+        {"query_id": pd.array([1, "1"], dtype=object), "doc_id": ["d1", "d2"], "grade": [0, 1]}
+    )
+    run = {"1": {"d1": 2.0, "d2": 1.0}}
+    assert means(mixed, run).to_dict() == means({"1": {"d1": 0, "d2": 1}}, run).to_dict()
+
+
+def test_a_summary_of_no_metric_still_has_its_columns():
+    summary = goldset.evaluate({"q1": {"d1": 1}}, RUN, [], bootstrap=0).summary()
+    assert list(summary.columns) == ["mean", "ci_low", "ci_high"]
+    assert summary.empty
+
+
+@pytest.fixture
+def demo_project(tmp_path) -> goldset.Project:
+    project = goldset.Project(tmp_path / "project.db", create=True)
+    project.import_tasks(DEMO_TASKS)
+    return project
+
+
+@pytest.mark.parametrize("export", ["export_golden", "export_qrels"])
+@pytest.mark.parametrize("suffix", ["", "-wal"])
+def test_an_export_aimed_at_its_own_project_is_refused_and_the_project_kept(
+    demo_project, export, suffix
+):
+    target = demo_project.path.with_name(demo_project.path.name + suffix)
+    with pytest.raises(ProjectError, match="the project itself"):
+        getattr(demo_project, export)(target)
+    assert goldset.Project(demo_project.path).status()["queries"] == 50
+
+
+def test_goldset_export_onto_its_own_db_is_refused_and_the_project_kept(demo_project):
+    db = str(demo_project.path)
+    done = subprocess.run(
+        [sys.executable, "-m", "goldset", "export", "--db", db, "--out", db],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode != 0
+    assert "the project itself" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert goldset.Project(db).status()["queries"] == 50
