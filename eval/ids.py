@@ -7,6 +7,7 @@ sort by :func:`query_id_order`.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable
 
 import numpy as np
@@ -31,6 +32,16 @@ def query_id_order(ids: Iterable[str]) -> np.ndarray:
 
 def _natural_key(text: str) -> tuple[list[object], str]:
     # re.split puts the text between digit runs at even positions and the runs at odd ones,
-    # so two keys compare str with str and int with int.
+    # so two keys compare str with str and number with number.
     parts = _DIGITS.split(text)
-    return [int(part) if position % 2 else part for position, part in enumerate(parts)], text
+    return [_number(part) if position % 2 else part for position, part in enumerate(parts)], text
+
+
+def _number(digits: str) -> tuple[int, str]:
+    """A digit run as a key that orders as its number does, however long it is (``int``
+    refuses a run of more than 4,300 digits, which an id may hold): how many significant
+    digits, then those digits (any script's, as ``int`` reads them, in ASCII)."""
+    if not digits.isascii():
+        digits = "".join(str(unicodedata.decimal(digit)) for digit in digits)
+    significant = digits.lstrip("0")
+    return len(significant), significant

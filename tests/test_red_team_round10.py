@@ -11,6 +11,7 @@ import pytest
 
 import goldset
 from goldset.eval.errors import InputError
+from goldset.eval.ids import query_id_order
 from goldset.labeler.store import DEMO_TASKS, ProjectError
 
 RUN = {"q1": {"d1": 2.0, "d2": 1.0}, "q2": {"d3": 1.0, "d9": 0.5}}
@@ -126,3 +127,31 @@ def test_goldset_export_onto_its_own_db_is_refused_and_the_project_kept(demo_pro
     assert "the project itself" in done.stderr
     assert "Traceback" not in done.stderr
     assert goldset.Project(db).status()["queries"] == 50
+
+
+def test_an_id_with_a_digit_run_longer_than_int_reads_is_ordered_not_a_crash(tmp_path):
+    # Natural order read each digit run with int(), which refuses more than 4,300 digits:
+    # goldset eval and compare stopped on such an id, one the readers accept.
+    long_id = "q" + "1" * 5000
+    golden = {long_id: {"d1": 1}, "q2": {"d1": 1}, "q10": {"d1": 1}}
+    run = {long_id: {"d2": 1.0}, "q2": {"d2": 1.0}, "q10": {"d2": 1.0}}
+    worst = goldset.evaluate(golden, run, ["mrr@10"], bootstrap=0).worst()
+    assert list(worst["query_id"]) == ["q2", "q10", long_id]
+    better = {query_id: {"d1": 1.0} for query_id in golden}
+    changed = goldset.compare(golden, run, better, ["mrr@10"], bootstrap=0).changed_queries()
+    assert list(changed["query_id"]) == ["q2", "q10", long_id]
+
+
+def test_natural_order_reads_digits_of_any_script_and_leading_zeros_as_int_does():
+    ids = ["q10", "q9", "q0010", "q01", "q1", "q\u0661\u0662", "q11", "q"]
+    order = query_id_order(ids)
+    assert [ids[position] for position in order.argsort()] == [
+        "q",
+        "q01",
+        "q1",
+        "q9",
+        "q0010",
+        "q10",
+        "q11",
+        "q\u0661\u0662",
+    ]
