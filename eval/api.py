@@ -194,6 +194,7 @@ def evaluate(
     """
     from goldset.eval.report import build_report
 
+    _check_ranking_options(options)
     return Evaluation(build_report(as_golden(golden), as_run(run, name), metrics, **options))
 
 
@@ -212,11 +213,23 @@ def compare(
     """
     from goldset.eval.compare import compare_runs
 
+    _check_ranking_options(options)
     runs = as_run(baseline, "baseline"), as_run(candidate, "candidate")
     return Comparison(compare_runs(as_golden(golden), *runs, metrics, **options))
 
 
 # --- the shapes a caller may hand in -------------------------------------------------------
+
+
+def _check_ranking_options(options: Mapping[str, object]) -> None:
+    """Refuse what ``goldset eval`` refuses of ``--depth`` and ``--abstain-below``: a depth
+    below 1 gave every query 0 (or numpy's "repeats may not contain negative values"), a NaN
+    floor abstained on nothing."""
+    depth, floor = options.get("depth"), options.get("abstain_below")
+    if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < 1):
+        raise ValueError(f"depth keeps each query's top N results: N >= 1, got {depth!r}")
+    if floor is not None and not (isinstance(floor, int | float) and np.isfinite(floor)):
+        raise ValueError(f"abstain_below must be a finite number, got {floor!r}")
 
 
 def _is_frame(value: object) -> bool:

@@ -155,3 +155,16 @@ def test_natural_order_reads_digits_of_any_script_and_leading_zeros_as_int_does(
         "q11",
         "q\u0661\u0662",
     ]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"depth": 0}, {"depth": -1}, {"depth": 2.0}, {"abstain_below": float("nan")}],
+)
+@pytest.mark.parametrize("call", ["evaluate", "compare"])
+def test_ranking_options_goldset_eval_refuses_are_refused_by_the_api(options, call):
+    # depth 0 scored every query 0 and -1 raised numpy's "repeats may not contain negative
+    # values"; a NaN floor abstained on nothing: goldset eval refuses all of them.
+    runs = (RUN,) if call == "evaluate" else (RUN, RUN)
+    with pytest.raises(ValueError, match=next(iter(options))):
+        getattr(goldset, call)({"q1": {"d1": 1}}, *runs, ["mrr@10"], bootstrap=0, **options)
