@@ -72,7 +72,10 @@ def as_golden(golden: GoldenInput) -> Golden:
         )
         return _non_empty(golden_from_records(records, source=DICT))
     if isinstance(golden, Iterable):
-        return _non_empty(golden_from_records(golden, source="<records>"))
+        # Numbered here: the reader takes a (line, record) pair for a numbered record, and a
+        # caller's tuple (a (query, doc, grade) triple) is a record to refuse, not a pair.
+        numbered = enumerate(golden, start=1)
+        return _non_empty(golden_from_records(numbered, source="<records>"))
     raise TypeError(f"a golden set is a path, a DataFrame or a dict, not {type(golden).__name__}")
 
 

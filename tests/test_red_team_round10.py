@@ -168,3 +168,15 @@ def test_ranking_options_goldset_eval_refuses_are_refused_by_the_api(options, ca
     runs = (RUN,) if call == "evaluate" else (RUN, RUN)
     with pytest.raises(ValueError, match=next(iter(options))):
         getattr(goldset, call)({"q1": {"d1": 1}}, *runs, ["mrr@10"], bootstrap=0, **options)
+
+
+@pytest.mark.parametrize(
+    "records",
+    [[("q1", "d1", 1), ("q2", "d9", 1)], [("q1", {"d1": 1})], {"q1": {"d1": 1}}.items()],
+)
+def test_tuples_given_as_golden_records_are_refused_naming_the_record(records):
+    # The reader takes (line, record) pairs: a triple raised "too many values to unpack",
+    # and ("q1", {...}) was read as a record {"d1": 1} at line "q1".
+    with pytest.raises(InputError, match="expected a JSON object") as refused:
+        means(records)
+    assert (refused.value.source, refused.value.line) == ("<records>", 1)
