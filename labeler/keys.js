@@ -28,9 +28,10 @@
 // converges to what it stored. The server renders, hidden, the next query and the one Z
 // returns to, so that completing a query and undoing it show at once too. A press whose
 // effect cannot be foreseen (P, the history, an undo of what this page did not see, a grade
-// on a first-hit query pooled from several runs or on a done query its labels no longer
-// complete) greys the panel until the server shows the next state. tests/key_cases.json
-// holds these predictions and the server to one table of cases.
+// on a done query its labels no longer complete) greys the panel until the server shows the
+// next state. A first-hit query's next card, pooled from several runs or not, follows the
+// server's rules (labeler/pooling.py), from each run's ranking of the cards (`rankings`).
+// tests/key_cases.json holds these predictions and the server to one table of cases.
 //
 // What each key does is not written here: `data.table` is labeler/keys.py's key table
 // (browser key names, each key's action), the one the server dispatches on, so the two
@@ -107,6 +108,63 @@ function attaching(m, key) {
   return Boolean(m.searching && m.grades.includes(key));
 }
 
+// --- the first-hit schedule: labeler/pooling.py's rules, line by line ----------------------
+// A ranking is a run's cards as indices into `cards`, best first (keys.py `_query_panel`);
+// `grades[i]` is card i's grade, null when unjudged. tests/test_key_cases.py holds these
+// functions to pooling.py's: the case table (tests/key_cases.json) and drawn schedules.
+
+// pooling.run_settled: the ranking's first relevant doc is known, or it has none.
+function runSettled(ranking, grades, threshold) {
+  for (const doc of ranking) {
+    const grade = grades[doc];
+    if (grade == null) return false;
+    if (grade >= threshold) return true;
+  }
+  return true;
+}
+
+// pooling.holes: the unjudged docs that unsettled rankings put above their first relevant
+// judged doc, each counted once.
+function holes(rankings, grades, threshold) {
+  const openDocs = new Set();
+  for (const ranking of rankings) {
+    for (const doc of ranking) {
+      const grade = grades[doc];
+      if (grade != null && grade >= threshold) break;
+      if (grade == null) openDocs.add(doc);
+    }
+  }
+  return openDocs.size;
+}
+
+// pooling.next_to_judge: the frontier (an unsettled ranking's first unjudged doc) at the
+// smallest rank; ties to the frontier of the most rankings, then the earlier card (the
+// display order: a card's index). Null when every ranking is settled. The doc-id tie-break
+// of pooling.py never applies here: no two cards share an index.
+function nextToJudge(rankings, grades, threshold) {
+  const frontiers = new Map(); // doc -> the ranks it is the frontier at
+  for (const ranking of rankings) {
+    if (runSettled(ranking, grades, threshold)) continue;
+    const rank = ranking.findIndex((doc) => grades[doc] == null);
+    const doc = ranking[rank];
+    if (!frontiers.has(doc)) frontiers.set(doc, []);
+    frontiers.get(doc).push(rank);
+  }
+  if (!frontiers.size) return null;
+  let best = null;
+  for (const [doc, ranks] of frontiers) {
+    const key = [Math.min(...ranks), -ranks.length, doc];
+    if (best === null || tupleLess(key, best.key)) best = { doc, key };
+  }
+  return best.doc;
+}
+
+// Python's order of tuples of numbers: the first element that differs decides.
+function tupleLess(a, b) {
+  const at = a.findIndex((value, k) => value !== b[k]);
+  return at >= 0 && a[at] < b[at];
+}
+
 // What a press does to the model: the same rules as labeler/judging.py for the presses
 // whose outcome is certain; anything else leaves the query "unknown" (null) until the
 // server answers.
@@ -128,25 +186,36 @@ function reduce(m, key) {
   if (attaching(m, key)) return { ...m, query: null }; // the server holds the results
   if (m.grades.includes(key)) {
     if (m.current == null) return m;
-    // First-hit over several pooled runs: which card comes next (each run's first unjudged
-    // one) and whether a relevant one completes the query (or leaves holes, the docs another
-    // run ranks above it) depend on each run's ranking: only the server knows.
-    if (m.mode === "first_hit" && m.runs > 1) return { ...m, query: null };
     const grade = Number(key);
     const cards = m.cards.map(([doc, g, implied]) =>
       doc === m.current ? [doc, grade, false] : [doc, g, implied],
     );
-    const open = cards.filter(([, g]) => g == null);
-    const first = cards.findIndex(([, g]) => g != null && g >= m.threshold);
-    // Complete by its labels (docs/labelling.md): first-hit, a relevant card with every card
-    // above it judged (one ranking: the cards' order); full, every card graded and one of
-    // them relevant (all non-relevant, a verdict is due).
-    const above = first >= 0 && cards.slice(0, first).every(([, g]) => g != null);
-    if (first >= 0 && (m.mode === "first_hit" ? above : !open.length)) return advance(m);
-    // A done query its labels no longer complete may still stand on a verdict, or on an
+    const grades = cards.map(([, g]) => g);
+    const relevant = grades.some((g) => g != null && g >= m.threshold);
+    let done, next;
+    if (m.mode === "first_hit") {
+      // Done by its labels (golden.derive_state): a relevant card and a settled run (or no
+      // run at all); complete once no holes are left. Else the query stays open on the next
+      // card to judge (judging.py's view: the store's next_doc), none when a verdict is due.
+      // One ranking (an imported list, or one run) is the cards' order.
+      const rankings = m.rankings || [cards.map((_, index) => index)];
+      const settled = rankings.map((ranking) => runSettled(ranking, grades, m.threshold));
+      done = relevant && (settled.some(Boolean) || !settled.length);
+      if (done && !holes(rankings, grades, m.threshold)) return advance(m);
+      const card = nextToJudge(rankings, grades, m.threshold);
+      next = card == null ? null : cards[card][0];
+    } else {
+      // Full mode: complete once every card is graded and one of them is relevant (all
+      // non-relevant, a verdict is due); the next card is the first unjudged one.
+      const open = cards.filter(([, g]) => g == null);
+      if (relevant && !open.length) return advance(m);
+      done = false;
+      next = open.length ? open[0][0] : null;
+    }
+    // A done query its labels no longer make done may still stand on a verdict, or on an
     // answer attached from search, which the cards do not show: only the server knows.
-    if (m.done) return { ...m, query: null };
-    return { ...m, cards, current: open.length ? open[0][0] : null };
+    if (m.done && !done) return { ...m, query: null };
+    return { ...m, cards, current: next };
   }
   if (action === "unanswerable" || action === "miss") {
     const relevant = m.cards.some(([, g]) => g != null && g >= m.threshold);
@@ -441,6 +510,6 @@ export default function ({ data, parentElement, setStateValue }) {
 }
 
 // The rules above, for tests/test_key_cases.py, which runs them (in Node) on the panels the
-// server sends and holds them to the same table of cases as the server. Streamlit uses only
-// the default export.
-export { copyModel, keptStands, step };
+// server sends and holds them to the same table of cases as the server, and the first-hit
+// schedule to pooling.py's. Streamlit uses only the default export.
+export { copyModel, holes, keptStands, nextToJudge, runSettled, step };

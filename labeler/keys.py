@@ -156,10 +156,18 @@ def _query_panel(
     implied: str,
 ) -> dict:
     """One query's part of :func:`panel_model`: its cards, their grades and the current one,
-    and the rules that apply to it. ``runs`` counts the runs that rank the cards (an imported
-    list is one): over several, which card a first-hit query needs next, and whether a
-    relevant one completes it, are the server's to say."""
+    and the rules that apply to it. ``rankings``, on a first-hit query pooled from several
+    runs (an imported list is one): each run by name, as its cards' indices best first, so
+    that ``keys.js`` picks the next card and tells whether a grade completes the query by the
+    server's rules (:mod:`goldset.labeler.pooling`); None for one ranking, the cards' order.
+    The cards are every candidate within the depth, the docs the server's rules read
+    (``store.log.query_context``): no run ranks a doc the page lacks."""
     query = view.query
+    index = {card["doc_id"]: number for number, card in enumerate(view.candidates)}
+    ranked: dict[str, list[tuple[int, str]]] = {}
+    for card in view.candidates:
+        for run, rank in card["provenance"].items():
+            ranked.setdefault(run, []).append((rank, card["doc_id"]))
     return {
         "query": query["query_id"],
         "text": query["query"],
@@ -172,7 +180,10 @@ def _query_panel(
         "mode": view.mode,
         "threshold": protocol["rel_threshold"],
         "done": view.state["status"] == "done",
-        "runs": len({run for card in view.candidates for run in card["provenance"]}),
+        # ties in a run's ranks go by doc id, as the server orders them
+        "rankings": [[index[doc] for _, doc in sorted(ranked[run])] for run in sorted(ranked)]
+        if view.mode == "first_hit" and len(ranked) > 1
+        else None,
         "grades": grade_keys(protocol["max_grade"]),
         "names": [grade_name(grade) for grade in range(protocol["max_grade"] + 1)],
         "implied": implied,

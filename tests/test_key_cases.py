@@ -20,6 +20,7 @@ and no Node of the machine's own (.ci/run installs none).
 from __future__ import annotations
 
 import json
+import random
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +30,7 @@ import pandas as pd
 import pytest
 from playwright._impl._driver import compute_driver_executable
 
-from goldset.labeler import keys
+from goldset.labeler import keys, pooling
 from goldset.labeler.golden import Event, QueryContext, derive_state
 from goldset.labeler.judging import IMPLIED_NAME, LabelSession, QueryView, grade_name
 from goldset.labeler.store import Store
@@ -216,11 +217,14 @@ def server(tmp_path_factory) -> dict[str, ServerRun]:
     }
 
 
-def run_keys_js(cases: dict[str, list]) -> dict[str, dict]:
+def run_keys_js(cases: dict[str, list], schedules: list | None = None) -> dict[str, dict]:
     """keys.js's predictions (tests/helpers/keys_predict.mjs) for ``cases``: name -> the
-    [panel, key] of each step."""
+    [panel, key] of each step; and its first-hit schedule of each of ``schedules``
+    ([rankings, grades, threshold], under the key "schedules")."""
     node, _ = compute_driver_executable()
     request = {"keys_js": str(KEYS_JS), "table": keys.browser_table(), "cases": cases}
+    if schedules is not None:
+        request["schedules"] = schedules
     done = subprocess.run(
         [str(node), str(PREDICT)],
         input=json.dumps(request),
@@ -286,6 +290,19 @@ def test_the_table_is_well_formed():
             assert set(step) - {"key", "foreseen"} == set(SEEN_BY_BOTH + STATE), case["name"]
 
 
+def test_every_grade_on_a_pooled_first_hit_query_is_foreseen():
+    # keys.js applies the server's first-hit schedule over several runs: no grade waits.
+    pooled = [case for case in CASES if "runs" in case and case["protocol"]["mode"] == "first_hit"]
+    grades = [
+        step
+        for case in pooled
+        for step in case["steps"]
+        if step["key"].isdigit() and int(step["key"]) <= case["protocol"]["max_grade"]
+    ]
+    assert len(pooled) >= 7 and len(grades) >= 25
+    assert all(step.get("foreseen", True) for step in grades)
+
+
 @pytest.mark.parametrize("case", CASES, ids=ids)
 def test_the_server_does_what_the_table_says(case, server):
     run = server[case["name"]]
@@ -315,6 +332,42 @@ def test_keys_typed_before_the_server_answers_show_nothing_the_table_contradicts
         ):
             if prediction is not None:
                 assert shown(prediction) == outcome(step), f"from key {start + 1}, key {number}"
+
+
+# --- the first-hit schedule: keys.js's and pooling.py's ------------------------------------------
+
+
+def random_schedules(count: int, seed: int) -> list:
+    """``count`` random [rankings, grades, threshold] over up to 6 cards and 4 runs (card
+    indices; a grade or None per card), with ties in frontier rank and shared frontiers
+    frequent at this size."""
+    rng = random.Random(seed)
+    schedules = []
+    for _ in range(count):
+        cards = rng.randint(1, 6)
+        rankings = [
+            rng.sample(range(cards), rng.randint(1, cards)) for _ in range(rng.randint(1, 4))
+        ]
+        grades = [rng.choice([None, None, 0, 0, 1, 2]) for _ in range(cards)]
+        schedules.append([rankings, grades, rng.choice([1, 2])])
+    return schedules
+
+
+def test_keys_js_schedules_first_hit_as_pooling_does():
+    schedules = random_schedules(2000, seed=7)
+    found = run_keys_js({}, schedules)["schedules"]
+    for (rankings, grades, threshold), seen in zip(schedules, found, strict=True):
+        runs = {f"run{number}": ranking for number, ranking in enumerate(rankings)}
+        judged = {card: grade for card, grade in enumerate(grades) if grade is not None}
+        expected = [
+            [pooling.run_settled(ranking, judged, threshold) for ranking in rankings],
+            pooling.holes(runs, judged, threshold),
+            pooling.next_to_judge(runs, judged, threshold, range(len(grades))),
+        ]
+        assert seen == expected, (rankings, grades, threshold)
+    # the cases drawn hold every branch: settled and not, holes, a card next and none
+    assert {seen[2] is None for seen in found} == {True, False}
+    assert {seen[1] > 0 for seen in found} == {True, False}
 
 
 # --- panel_model itself ---------------------------------------------------------------------------
@@ -373,7 +426,7 @@ def test_the_panel_is_the_query_its_cards_and_the_rules_that_apply():
         "mode": "first_hit",
         "threshold": 1,
         "done": False,
-        "runs": 1,
+        "rankings": None,
         "grades": "01",
         "names": ["not relevant", "relevant"],
         "implied": "by verdict",
@@ -397,17 +450,26 @@ def test_a_done_query_reopened_says_so_and_opens_on_its_relevant_card():
 
 
 @pytest.mark.parametrize(
-    ("cards", "runs"),
+    ("cards", "rankings"),
     [
-        ([], 0),
-        ([card("a", None), card("b", None)], 1),  # an imported list
-        ([card("a", None, bm25=1), card("b", None, bm25=2)], 1),
-        ([card("a", None, bm25=1, dense=2), card("b", None, dense=1)], 2),
-        ([card("a", None, A=1), card("b", None, B=1), card("c", None, C=1)], 3),
+        ([], None),
+        ([card("a", None), card("b", None)], None),  # an imported list: the cards' order
+        ([card("a", None, bm25=1), card("b", None, bm25=2)], None),
+        # by run name; each run best first, as card indices
+        ([card("a", None, dense=2, bm25=1), card("b", None, dense=1)], [[0], [1, 0]]),
+        ([card("a", None, A=1), card("b", None, B=1), card("c", None, C=1)], [[0], [1], [2]]),
+        # equal ranks in a run go by doc id, as the server's context orders them
+        ([card("b", None, A=1), card("a", None, A=1), card("c", None, A=0, B=1)], [[2, 1, 0], [2]]),
     ],
 )
-def test_runs_counts_the_runs_that_rank_the_cards(cards, runs):
-    assert panel_of(query_view("q1", cards))["runs"] == runs
+def test_rankings_give_each_pooled_run_s_cards_best_first(cards, rankings):
+    assert panel_of(query_view("q1", cards))["rankings"] == rankings
+
+
+def test_a_pooled_query_in_full_mode_has_no_rankings():
+    # full mode judges every card in the cards' order: no run's ranking changes that
+    cards = [card("a", None, A=1), card("b", None, B=1)]
+    assert panel_of(query_view("q1", cards, mode="full"))["rankings"] is None
 
 
 def test_the_query_fetched_ahead_opens_with_the_search_closed_and_h_not_waiting():

@@ -8,6 +8,9 @@
 // "typed", from each step on, the keys from there predicted on that step's panel alone, as
 // when they are typed before the server answers. A prediction is the model's query, current
 // card and cards, or null where keys.js leaves the outcome to the server.
+// With "schedules": [[rankings, grades, threshold], ...] (rankings as card indices, grades a
+// grade or null per card), also writes "schedules": keys.js's first-hit schedule of each,
+// [each ranking settled, holes, the card to judge next], to compare with labeler/pooling.py.
 
 import { readFileSync } from "node:fs";
 
@@ -68,5 +71,12 @@ function typedFromEachStep(steps) {
 const out = {};
 for (const [name, steps] of Object.entries(input.cases)) {
   out[name] = { answered: answered(steps), typed: typedFromEachStep(steps) };
+}
+if (input.schedules) {
+  out.schedules = input.schedules.map(([rankings, grades, threshold]) => [
+    rankings.map((ranking) => keys.runSettled(ranking, grades, threshold)),
+    keys.holes(rankings, grades, threshold),
+    keys.nextToJudge(rankings, grades, threshold),
+  ]);
 }
 process.stdout.write(JSON.stringify(out));
