@@ -1,10 +1,12 @@
-"""Red team of round 10's public API: inputs no other test names, each either read as the
-same data in a file would be or refused with an InputError naming where and which field
-(never a traceback from pandas or the codec), and an export that would overwrite its own
-project."""
+"""Red team of round 10: the public API's inputs no other test names, each either read as the
+same data in a file would be or refused with an error naming where and which field (never a
+traceback from pandas, numpy or the codec); an export that would overwrite its own project;
+natural id order on ids int() cannot read; a write on another thread while a press is open."""
 
 import subprocess
 import sys
+import threading
+import time
 
 import pandas as pd
 import pytest
@@ -180,3 +182,41 @@ def test_tuples_given_as_golden_records_are_refused_naming_the_record(records):
     with pytest.raises(InputError, match="expected a JSON object") as refused:
         means(records)
     assert (refused.value.source, refused.value.line) == ("<records>", 1)
+
+
+def test_a_write_on_another_thread_waits_for_the_open_one_never_joins_it(make_store):
+    # The open write was the store's, not its thread's: a second thread's press joined the
+    # first's transaction without its lock, returned as if stored, and was rolled back with
+    # the first one's refusal.
+    store = make_store()
+    inside, refused = threading.Event(), []
+
+    def first_press() -> None:
+        try:
+            with store.key_press("page-1", 1):
+                store.conn.execute(
+                    "INSERT INTO key_presses (page, seq, applied_at) VALUES ('a', 1, '')"
+                )
+                inside.set()
+                time.sleep(0.3)  # the second press is sent meanwhile
+                raise RuntimeError("refused halfway")
+        except RuntimeError as error:
+            refused.append(error)
+
+    def second_press() -> None:
+        inside.wait(5)
+        with store.key_press("page-2", 7):
+            store.conn.execute(
+                "INSERT INTO key_presses (page, seq, applied_at) VALUES ('b', 1, '')"
+            )
+
+    threads = [threading.Thread(target=first_press), threading.Thread(target=second_press)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert refused, "the first press was not refused"
+    assert store.applied_key_press("page-2") == 7
+    assert store.applied_key_press("page-1") == 0
+    pages = store.conn.execute("SELECT page FROM key_presses ORDER BY page").fetchall()
+    assert pages == [("b",), ("page-2",)]

@@ -228,9 +228,10 @@ class Connection:
         )
         self.db = sqlite_utils.Database(self.conn)
         self._lock = threading.RLock()
-        # The open write transaction (see _writing): whether one is open, and whether a block
-        # that joined it failed (then all of it is rolled back).
-        self._write_open = self._write_failed = False
+        # The open write transaction (see _writing): the thread that holds it (None: none is
+        # open), and whether a block that joined it failed (then all of it is rolled back).
+        self._writer: int | None = None
+        self._write_failed = False
         # What the open transaction has read once (see _once): None outside a transaction.
         self._memo: dict[str, object] | None = None
         self._integrity = _check_in_process(self.path)  # writes wait for it
@@ -340,14 +341,16 @@ class Connection:
     def _writing(self, press: tuple[str, int] | None = None) -> Iterator[sqlite3.Connection]:
         """One write transaction, ``BEGIN IMMEDIATE`` (see the module docstring).
 
-        A block inside one that is already open joins it: one key press is one transaction
-        whatever store methods it calls (see :meth:`key_press`). A joined block that raises
-        dooms the whole transaction: it is rolled back at its end even if the caller went on,
-        so that an action refused halfway never commits what it wrote before the refusal.
+        A block inside one that is already open on the same thread joins it: one key press is
+        one transaction whatever store methods it calls (see :meth:`key_press`); another
+        thread's block waits for it to end, never joins it (it would be rolled back with it).
+        A joined block that raises dooms the whole transaction: it is rolled back at its end
+        even if the caller went on, so that an action refused halfway never commits what it
+        wrote before the refusal.
         ``press`` (a browser page's id and press number) is recorded in the same commit when
         the transaction changed anything (see :meth:`applied_key_press`).
         """
-        if self._write_open:
+        if self._writer == threading.get_ident():  # another thread waits for the lock below
             try:
                 yield self.conn
             except BaseException:
@@ -358,7 +361,7 @@ class Connection:
         with self._lock:
             self._begin()
             began, changes = time.perf_counter(), self.conn.total_changes
-            self._write_open, self._write_failed, self._memo = True, False, {}
+            self._writer, self._write_failed, self._memo = threading.get_ident(), False, {}
             try:
                 yield self.conn
                 doomed = self._write_failed
@@ -372,7 +375,7 @@ class Connection:
                 self._end_transaction("ROLLBACK")
                 raise
             finally:
-                self._write_open, self._memo = False, None
+                self._writer, self._memo = None, None
             if not doomed and self.transaction_observer is not None:
                 self.transaction_observer(
                     time.perf_counter() - began, self.conn.total_changes - changes
