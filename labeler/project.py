@@ -61,7 +61,7 @@ class Project:
 
     def pool(
         self,
-        runs: Sequence[str | Path],
+        runs: Sequence[str | Path] | str | Path,
         depth: int,
         *,
         corpus: str | Path | None = None,
@@ -69,7 +69,9 @@ class Project:
     ) -> dict:
         """Pool TREC runs to ``depth`` over a BEIR corpus and queries file, as ``goldset
         pool``: a new run adds only docs not yet in the pool, a done query keeps its labels
-        and gets the new run's holes. Returns the counts."""
+        and gets the new run's holes. ``runs`` may be one path. Returns the counts."""
+        # One path is one run: a string iterated would be read as a run per character.
+        runs = [runs] if isinstance(runs, str | Path) else runs
         with self._store(write=True) as store:
             return store.pool(corpus, queries, runs, depth)
 

@@ -220,3 +220,22 @@ def test_a_write_on_another_thread_waits_for_the_open_one_never_joins_it(make_st
     assert store.applied_key_press("page-1") == 0
     pages = store.conn.execute("SELECT page FROM key_presses ORDER BY page").fetchall()
     assert pages == [("b",), ("page-2",)]
+
+
+@pytest.mark.parametrize("as_given", [str, lambda path: path, lambda path: [path]])
+def test_a_project_pools_one_run_given_as_a_path(tmp_path, as_given):
+    # A string was iterated as a list of runs: "/" was read first, "Is a directory: '/'".
+    (tmp_path / "run.trec").write_text("q1 Q0 d2 1 2.0 sys\nq1 Q0 d1 2 1.0 sys\n")
+    (tmp_path / "corpus.jsonl").write_text(
+        '{"_id": "d1", "text": "one"}\n{"_id": "d2", "text": "two"}\n'
+    )
+    (tmp_path / "queries.jsonl").write_text('{"_id": "q1", "text": "which"}\n')
+    project = goldset.Project(tmp_path / "project.db", create=True)
+    project.pool(
+        as_given(tmp_path / "run.trec"),
+        1,
+        corpus=tmp_path / "corpus.jsonl",
+        queries=tmp_path / "queries.jsonl",
+    )
+    candidates = project.candidates()
+    assert [str(doc) for doc in candidates.doc_ids] == ["d2"]
