@@ -184,7 +184,7 @@ class Comparison:
 def evaluate(
     golden: GoldenInput,
     run: RunInput,
-    metrics: Sequence[str] = DEFAULT_METRICS,
+    metrics: Sequence[str] | str = DEFAULT_METRICS,
     *,
     name: str | None = None,
     **options,
@@ -198,14 +198,15 @@ def evaluate(
     from goldset.eval.report import build_report
 
     _check_ranking_options(options)
-    return Evaluation(build_report(as_golden(golden), as_run(run, name), metrics, **options))
+    golden, run = as_golden(golden), as_run(run, name)
+    return Evaluation(build_report(golden, run, _metric_list(metrics), **options))
 
 
 def compare(
     golden: GoldenInput,
     baseline: RunInput,
     candidate: RunInput,
-    metrics: Sequence[str] = DEFAULT_METRICS,
+    metrics: Sequence[str] | str = DEFAULT_METRICS,
     **options,
 ) -> Comparison:
     """Compare ``candidate`` with ``baseline`` on ``golden``, as ``goldset compare --gate``
@@ -218,10 +219,15 @@ def compare(
 
     _check_ranking_options(options)
     runs = as_run(baseline, "baseline"), as_run(candidate, "candidate")
-    return Comparison(compare_runs(as_golden(golden), *runs, metrics, **options))
+    return Comparison(compare_runs(as_golden(golden), *runs, _metric_list(metrics), **options))
 
 
 # --- the shapes a caller may hand in -------------------------------------------------------
+
+
+def _metric_list(metrics: Sequence[str] | str) -> Sequence[str]:
+    """One metric may be given as its name: a string iterated gave "unknown metric 'm'"."""
+    return [metrics] if isinstance(metrics, str) else metrics
 
 
 def _check_ranking_options(options: Mapping[str, object]) -> None:

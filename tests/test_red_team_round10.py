@@ -239,3 +239,12 @@ def test_a_project_pools_one_run_given_as_a_path(tmp_path, as_given):
     )
     candidates = project.candidates()
     assert [str(doc) for doc in candidates.doc_ids] == ["d2"]
+
+
+def test_one_metric_may_be_given_as_its_name():
+    # A string was iterated as metrics: "unknown metric 'm'".
+    golden = {"q1": {"d1": 1}, "q2": {"d9": 1}}
+    alone = goldset.evaluate(golden, RUN, "mrr@10").summary()
+    pd.testing.assert_frame_equal(alone, goldset.evaluate(golden, RUN, ["mrr@10"]).summary())
+    compared = goldset.compare(golden, RUN, RUN, "ndcg@10", bootstrap=0).summary()
+    assert "ndcg@10" in compared.index
