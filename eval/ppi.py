@@ -136,7 +136,9 @@ def ppi_mean(
     uniform random sample); ``alpha`` the CI's error level; ``tuned`` False gives plain PPI
     (λ = 1); ``interval`` ``"guarded"`` (the default, for small samples) or ``"normal"``
     (PPI++'s as published); ``limits`` the range the values can take (a metric's (0, 1), a
-    paired delta's (−1, 1)), to which both CIs are cut: the mean cannot leave it. The
+    paired delta's (−1, 1)), into which the estimate and both CIs are moved: the mean cannot
+    leave it (θ̂_λ can, when the judge's mean over all queries and its correction on the
+    sample disagree: the nearest possible value is then the estimate). The
     formulas are in the module's docstring.
 
     >>> estimate = ppi_mean([1.0, 0.0, 1.0, 1.0], [1.0, 0.0, 1.0, 0.0], [1, 0, 1, 0, 1, 1, 0, 1])
@@ -147,7 +149,7 @@ def ppi_mean(
     >>> cut = ppi_mean([1.0, 0.0, 1.0, 1.0], [1.0, 0.0, 1.0, 0.0], [1, 0, 1, 0, 1, 1, 0, 1],
     ...                limits=(0, 1))
     >>> [round(bound, 4) for bound in (cut.low, cut.high)], cut.std_error == estimate.std_error
-    ([0, 1], True)
+    ([0.0, 1.0], True)
     """
     y, y_hat, y_all, w = _checked(human, judge_labelled, judge_all, weights, alpha)
     if interval not in INTERVALS:
@@ -170,6 +172,8 @@ def ppi_mean(
     quantile = _quantile(alpha, n, interval)
     low, high = _bounds(mean, variance, quantile, limits)
     human_low, human_high = _bounds(human_mean, human_variance, quantile, limits)
+    if limits is not None:  # the judge's mean plus the correction may leave the range
+        mean = _within(mean, limits)
     return PPIEstimate(
         mean=mean,
         low=low,
@@ -282,7 +286,12 @@ def _bounds(
     low, high = mean - half, mean + half
     if limits is None:
         return low, high
-    return max(low, limits[0]), min(high, limits[1])
+    return _within(low, limits), _within(high, limits)
+
+
+def _within(value: float, limits: tuple[float, float]) -> float:
+    """``value`` moved into ``limits``: the nearest value the mean can take (NaN stays)."""
+    return float(min(max(value, limits[0]), limits[1])) if value == value else value
 
 
 def _effective_n(n: int, human_variance: float, variance: float) -> float:

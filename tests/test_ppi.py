@@ -275,3 +275,16 @@ def test_inputs_that_do_not_fit_are_refused(human, judge, judge_all, weights) ->
 def test_an_unknown_interval_is_refused() -> None:
     with pytest.raises(ValueError, match="interval"):
         ppi_mean([1.0, 0.0], [1.0, 0.0], [1.0, 0.0], interval="wald")
+
+
+def test_an_estimate_past_the_values_range_is_moved_into_it() -> None:
+    # The judge calls 96% of the queries relevant outside the sample and 25% inside it, where
+    # the humans say 75%: θ̂ = 1.47, a mean no set of values in [0, 1] can have.
+    human, judge = np.array([1, 1, 1, 0] * 10, float), np.array([1, 0, 0, 0] * 10, float)
+    judge_all = np.r_[judge, np.ones(960)]
+    free = ppi_mean(human, judge, judge_all)
+    assert free.mean > 1.3 and free.low > 1
+    bounded = ppi_mean(human, judge, judge_all, limits=(0, 1))
+    assert (bounded.mean, bounded.low, bounded.high) == (1.0, 1.0, 1.0)
+    assert bounded.std_error == free.std_error  # the gate's reading is unchanged
+    assert 0 <= bounded.human_low <= bounded.human_mean <= bounded.human_high <= 1
