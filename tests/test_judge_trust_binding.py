@@ -56,6 +56,7 @@ def test_a_new_model_or_prompt_unbinds_the_trust_and_the_queue_forgets_it(
     machine_label(disputed_store, "q2", "q2-d1", 1, **change)
     status = disputed_store.trust_status()
     assert not status["trusted"] and status["changed"] == [changed]
+    assert status["now"]["model"] == change.get("model", "rule")  # what it is now, beside bound
     assert disputed_store.trusted_judge() is None
     assert disputed_store.second_opinions() == []
     assert disputed_store.next_query("bob") == "q0"  # the ordinary queue

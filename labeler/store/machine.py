@@ -193,14 +193,21 @@ class MachineJudges(Settings):
         stored = self._value("SELECT value FROM settings WHERE key = ?", (TRUST,))
         bound = json.loads(stored) if stored else {}
         now = {**self._judge_binding(judge), "golden_version": golden_version}
-        changed = [
-            name
-            for name, key in TRUST_PARTS
-            if bound and bound[key] is not None and now[key] is not None and bound[key] != now[key]
-        ]
         if not bound:  # trusted by an older goldset, which kept no binding: calibrate again
             changed = ["binding (not recorded when trusted)"]
-        return {"judge": judge, "trusted": not changed, "changed": changed, "bound": bound}
+        else:
+            changed = [
+                name
+                for name, key in TRUST_PARTS
+                if None not in (bound[key], now[key]) and bound[key] != now[key]
+            ]
+        return {
+            "judge": judge,
+            "trusted": not changed,
+            "changed": changed,
+            "bound": bound,
+            "now": now,
+        }
 
     def trusted_judge(self) -> str | None:
         """The judge named by :meth:`trust_judge` while its model, prompt and grade scale are
