@@ -70,7 +70,7 @@ class Team(Projections):
 
     def assignment_counts(self) -> dict[str, dict[str, int]]:
         """Per annotator with assignments: ``assigned`` queries and how many are still ``open``
-        (neither done nor skipped by them)."""
+        (still to do for them: neither done nor skipped, or done with holes left)."""
         return {
             row["annotator"]: {"assigned": row["assigned"], "open": row["open"]}
             for row in self._rows(
