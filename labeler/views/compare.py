@@ -132,14 +132,7 @@ def evaluate_section(
         "10 that is judged. Unjudged documents count as not relevant, so a low judged@10 "
         "understates the run: label its holes."
     )
-    exact = live.exactness_by_run(reports, shown)
-    if not exact.empty:
-        st.dataframe(exact, hide_index=True, height=context.rows_height(exact))
-        st.caption(
-            "Exact@10: the queries where every document a run ranks above its first relevant "
-            "one is judged, so its MRR@10 and hit@10 there are exact; over all queries they "
-            "are lower bounds (≥) until its holes are labelled."
-        )
+    context.exactness_table(live.exactness_by_run(reports, shown))
     for line in live.orders_lines(reports):
         st.text(line)  # run names are data: plain text
     return reports, shown

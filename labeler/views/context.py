@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sized
 
+import pandas as pd
 import streamlit as st
 
 from goldset.labeler import accounts, live, render, signin
@@ -27,6 +28,19 @@ run_at = st.cache_resource(ttl=CACHE["ttl"], max_entries=4, show_spinner=False)(
 def rows_height(rows: Sized, most: int = 25) -> int:
     """A dataframe's height in pixels showing up to ``most`` rows without scrolling."""
     return 38 + 35 * min(max(len(rows), 1), most)
+
+
+def exactness_table(exact: pd.DataFrame) -> None:
+    """Exact@10 (first-hit labels) under the dashboard's and the compare page's figures, with
+    what it means; nothing when no run has first-hit labels."""
+    if exact.empty:
+        return
+    st.dataframe(exact, hide_index=True, height=rows_height(exact))
+    st.caption(
+        "Exact@10: the queries where every document a run ranks above its first relevant "
+        "one is judged, so that its MRR@10 and hit@10 there are exact; over all queries they "
+        "are lower bounds (≥) until the holes it left are labelled."
+    )
 
 
 @st.cache_resource(scope="session", on_release=Store.close, show_spinner=False)

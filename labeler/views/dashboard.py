@@ -208,14 +208,7 @@ def live_figures(store: Store, run: str | None, target: float, rate: float) -> N
         "over all done queries. Judged@10: how much of the top 10 is judged (unjudged "
         "documents count as not relevant)."
     )
-    exact = live.exactness_by_slice(report)  # first-hit labels only
-    if not exact.empty:
-        st.dataframe(exact, hide_index=True, height=context.rows_height(exact))
-        st.caption(
-            "Exact@10: the queries where every document the run ranks above its first "
-            "relevant one is judged, so that its MRR@10 and hit@10 there are exact; over all "
-            "queries they are lower bounds (≥) until the holes a pooled run left are labelled."
-        )
+    context.exactness_table(live.exactness_by_slice(report))
     for line in live.orders_lines({run_name(run, pooled): report}):
         st.text(line)  # the run's name is data: plain text
     st.altair_chart(mrr_chart(snap.table), width="stretch")
