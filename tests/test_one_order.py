@@ -9,6 +9,8 @@ list are in natural order (:func:`goldset.eval.ids.query_id_order`: q2 before q1
 from __future__ import annotations
 
 import random
+import re
+from itertools import cycle
 from pathlib import Path
 
 import numpy as np
@@ -110,6 +112,22 @@ def test_query_ids_in_natural_order():
     ordered = [ids[i] for i in np.argsort(query_id_order(ids))]
     assert ordered == ["a10", "q2", "q03", "q3", "q10", "q22", "q22b", "q219"]  # q03, q3: as text
     assert query_id_order([]).tolist() == []
+
+
+def test_query_id_order_agrees_with_a_plain_reading_of_natural_order():
+    """Random ids (leading zeros, non-ASCII digits, a text part the prefix of another) ordered
+    as a list of parts compares: text with text, digit runs as the numbers ``int`` reads."""
+
+    def plain_key(text: str) -> tuple[list, str]:
+        parts = re.split(r"(\d+)", text)
+        return [int(part) if odd else part for odd, part in zip(cycle((0, 1)), parts)], text
+
+    rng = random.Random(3)
+    alphabet = "aAbz-_ é0179٣"  # ٣: an Arabic-Indic three
+    for _ in range(2000):
+        ids = ["".join(rng.choices(alphabet, k=rng.randint(0, 6))) for _ in range(12)]
+        places = query_id_order(ids)
+        assert [ids[i] for i in np.argsort(places)] == sorted(ids, key=plain_key), ids
 
 
 def test_worst_and_changed_queries_list_ids_in_natural_order(tmp_path):
