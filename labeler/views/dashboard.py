@@ -262,11 +262,17 @@ def live_figures(store: Store, run: str | None, target: float, rate: float) -> N
 
 @st.cache_data(**context.CACHE)
 def ppi_table(
-    _store: Store, state: live.ProjectState, drawn_at: str, run: str | None, judge: str
+    _store: Store,
+    state: live.ProjectState,
+    drawn_at: str,
+    run: str | None,
+    judge: str,
+    judge_labels: int,
 ) -> pd.DataFrame:
-    """The PPI figures of ``run`` with ``judge`` (:func:`goldset.labeler.live.ppi.ppi_report`), a
-    row
-    per slice and metric; raises :class:`NoSample` before a sampled query is labelled."""
+    """The PPI figures of ``run`` with ``judge`` (:func:`goldset.labeler.live.ppi.ppi_report`),
+    a row per slice and metric; raises :class:`NoSample` before a sampled query is labelled.
+    A judge's labels are never changed or taken back, and write no label event: their count
+    keys the cache beside the state."""
     figures = ppi_report(
         _store, context.run_at(state.candidates(), run), _store.machine_judgments_frame(judge)
     )
@@ -297,14 +303,14 @@ def sample_panel(store: Store, run: str | None) -> None:
         f"{sampling['waiting']:,} labelled but waiting behind a missing one: the estimate "
         "counts the drawn order up to its first missing query."
     )
-    judges = [row["judge"] for row in store.machine_judges() if row["labels"]]
+    judges = {row["judge"]: row["labels"] for row in store.machine_judges() if row["labels"]}
     if not judges:
         st.caption("No machine judge has labelled anything: no PPI figure (goldset judge).")
         return
-    judge = st.selectbox("Judge for the PPI figures", judges, key="dash_ppi_judge")
+    judge = st.selectbox("Judge for the PPI figures", list(judges), key="dash_ppi_judge")
     state = live.ProjectState.of(store)
     try:
-        table = ppi_table(store, state, sampling["drawn_at"] or "", run, judge)
+        table = ppi_table(store, state, sampling["drawn_at"] or "", run, judge, judges[judge])
     except NoSample as refusal:
         st.caption(str(refusal))  # goldset's own words
         return

@@ -290,12 +290,18 @@ def machine_section(store: Store, summary: live.CostSummary) -> None:
 
 @st.cache_data(**context.CACHE)
 def savings(
-    _store: Store, state: live.ProjectState, drawn_at: str, judge: str, rate: float, target: float
+    _store: Store,
+    state: live.ProjectState,
+    drawn_at: str,
+    judge: str,
+    judge_labels: int,
+    rate: float,
+    target: float,
 ) -> pd.DataFrame | None:
     """:func:`goldset.labeler.live.judge_savings` of the candidate lists with ``judge``; None
-    without
-    a labelled query in the project's random sample (drawn at ``drawn_at``: a new draw is
-    no label event, so it keys the cache too)."""
+    without a labelled query in the project's random sample. A new draw (``drawn_at``) and
+    the judge's labels (never changed or taken back: ``judge_labels``, their count) are no
+    label event, so they key the cache too."""
     sample = _store.human_sample()
     if not sample["labelled"].any():
         return None
@@ -309,15 +315,15 @@ def savings_section(store: Store, state: live.ProjectState, summary: live.CostSu
     """The human queries and hours an MRR@10 CI needs per slice, without a machine judge and
     with its values on every query corrected on the random sample (prediction-powered)."""
     st.subheader("With a machine judge on every query")
-    names = [row["judge"] for row in store.machine_judges() if row["labels"]]
-    if not names:
+    labels = {row["judge"]: row["labels"] for row in store.machine_judges() if row["labels"]}
+    if not labels:
         st.caption("No machine judge has labelled anything yet (goldset judge).")
         return
     left, right = st.columns(2)
-    judge = left.selectbox("Judge", names, key="savings_judge")
+    judge = left.selectbox("Judge", list(labels), key="savings_judge")
     target = right.number_input("Target CI half-width (MRR@10)", 0.005, 0.5, 0.05, 0.005)
     drawn_at = store.sampling()["drawn_at"] or ""
-    table = savings(store, state, drawn_at, judge, summary.rate, target)
+    table = savings(store, state, drawn_at, judge, labels[judge], summary.rate, target)
     if table is None:
         st.caption(
             "No figure without a random human sample: draw one (goldset sample --random) "
