@@ -58,6 +58,24 @@ def active_probabilities(uncertainty: np.ndarray, budget: int) -> np.ndarray:
     return np.minimum(1.0, uniform * share)
 
 
+# The sample's progress as human_sample counts it, in one statement: labelled, the drawn
+# queries before the first one not done; missing, those not done before the last done one.
+_PROGRESS_SQL = """
+WITH drawn AS (
+  SELECT s.rank, q.status = 'done' AS done FROM sample s JOIN queries q ON q.query_id = s.query_id
+), bounds AS (
+  SELECT (SELECT min(rank) FROM drawn WHERE NOT done) AS first_open,
+    (SELECT max(rank) FROM drawn WHERE done) AS last_done
+)
+SELECT (SELECT value FROM settings WHERE key = ?) AS settings,
+  count(*) AS drawn,
+  sum(first_open IS NULL OR rank < first_open) AS labelled,
+  sum(NOT done AND rank < last_done) AS missing,
+  sum(done) AS done
+FROM drawn, bounds
+"""
+
+
 class Sampling(MachineJudges):
     """Sampled labelling: the drawn queries, their order and inclusion probabilities."""
 
@@ -68,21 +86,14 @@ class Sampling(MachineJudges):
         ``labelled`` (counted: see :meth:`human_sample`), ``missing`` (drawn queries not
         done before the last labelled one: skipped or still open) and ``waiting`` (done, but
         after a missing one, so not counted yet)."""
-        stored = self._value("SELECT value FROM settings WHERE key = ?", (SAMPLING_KEY,))
         settings = {"mode": "off", "seed": None, "budget": None, "judge": None, "drawn_at": None}
+        # Counted in SQL, not read whole: the dashboard asks on every refresh.
+        (row,) = self._rows(_PROGRESS_SQL, (SAMPLING_KEY,))
+        stored = row.pop("settings")
         settings.update(json.loads(stored) if stored else {})
-        sample = self.human_sample()
-        done_ranks = sample.loc[sample["done"], "rank"]
-        last_done = int(done_ranks.max()) if len(done_ranks) else 0
-        labelled = int(sample["labelled"].sum())
-        missing = int(((~sample["done"]) & (sample["rank"] < last_done)).sum())
-        return {
-            **settings,
-            "drawn": len(sample),
-            "labelled": labelled,
-            "missing": missing,
-            "waiting": int(sample["done"].sum()) - labelled,
-        }
+        counts = {key: int(value or 0) for key, value in row.items()}
+        done = counts.pop("done")
+        return {**settings, **counts, "waiting": done - counts["labelled"]}
 
     def human_sample(self) -> pd.DataFrame:
         """The drawn queries in drawn order: DataFrame(query_id, slice, probability, rank,
