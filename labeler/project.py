@@ -101,7 +101,9 @@ class Project:
         """One row per slice ("" for none): the queries done, pending, skipped, unanswerable."""
         import pandas as pd
 
-        return pd.DataFrame(self.status()["slices"]).T.rename_axis("slice")
+        with self._store() as store:  # the counters alone, not status()'s table counts
+            slices = store.progress()
+        return pd.DataFrame(slices).T.rename_axis("slice")
 
     def golden_records(self) -> list[dict]:
         """The golden set as golden-JSONL records, one per query (docs/formats.md)."""
