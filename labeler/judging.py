@@ -53,7 +53,7 @@ def press_name(key: str, target: dict | None = None) -> str:
     if key.isdigit():
         action = f"grade {key}" + (f" on card {target['doc']}" if target.get("doc") else "")
     else:
-        action = keys.KEY_ACTIONS[key][1].split(" (")[0] if key in keys.KEY_ACTIONS else key
+        action = keys.action_words(key) if key in keys.KEY_ACTIONS else key
     return action + (f" (query {target['query']})" if target.get("query") else "")
 
 

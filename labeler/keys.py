@@ -50,6 +50,11 @@ HISTORY_KEYS = "123456789"
 CARD_MARKER = "▶ judge this"  # the current card's badge
 
 
+def action_words(key: str) -> str:
+    """What a key of :data:`KEY_ACTIONS` does, short: its words before any parenthesis."""
+    return KEY_ACTIONS[key][1].split(" (")[0]
+
+
 def grade_keys(max_grade: int) -> str:
     """The digit keys that grade on a 0..``max_grade`` scale (``01`` in a binary project)."""
     return "".join(str(grade) for grade in range(max_grade + 1))

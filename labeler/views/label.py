@@ -162,7 +162,7 @@ def action_buttons(session: LabelSession) -> None:
 
 def button_words(key: str) -> str:
     """A letter button's words: the key table's, short."""
-    return BUTTON_WORDS.get(key) or keys.KEY_ACTIONS[key][1].split(" (")[0]
+    return BUTTON_WORDS.get(key) or keys.action_words(key)
 
 
 def verdict_line(view: QueryView) -> None:
