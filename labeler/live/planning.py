@@ -213,8 +213,7 @@ def plans(
     measured_depth: float | None = None,
 ) -> pd.DataFrame:
     """A plan before labelling (:func:`goldset.eval.cost.compare_plans`): first-hit mode against
-    full
-    depth k and, given the pool's real size per query, the full pool. DataFrame(plan,
+    full depth k and, given the pool's real size per query, the full pool. DataFrame(plan,
     docs_per_query, hours, dollars).
 
     Once queries are done, ``measured_depth`` (the mean docs read in a done query, U/M
