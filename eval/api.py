@@ -27,7 +27,7 @@ The reports hold what ``goldset eval --json`` and ``goldset compare --json`` pri
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Union
 
@@ -79,9 +79,9 @@ def as_golden(golden: GoldenInput) -> Golden:
     raise TypeError(f"a golden set is a path, a DataFrame or a dict, not {type(golden).__name__}")
 
 
-def as_run(run: RunInput, name: str | None = None) -> Run:
+def as_run(run: RunInput, name: str | None = None, unnamed: str = "run") -> Run:
     """A run from a path, a DataFrame of query_id, doc_id, score, a dict of dicts, or a
-    :class:`Run`. ``name`` names it in reports (a file's name by default, else "run")."""
+    :class:`Run`. ``name`` names it in reports: by default a file's name, else ``unnamed``."""
     if isinstance(run, Run):
         return run
     if isinstance(run, str | Path):
@@ -97,10 +97,10 @@ def as_run(run: RunInput, name: str | None = None) -> Run:
             }
             for query_id, scored in run.items()
         )
-        return run_from_records(records, name or "run", source=DICT)
+        return run_from_records(records, name or unnamed, source=DICT)
     if _is_frame(run):
         _require_columns(run, ("query_id", "doc_id", "score"))
-        return run_from_frame(_checked_run_frame(run), name or "run", source=FRAME)
+        return run_from_frame(_checked_run_frame(run), name or unnamed, source=FRAME)
     raise TypeError(f"a run is a path, a DataFrame or a dict, not {type(run).__name__}")
 
 
@@ -109,7 +109,11 @@ class Evaluation:
     """One run measured on a golden set. ``result`` is what ``goldset eval --json`` prints,
     with ``per_query`` (a DataFrame) beside it."""
 
-    result: dict
+    result: dict = field(repr=False)
+
+    def __repr__(self) -> str:  # the result is pages long: the run, its queries, its first figure
+        queries = self.result["queries"]["answerable"]
+        return f"Evaluation(run={self.result['run']!r}, queries={queries}, {_first(self.result)})"
 
     def summary(self) -> pd.DataFrame:
         """One row per metric: ``mean`` and its 95% CI (``ci_low``, ``ci_high``)."""
@@ -146,7 +150,11 @@ class Comparison:
     """A candidate run against a baseline on the same golden set. ``result`` is what
     ``goldset compare --json`` prints, the release gate's verdict included."""
 
-    result: dict
+    result: dict = field(repr=False)
+
+    def __repr__(self) -> str:
+        runs = f"{self.result['baseline']!r} -> {self.result['candidate']!r}"
+        return f"Comparison({runs}, verdict={self.verdict!r}, Δ{_first(self.result, 'delta')})"
 
     @property
     def verdict(self) -> str:
@@ -218,7 +226,7 @@ def compare(
     from goldset.eval.compare import compare_runs
 
     _check_ranking_options(options)
-    runs = as_run(baseline, "baseline"), as_run(candidate, "candidate")
+    runs = as_run(baseline, unnamed="baseline"), as_run(candidate, unnamed="candidate")
     return Comparison(compare_runs(as_golden(golden), *runs, _metric_list(metrics), **options))
 
 
@@ -307,6 +315,13 @@ def _non_empty(golden: Golden) -> Golden:
     if len(golden.query_column("query_id")) == 0:
         raise InputError("<input>", None, None, "no queries in the golden set")
     return golden
+
+
+def _first(result: Mapping, figure: str = "mean") -> str:
+    """The first metric of a report and its ``figure``, as ``mrr@10=0.7936``."""
+    spec, entry = next(iter(result["metrics"].items()), ("no metric", {}))
+    value = entry.get(figure)
+    return f"{spec}={'n/a' if value is None else format(value, '.4f')}"
 
 
 def _metric_rows(metrics: Mapping[str, Mapping]) -> pd.DataFrame:

@@ -238,3 +238,20 @@ def test_a_project_pools_runs_and_sets_its_protocol_as_the_commands_do(tmp_path,
     assert counts  # the pool's own counts, as `goldset pool` prints them
     assert project.configure()["mode"] == "full"  # nothing given: nothing changes
     assert project.candidates().query_ids.size == 225
+
+
+def test_reports_name_runs_as_the_commands_do_and_print_in_one_line(cranfield):
+    comparison = goldset.compare(cranfield.qrels, cranfield.bm25, cranfield.tfidf, bootstrap=0)
+    assert (comparison.result["baseline"], comparison.result["candidate"]) == (
+        "bm25",
+        "tfidf-title",
+    )
+    assert repr(comparison).startswith("Comparison('bm25' -> 'tfidf-title', verdict='fail'")
+    from_dicts = goldset.compare({"q1": {"d1": 1}}, {"q1": {"d1": 1.0}}, {"q1": {"d1": 1.0}})
+    assert (from_dicts.result["baseline"], from_dicts.result["candidate"]) == (
+        "baseline",
+        "candidate",
+    )
+    report = goldset.evaluate(cranfield.qrels, cranfield.bm25, ["mrr@10"], bootstrap=0)
+    mean = report.summary().loc["mrr@10", "mean"]
+    assert repr(report) == f"Evaluation(run='bm25', queries=225, mrr@10={mean:.4f})"
