@@ -2,9 +2,8 @@
 sessions, and the users as admins see them.
 
 Over the store: every read and write goes through :class:`goldset.labeler.store.Store` (no SQL
-here);
-the password hashes themselves are :mod:`goldset.labeler.auth`'s. No Streamlit either: the sign-in
-page, the pages' role checks and the CLI call these functions.
+here); the password hashes themselves are :mod:`goldset.labeler.auth`'s. No Streamlit either:
+the sign-in page, the pages' role checks and the CLI call these functions.
 """
 
 from __future__ import annotations

@@ -2,9 +2,8 @@
 
 A sign-in (password or identity provider) opens a session in the project database
 (:func:`goldset.labeler.accounts.start_session`); a tiny component then posts the session's
-one-time ticket
-to :mod:`goldset.labeler.session_cookie`, whose HTTP response sets the HttpOnly cookie. A reload or
-a new tab of the same browser sends that cookie with its websocket handshake
+one-time ticket to :mod:`goldset.labeler.session_cookie`, whose HTTP response sets the HttpOnly
+cookie. A reload or a new tab of the same browser sends that cookie with its websocket handshake
 (``st.context.cookies``) and resumes the session. Every run re-reads the session from the
 database, so a logout, a removed user or a new role signs out every tab at its next run.
 """

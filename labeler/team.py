@@ -2,9 +2,8 @@
 and the adjudication queue (who may decide is :mod:`goldset.labeler.accounts`' role check).
 
 Composition only: every read and write goes through :class:`goldset.labeler.store.Store` (no SQL
-here)
-and every statistic through :mod:`goldset.eval.agreement` (no formula here). No Streamlit either:
-the review and admin pages, and the CLI, call these functions.
+here) and every statistic through :mod:`goldset.eval.agreement` (no formula here). No Streamlit
+either: the review and admin pages, and the CLI, call these functions.
 """
 
 from __future__ import annotations
